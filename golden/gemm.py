@@ -1,8 +1,8 @@
 """Bit-exact reference GEMM: the one place a reference result is computed.
 
-``C[M, N] = A[M, K] @ B[K, N]``, each product exact, the sum wrapped modulo ``2**acc_width`` and read
-back as two's-complement when ``signed``: what an adder of ``acc_width`` bits that drops its carry
-produces, whatever the order of the additions.
+``C[M, N] = A[M, K] @ B[K, N]``, each product exact, the sum wrapped modulo ``2**acc_width``
+and read back as two's-complement when ``signed``: what an adder of ``acc_width`` bits that
+drops its carry produces, whatever the order of the additions.
 """
 
 from __future__ import annotations
@@ -71,8 +71,10 @@ def gemm(
     a = _check_operand(a, "A", a_width, a_signed)
     b = _check_operand(b, "B", b_width, b_signed)
     if a.shape[1] != b.shape[0]:
-        raise ValueError(f"A is {a.shape[0]}x{a.shape[1]} but B is {b.shape[0]}x{b.shape[1]}: "
-                         "A's columns must equal B's rows (K)")
+        raise ValueError(
+            f"A is {a.shape[0]}x{a.shape[1]} but B is {b.shape[0]}x{b.shape[1]}: "
+            "A's columns must equal B's rows (K)"
+        )
     # Integer matmul wraps modulo 2**64, which preserves the residue modulo 2**acc_width.
     c = a.view(np.uint64) @ b.view(np.uint64)
     return wrap(c, acc_width, a_signed or b_signed)

@@ -18,7 +18,7 @@ __all__ = ["Flow", "StationaryArray", "OutputStationaryArray", "build_array"]
 
 
 class Flow(wiring.Signature):
-    """A ``valid`` strobe and a ``payload``, with no back-pressure (the receiver is always ready)."""
+    """A ``valid`` strobe and a ``payload``; no back-pressure: the receiver is always ready."""
 
     def __init__(self, payload_shape):
         super().__init__({"valid": Out(1), "payload": Out(payload_shape)})
@@ -29,7 +29,7 @@ def operand_shape(width: int, is_signed: bool) -> Shape:
 
 
 def _delay(m: Module, value, cycles: int, name: str):
-    """``value`` (a signal or a layout view) delayed by ``cycles`` registers named ``{name}_{i}``."""
+    """``value`` (a signal or a view) delayed by ``cycles`` registers named ``{name}_{i}``."""
     for i in range(cycles):
         reg = Signal(value.shape(), name=f"{name}_{i}")
         m.d.sync += reg.eq(value)
@@ -38,7 +38,7 @@ def _delay(m: Module, value, cycles: int, name: str):
 
 
 def _tree_or(values):
-    """OR-reduce as a balanced tree (a linear chain recurses too deeply in Amaranth for big arrays)."""
+    """OR-reduce as a balanced tree (a linear chain recurses too deeply in Amaranth)."""
     if len(values) == 1:
         return values[0]
     half = len(values) // 2
@@ -73,16 +73,16 @@ class StationaryArray(_Array):
     """Weight- or input-stationary mesh: ``rows x cols`` :class:`StationaryPE`.
 
     WS computes ``C[m, n0:n0+cols] = A[m, k0:k0+rows] @ B[k0:k0+rows, n0:n0+cols]``: B stays, A
-    streams. IS is the same mesh on the transposed problem, ``C^T = B^T A^T``: A stays (PE ``(r, c)``
-    holds ``A[m0+c, k0+r]``), B streams one column ``B[k0:k0+rows, n]`` a cycle, and each result is a
-    column ``C[m0:m0+cols, n]``.
+    streams. IS is the same mesh on the transposed problem, ``C^T = B^T A^T``: A stays (PE
+    ``(r, c)`` holds ``A[m0+c, k0+r]``), B streams one column ``B[k0:k0+rows, n]`` a cycle, and
+    each result is a column ``C[m0:m0+cols, n]``.
 
     Ports
     -----
     preload : Flow({data: cols x stationary, bank})
         While ``valid``, shifts one row of the stationary tile into bank ``bank`` from the north.
-        A tile takes :attr:`preload_cycles` cycles, **last row first** (row ``rows-1`` is pushed first
-        and ends at the bottom).
+        A tile takes :attr:`preload_cycles` cycles, **last row first** (row ``rows-1`` is
+        pushed first and ends at the bottom).
     stream : Flow({data: rows x streaming, bank})
         One streaming vector a cycle, multiplied with the tile in bank ``bank``.
     result : Flow(cols x accumulator)
@@ -95,8 +95,10 @@ class StationaryArray(_Array):
 
     def __init__(self, config: ArrayConfig):
         if config.dataflow is Dataflow.OS:
-            raise ValueError("StationaryArray builds the 'ws' and 'is' dataflows; use "
-                             "OutputStationaryArray for 'os'")
+            raise ValueError(
+                "StationaryArray builds the 'ws' and 'is' dataflows; use "
+                "OutputStationaryArray for 'os'"
+            )
         super().__init__(
             config,
             {
@@ -133,9 +135,10 @@ class StationaryArray(_Array):
 
     @property
     def latency(self) -> int:
-        """``rows + cols - 1``: ``rows - 1`` skew registers on the last row, one PE register per row
-        for the partial sum (``rows``) and per column for the operand before the last (``cols - 1``),
-        less the last column's zero-length de-skew, gives ``(rows - 1) + (cols - 1) + 1``."""
+        """``rows + cols - 1``: a vector entering in cycle ``t`` meets PE ``(r, c)`` in cycle
+        ``t + r + c`` (``r`` skew and ``c`` PE registers); the partial sum leaves the bottom of
+        column ``c`` in cycle ``t + rows + c``, and ``cols - 1 - c`` de-skew registers align every
+        column at ``t + rows + cols - 1``."""
         return self._config.rows + self._config.cols - 1
 
     @property
@@ -153,9 +156,7 @@ class StationaryArray(_Array):
         m = Module()
         cfg = self._config
         acc_shape = self.acc_shape(cfg)
-        lane_layout = data.StructLayout(
-            {"x": self.streaming_shape(cfg), "valid": 1, "bank": 1}
-        )
+        lane_layout = data.StructLayout({"x": self.streaming_shape(cfg), "valid": 1, "bank": 1})
         pes = [
             [
                 StationaryPE(
@@ -170,20 +171,30 @@ class StationaryArray(_Array):
         for r in range(cfg.rows):
             for c in range(cfg.cols):
                 m.submodules[f"pe_{r}_{c}"] = pe = pes[r][c]
-                m.d.comb += [pe.load.eq(self.preload.valid),
-                             pe.load_bank.eq(self.preload.payload.bank)]
+                m.d.comb += [
+                    pe.load.eq(self.preload.valid),
+                    pe.load_bank.eq(self.preload.payload.bank),
+                ]
                 if c == 0:
                     lane = Signal(lane_layout, name=f"skew_row{r}_in")
-                    m.d.comb += [lane.x.eq(self.stream.payload.data[r]),
-                                 lane.valid.eq(self.stream.valid),
-                                 lane.bank.eq(self.stream.payload.bank)]
+                    m.d.comb += [
+                        lane.x.eq(self.stream.payload.data[r]),
+                        lane.valid.eq(self.stream.valid),
+                        lane.bank.eq(self.stream.payload.bank),
+                    ]
                     skewed = _delay(m, lane, r, f"skew_row{r}")
-                    m.d.comb += [pe.x_in.eq(skewed.x), pe.x_valid_in.eq(skewed.valid),
-                                 pe.x_bank_in.eq(skewed.bank)]
+                    m.d.comb += [
+                        pe.x_in.eq(skewed.x),
+                        pe.x_valid_in.eq(skewed.valid),
+                        pe.x_bank_in.eq(skewed.bank),
+                    ]
                 else:
                     west = pes[r][c - 1]
-                    m.d.comb += [pe.x_in.eq(west.x_out), pe.x_valid_in.eq(west.x_valid_out),
-                                 pe.x_bank_in.eq(west.x_bank_out)]
+                    m.d.comb += [
+                        pe.x_in.eq(west.x_out),
+                        pe.x_valid_in.eq(west.x_valid_out),
+                        pe.x_bank_in.eq(west.x_bank_out),
+                    ]
                 if r == 0:
                     m.d.comb += [pe.psum_in.eq(0), pe.w_in.eq(self.preload.payload.data[c])]
                 else:
@@ -206,21 +217,24 @@ class OutputStationaryArray(_Array):
     Ports
     -----
     operands : Flow({a: rows x A, b: cols x B, last})
-        One reduction step a cycle: the column ``A[m0:m0+rows, k]`` and the row ``B[k, n0:n0+cols]``.
-        ``last`` marks the step that finishes the tile; the next tile may start the very next cycle.
+        One reduction step a cycle: the column ``A[m0:m0+rows, k]`` and the row
+        ``B[k, n0:n0+cols]``. ``last`` marks the step that finishes the tile; the next tile may
+        start the very next cycle.
     result : Flow(cols x accumulator)
         The finished tile, one row per cycle in order ``0 .. rows-1``: row ``r`` leaves
         ``latency + r`` cycles after the ``last`` step entered.
 
-    Each column reads its finished accumulators over one shared output path, one row per cycle, so
-    the ``last`` steps of consecutive tiles must be at least :attr:`drain_cycles` cycles apart (tiles
-    with ``K >= rows`` stream back to back; shorter ones need idle steps between them).
+    Each column reads its finished accumulators over one shared output path, one row per cycle,
+    so the ``last`` steps of consecutive tiles must be at least :attr:`drain_cycles` cycles apart
+    (tiles with ``K >= rows`` stream back to back; shorter ones need idle steps between them).
     """
 
     def __init__(self, config: ArrayConfig):
         if config.dataflow is not Dataflow.OS:
-            raise ValueError("OutputStationaryArray builds the 'os' dataflow; use "
-                             "StationaryArray for 'ws' and 'is'")
+            raise ValueError(
+                "OutputStationaryArray builds the 'os' dataflow; use "
+                "StationaryArray for 'ws' and 'is'"
+            )
         super().__init__(config, {"operands": In(Flow(self.operands_layout(config)))})
 
     @staticmethod
@@ -235,9 +249,9 @@ class OutputStationaryArray(_Array):
 
     @property
     def latency(self) -> int:
-        """``cols``: the ``last`` step reaches PE ``(r, c)`` after ``r + c`` skew and PE registers, its
-        accumulator is read one cycle later, and column ``c`` is de-skewed by ``cols - 1 - c``:
-        ``r + c + 1 + cols - 1 - c = cols + r``."""
+        """``cols``: the ``last`` step reaches PE ``(r, c)`` after ``r + c`` skew and PE
+        registers, its accumulator is read one cycle later, and column ``c`` is de-skewed by
+        ``cols - 1 - c``: ``r + c + 1 + cols - 1 - c = cols + r``."""
         return self._config.cols
 
     @property
@@ -268,15 +282,24 @@ class OutputStationaryArray(_Array):
                 m.submodules[f"pe_{r}_{c}"] = pe = pes[r][c]
                 if c == 0:
                     lane = Signal(lane_layout, name=f"skew_row{r}_in")
-                    m.d.comb += [lane.a.eq(ops.a[r]), lane.valid.eq(self.operands.valid),
-                                 lane.last.eq(ops.last)]
+                    m.d.comb += [
+                        lane.a.eq(ops.a[r]),
+                        lane.valid.eq(self.operands.valid),
+                        lane.last.eq(ops.last),
+                    ]
                     skewed = _delay(m, lane, r, f"skew_row{r}")
-                    m.d.comb += [pe.a_in.eq(skewed.a), pe.a_valid_in.eq(skewed.valid),
-                                 pe.a_last_in.eq(skewed.last)]
+                    m.d.comb += [
+                        pe.a_in.eq(skewed.a),
+                        pe.a_valid_in.eq(skewed.valid),
+                        pe.a_last_in.eq(skewed.last),
+                    ]
                 else:
                     west = pes[r][c - 1]
-                    m.d.comb += [pe.a_in.eq(west.a_out), pe.a_valid_in.eq(west.a_valid_out),
-                                 pe.a_last_in.eq(west.a_last_out)]
+                    m.d.comb += [
+                        pe.a_in.eq(west.a_out),
+                        pe.a_valid_in.eq(west.a_valid_out),
+                        pe.a_last_in.eq(west.a_last_out),
+                    ]
                 if r == 0:
                     m.d.comb += pe.b_in.eq(_delay(m, ops.b[c], c, f"skew_col{c}"))
                 else:
@@ -286,8 +309,9 @@ class OutputStationaryArray(_Array):
             finished = _tree_or([_gate(pe.acc, pe.a_last_out) for pe in column])
             out = Signal(acc_shape, name=f"drain_col{c}")
             m.d.comb += out.eq(finished)
-            m.d.comb += self.result.payload[c].eq(_delay(m, out, cfg.cols - 1 - c,
-                                                         f"deskew_col{c}"))
+            m.d.comb += self.result.payload[c].eq(
+                _delay(m, out, cfg.cols - 1 - c, f"deskew_col{c}")
+            )
         m.d.comb += self.result.valid.eq(
             _tree_or([pes[r][cfg.cols - 1].a_last_out for r in range(cfg.rows)])
         )

@@ -1,4 +1,4 @@
-"""The one configuration object that the generator, the models, the testbench and the sweeps share."""
+"""The one configuration object shared by the generator, the models, the testbench and sweeps."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ __all__ = ["ArrayConfig", "Dataflow", "LIMITS"]
 class Dataflow(enum.StrEnum):
     """Which operand stays in the processing elements.
 
-    ``WS``: a weight ``B[k, n]`` (K on rows, N on columns); ``OS``: an output ``C[m, n]`` (M on rows,
-    N on columns); ``IS``: an input ``A[m, k]`` (K on rows, M on columns).
+    ``WS``: a weight ``B[k, n]`` (K on rows, N on columns); ``OS``: an output ``C[m, n]``
+    (M on rows, N on columns); ``IS``: an input ``A[m, k]`` (K on rows, M on columns).
     """
 
     WS = "ws"
@@ -86,7 +86,7 @@ class ArrayConfig:
         _check_bool("a_signed", self.a_signed)
         _check_bool("b_signed", self.b_signed)
 
-    # -- derived facts ------------------------------------------------------------------------------
+    # -- derived facts --
 
     @property
     def c_signed(self) -> bool:
@@ -110,7 +110,7 @@ class ArrayConfig:
         precision = a if a == b else f"a{a}-b{b}"
         return f"{self.dataflow.value}-{self.rows}x{self.cols}-{precision}-acc{self.acc_width}"
 
-    # -- serialization ------------------------------------------------------------------------------
+    # -- serialization --
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -130,9 +130,7 @@ class ArrayConfig:
                 f"allowed keys: {', '.join(fields)}"
             )
         missing = [
-            name
-            for name, f in fields.items()
-            if f.default is dataclasses.MISSING and name not in d
+            name for name, f in fields.items() if f.default is dataclasses.MISSING and name not in d
         ]
         if missing:
             raise ValueError(f"missing ArrayConfig key(s) {', '.join(map(repr, missing))}")

@@ -79,11 +79,11 @@ class StationaryPE(wiring.Component):
 class OutputStationaryPE(wiring.Component):
     """PE of the output-stationary array.
 
-    ``a`` travels east with its ``valid`` and ``last`` flags, ``b`` travels south; the PE accumulates
-    ``acc += a * b`` for valid pairs, wrapped to the accumulator width. The cycle after the pair marked
-    ``last``, ``a_last_out`` is high and ``acc`` holds the finished output: that is the one cycle in
-    which the array reads it, and the accumulator restarts from the pair arriving in that same cycle,
-    so consecutive tiles stream back to back.
+    ``a`` travels east with its ``valid`` and ``last`` flags, ``b`` travels south; the PE
+    accumulates ``acc += a * b`` for valid pairs, wrapped to the accumulator width. The cycle
+    after the pair marked ``last``, ``a_last_out`` is high and ``acc`` holds the finished output:
+    that is the one cycle in which the array reads it, and the accumulator restarts from the pair
+    arriving in that same cycle, so consecutive tiles stream back to back.
 
     Latency: one cycle from ``a_in``/``b_in`` to ``a_out``/``b_out`` and to ``acc``.
     """

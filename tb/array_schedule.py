@@ -35,7 +35,7 @@ class Tile:
 
 @dataclass
 class Schedule:
-    """Per-cycle packed inputs ``{port: (valid, payload)}`` and expected ``(cycle, vector)`` outputs."""
+    """Packed inputs ``{port: (valid, payload)}`` per cycle, expected ``(cycle, vector)``s."""
 
     config: ArrayConfig
     inputs: list[dict[str, tuple[int, int]]] = field(default_factory=list)
@@ -72,10 +72,12 @@ def _check_tile(config: ArrayConfig, tile: Tile) -> None:
 
 
 def schedule_tiles(
-    config: ArrayConfig, tiles: list[Tile], rng: np.random.Generator | None = None,
+    config: ArrayConfig,
+    tiles: list[Tile],
+    rng: np.random.Generator | None = None,
     bubble_rate: float = 0.0,
 ) -> Schedule:
-    """Schedule ``tiles`` back to back; ``bubble_rate`` inserts random idle cycles in the streams."""
+    """Schedule ``tiles`` back to back; ``bubble_rate`` inserts random idle stream cycles."""
     for tile in tiles:
         _check_tile(config, tile)
     if config.dataflow is Dataflow.OS:
@@ -135,9 +137,7 @@ def _schedule_os(config, tiles, rng, bubble_rate) -> Schedule:
     for tile in tiles:
         expected = reference(config, tile.a, tile.b)
         k = tile.a.shape[1]
-        steps = []
-        for step in range(k):
-            steps.append(_bubbles(rng, bubble_rate))
+        steps = [_bubbles(rng, bubble_rate) for _ in range(k)]
         # The last step must come at least drain_cycles after the previous tile's last step.
         if prev_last is not None:
             earliest_last = prev_last + array.drain_cycles

@@ -15,8 +15,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge
 
 from golden.data import corner_matrix, random_matrix
-from rtl.config import ArrayConfig, Dataflow
 from rtl.array import build_array
+from rtl.config import ArrayConfig, Dataflow
 
 from .array_schedule import Schedule, Tile, input_ports, schedule_tiles
 from .packing import unpack
@@ -38,8 +38,9 @@ def _tile(rng, make, stream_len: int) -> Tile:
         Dataflow.IS: (cfg.cols, cfg.rows, stream_len),
         Dataflow.OS: (cfg.rows, stream_len, cfg.cols),
     }[cfg.dataflow]
-    return Tile(make(rng, (m, k), cfg.a_width, cfg.a_signed),
-                make(rng, (k, n), cfg.b_width, cfg.b_signed))
+    return Tile(
+        make(rng, (m, k), cfg.a_width, cfg.a_signed), make(rng, (k, n), cfg.b_width, cfg.b_signed)
+    )
 
 
 async def _reset(dut) -> None:
@@ -116,12 +117,13 @@ async def single_tile(dut):
 
 @cocotb.test()
 async def random_tiles(dut):
-    """Back-to-back tiles of random data and random lengths (1 to 3x the array), some idle cycles."""
+    """Back-to-back tiles of random data, lengths 1 to 3x the array, random idle cycles."""
     rng = _rng("random_tiles")
     dut._log.info("config %s, seed %d", CONFIG.name, SEED)
     longest = 3 * max(CONFIG.rows, CONFIG.cols)
-    tiles = [_tile(rng, random_matrix, int(rng.integers(1, longest, endpoint=True)))
-             for _ in range(6)]
+    tiles = [
+        _tile(rng, random_matrix, int(rng.integers(1, longest, endpoint=True))) for _ in range(6)
+    ]
     await _run(dut, tiles, rng, bubble_rate=0.2)
 
 

@@ -35,7 +35,9 @@ def unpack(layout, bits: int):
     if isinstance(layout, data.ArrayLayout):
         width = Shape.cast(layout.elem_shape).width
         mask = (1 << width) - 1
-        return [unpack(layout.elem_shape, (bits >> (i * width)) & mask) for i in range(layout.length)]
+        return [
+            unpack(layout.elem_shape, (bits >> (i * width)) & mask) for i in range(layout.length)
+        ]
     shape = Shape.cast(layout)
     bits &= (1 << shape.width) - 1
     if shape.signed and bits >> (shape.width - 1):

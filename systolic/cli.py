@@ -1,0 +1,175 @@
+"""The ``systolic`` command line: generate, simulate and measure systolic-array accelerators."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rtl.config import LIMITS, ArrayConfig, Dataflow
+
+__all__ = ["main"]
+
+
+class UsageError(Exception):
+    """A bad option or value: reported as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse prints the whole usage; one clear line is enough
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def _range(name: str) -> str:
+    lo, hi = LIMITS[name]
+    return f"{lo}..{hi}"
+
+
+def add_config_options(p: argparse.ArgumentParser) -> None:
+    """The options that make an ArrayConfig; shared by every subcommand that needs one."""
+    g = p.add_argument_group("array configuration")
+    g.add_argument(
+        "--config",
+        metavar="FILE",
+        type=Path,
+        help="read the configuration from a config.json (other options then override it)",
+    )
+    g.add_argument(
+        "--dataflow",
+        choices=[d.value for d in Dataflow],
+        help="weight-, output- or input-stationary",
+    )
+    g.add_argument("--rows", type=int, metavar="R", help=f"PE rows ({_range('rows')})")
+    g.add_argument("--cols", type=int, metavar="C", help=f"PE columns ({_range('cols')})")
+    g.add_argument(
+        "--a-width",
+        type=int,
+        metavar="BITS",
+        help=f"activation (A) operand bits ({_range('a_width')}, default 8)",
+    )
+    g.add_argument(
+        "--b-width",
+        type=int,
+        metavar="BITS",
+        help=f"weight (B) operand bits ({_range('b_width')}, default 8)",
+    )
+    g.add_argument(
+        "--a-unsigned",
+        action="store_true",
+        default=None,
+        help="A operands are unsigned (default: two's complement)",
+    )
+    g.add_argument(
+        "--b-unsigned",
+        action="store_true",
+        default=None,
+        help="B operands are unsigned (default: two's complement)",
+    )
+    g.add_argument(
+        "--acc-width",
+        type=int,
+        metavar="BITS",
+        help=f"accumulator and output bits ({_range('acc_width')}, default 32); sums "
+        "wrap around at this width",
+    )
+
+
+def config_from_args(args: argparse.Namespace) -> ArrayConfig:
+    values: dict = {}
+    if args.config is not None:
+        try:
+            values = ArrayConfig.from_json(args.config.read_text()).to_dict()
+        except OSError as e:
+            raise UsageError(
+                f"systolic {args.command}: cannot read --config {args.config}: {e.strerror}"
+            ) from None
+    for key in ("dataflow", "rows", "cols", "a_width", "b_width", "acc_width"):
+        if getattr(args, key) is not None:
+            values[key] = getattr(args, key)
+    for key in ("a_signed", "b_signed"):
+        if getattr(args, key.replace("signed", "unsigned")):
+            values[key] = False
+    for key in ("dataflow", "rows", "cols"):
+        if key not in values:
+            raise UsageError(
+                f"systolic {args.command}: --{key} is required (or give --config FILE)"
+            )
+    return ArrayConfig.from_dict(values)
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from rtl.generate import TOP, write_array
+
+    config = config_from_args(args)
+    out = args.out if args.out is not None else Path(config.name)
+    paths = write_array(config, out)
+    report = {"name": config.name, **{k: str(v) for k, v in paths.items()}}
+    status = 0
+    if args.lint:
+        from tb.lint import lint
+
+        result = lint(paths["verilog"], TOP)
+        report["lint"] = {"clean": result.clean, "warnings": result.warnings}
+        status = 0 if result.clean else 1
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"{config.name}: wrote {paths['verilog']} and {paths['config']}")
+        if args.lint:
+            if result.clean:
+                print("verilator --lint-only -Wall: clean")
+            else:
+                print("verilator --lint-only -Wall: " + "\n".join(result.warnings))
+    return status
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="systolic",
+        description="Generate, verify and measure weight-, output- and input-stationary "
+        "systolic arrays.",
+    )
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
+
+    gen = sub.add_parser(
+        "generate",
+        help="write the Verilog of an array and its config.json",
+        description="Write <DIR>/systolic_array.v (top module `systolic_array`, ports "
+        "<flow>__valid/<flow>__payload, clock `clk`, synchronous reset `rst`) and "
+        "<DIR>/config.json.",
+    )
+    add_config_options(gen)
+    gen.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="output folder (default: ./<config name>, e.g. ./ws-8x8-i8-acc32)",
+    )
+    gen.add_argument(
+        "--lint",
+        action="store_true",
+        help="also run verilator --lint-only -Wall on the result; exit 1 if unclean",
+    )
+    gen.add_argument("--json", action="store_true", help="print what was written as JSON")
+    gen.set_defaults(func=cmd_generate)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return args.func(args)
+    except UsageError as e:
+        print(e, file=sys.stderr)
+        return 2
+    except (ValueError, TypeError) as e:  # invalid configuration values, named by the message
+        print(f"systolic: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""The `systolic` command line: what it writes, and one clear line for every bad option."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from rtl.config import ArrayConfig
+
+
+def systolic(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "systolic.cli", *args], capture_output=True, text=True, cwd=cwd
+    )
+
+
+def test_generate_writes_verilog_and_config(tmp_path):
+    out = tmp_path / "gen"
+    r = systolic(
+        "generate",
+        "--dataflow",
+        "is",
+        "--rows",
+        "3",
+        "--cols",
+        "2",
+        "--a-width",
+        "4",
+        "--a-unsigned",
+        "--acc-width",
+        "20",
+        "--out",
+        str(out),
+        "--lint",
+        "--json",
+    )
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["name"] == "is-3x2-au4-bi8-acc20"
+    assert report["lint"]["clean"] is True
+    assert "module systolic_array(" in (out / "systolic_array.v").read_text()
+    config = ArrayConfig.from_json((out / "config.json").read_text())
+    assert config == ArrayConfig("is", 3, 2, a_width=4, a_signed=False, acc_width=20)
+
+
+def test_generate_from_config_file(tmp_path):
+    (tmp_path / "c.json").write_text(ArrayConfig("os", 2, 2).to_json())
+    r = systolic("generate", "--config", "c.json", "--cols", "4", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "os-2x4-i8-acc32" / "systolic_array.v").is_file()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["generate", "--dataflow", "xs", "--rows", "2", "--cols", "2"],
+            "argument --dataflow: invalid choice: 'xs'",
+        ),
+        (
+            ["generate", "--dataflow", "ws", "--rows", "0", "--cols", "2"],
+            "rows must be an integer between 1 and 64, not 0",
+        ),
+        (
+            ["generate", "--dataflow", "ws", "--rows", "2", "--cols", "2", "--b-width", "40"],
+            "b_width must be an integer between 2 and 16, not 40",
+        ),
+        (["generate", "--dataflow", "ws", "--rows", "2"], "--cols is required"),
+        (["generate", "--rows", "two"], "argument --rows: invalid int value: 'two'"),
+        (["generate", "--config", "missing.json"], "cannot read --config missing.json"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ],
+)
+def test_bad_options_exit_2_with_one_line(tmp_path, args, message):
+    r = systolic(*args, cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_help_explains_every_option():
+    r = systolic("generate", "--help")
+    assert r.returncode == 0
+    for option in (
+        "--dataflow",
+        "--rows",
+        "--cols",
+        "--a-width",
+        "--b-width",
+        "--a-unsigned",
+        "--b-unsigned",
+        "--acc-width",
+        "--out",
+        "--lint",
+        "--config",
+    ):
+        assert option in r.stdout

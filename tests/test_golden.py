@@ -1,0 +1,89 @@
+"""The reference GEMM against a plain-Python computation and hand-worked wrap-around cases."""
+
+import numpy as np
+import pytest
+
+from golden.data import corner_values
+from golden.gemm import gemm, operand_range, wrap
+
+
+def _python_gemm(a, b, acc_width, signed):
+    """Independent reference: exact Python integers, then two's-complement wrap by hand."""
+    out = []
+    for row in a.tolist():
+        out_row = []
+        for col in zip(*b.tolist(), strict=True):
+            s = sum(x * y for x, y in zip(row, col, strict=True)) % (1 << acc_width)
+            if signed and s >= 1 << (acc_width - 1):
+                s -= 1 << acc_width
+            out_row.append(s)
+        out.append(out_row)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("aw", "asg", "bw", "bsg", "acc"),
+    [
+        (8, True, 8, True, 32),
+        (4, False, 4, False, 8),
+        (16, True, 16, True, 64),
+        (8, False, 4, True, 11),
+        (16, False, 16, False, 64),
+        (2, True, 16, False, 2),
+    ],
+)
+def test_matches_python_integers(seed, aw, asg, bw, bsg, acc):
+    rng = np.random.default_rng(seed)
+    lo, hi = operand_range(aw, asg)
+    a = rng.integers(lo, hi, (5, 7), endpoint=True)
+    lo, hi = operand_range(bw, bsg)
+    b = rng.integers(lo, hi, (7, 3), endpoint=True)
+    got = gemm(a, b, a_width=aw, a_signed=asg, b_width=bw, b_signed=bsg, acc_width=acc)
+    assert got.tolist() == _python_gemm(a, b, acc, asg or bsg)
+
+
+def test_hand_worked_wraps():
+    # 127*127 + 127*127 = 32258 = 0x7E02: 8 bits keep 0x02, 16 bits keep 0x7E02.
+    a = np.array([[127, 127]])
+    b = np.array([[127], [127]])
+    kw = dict(a_width=8, a_signed=True, b_width=8, b_signed=True)
+    assert gemm(a, b, acc_width=8, **kw).tolist() == [[2]]
+    assert gemm(a, b, acc_width=16, **kw).tolist() == [[32258]]
+    # 2 * (-128 * -128) = 32768 = 0x8000: as a signed 16-bit value that is -32768.
+    a = np.array([[-128, -128]])
+    b = np.array([[-128], [-128]])
+    assert gemm(a, b, acc_width=16, **kw).tolist() == [[-32768]]
+    # Unsigned: 255 * 255 = 65025 = 0xFE01; a 9-bit accumulator keeps 0x001.
+    assert gemm(
+        np.array([[255]]),
+        np.array([[255]]),
+        a_width=8,
+        a_signed=False,
+        b_width=8,
+        b_signed=False,
+        acc_width=9,
+    ).tolist() == [[1]]
+
+
+def test_wrap_64_bit():
+    assert wrap(np.array([-1]), 64, False).tolist() == [2**64 - 1]
+    assert wrap(np.array([2**63], dtype=np.uint64), 64, True).tolist() == [-(2**63)]
+
+
+def test_corner_values():
+    assert corner_values(8, True) == [-128, -1, 0, 1, 127]
+    assert corner_values(4, False) == [0, 1, 15]
+
+
+def test_operands_out_of_range_are_rejected():
+    kw = dict(a_width=4, a_signed=True, b_width=4, b_signed=False, acc_width=16)
+    with pytest.raises(
+        ValueError, match=r"A holds values outside the 4-bit signed range \[-8, 7\]"
+    ):
+        gemm(np.array([[8]]), np.array([[1]]), **kw)
+    with pytest.raises(ValueError, match=r"B holds values outside the 4-bit unsigned range"):
+        gemm(np.array([[1]]), np.array([[-1]]), **kw)
+    with pytest.raises(ValueError, match="A's columns must equal B's rows"):
+        gemm(np.zeros((2, 3), int), np.zeros((2, 3), int), **kw)
+    with pytest.raises(TypeError, match="A must hold integers"):
+        gemm(np.zeros((1, 1)), np.zeros((1, 1), int), **kw)
