@@ -13,8 +13,8 @@ import numpy as np
 from amaranth.lib.wiring import In
 
 from golden.gemm import reference
-from rtl.array import OutputStationaryArray, StationaryArray, build_array
 from rtl.config import ArrayConfig, Dataflow
+from rtl.describe import describe
 
 from .packing import pack
 
@@ -93,7 +93,7 @@ def _bubbles(rng, rate: float) -> int:
 
 
 def _schedule_stationary(config, tiles, rng, bubble_rate) -> Schedule:
-    array = StationaryArray(config)
+    array = describe(config)
     preload_layout = array.preload_layout(config)
     stream_layout = array.stream_layout(config)
     sched = Schedule(config)
@@ -129,7 +129,7 @@ def _schedule_stationary(config, tiles, rng, bubble_rate) -> Schedule:
 
 
 def _schedule_os(config, tiles, rng, bubble_rate) -> Schedule:
-    array = OutputStationaryArray(config)
+    array = describe(config)
     layout = array.operands_layout(config)
     sched = Schedule(config)
     t = 0
@@ -161,5 +161,5 @@ def _schedule_os(config, tiles, rng, bubble_rate) -> Schedule:
 
 def input_ports(config: ArrayConfig) -> list[str]:
     """Names of the mesh's input flows (Verilog ports ``<name>__valid`` / ``<name>__payload``)."""
-    array = build_array(config)
+    array = describe(config)
     return [name for name, member in array.signature.members.items() if member.flow == In]

