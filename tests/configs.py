@@ -11,6 +11,7 @@ PRECISIONS = [
     dict(a_width=8, a_signed=False, b_width=3, b_signed=True, acc_width=24),
     dict(a_width=8, b_width=8, acc_width=10),
     dict(a_width=16, a_signed=False, b_width=16, b_signed=False, acc_width=64),
+    dict(a_width=2, b_width=2, acc_width=5),
 ]
 
 SIM_CONFIGS = [ArrayConfig(d, r, c) for d in Dataflow for r, c in SHAPES] + [
