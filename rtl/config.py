@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ArrayConfig", "Dataflow", "LIMITS"]
+__all__ = ["ArrayConfig", "Dataflow", "LIMITS", "DEFAULT_DEPTH"]
 
 
 class Dataflow(enum.StrEnum):
@@ -30,7 +30,13 @@ LIMITS = {
     "a_width": (2, 16),
     "b_width": (2, 16),
     "acc_width": (2, 64),
+    "a_depth": (1, 1 << 16),
+    "b_depth": (1, 1 << 16),
+    "c_depth": (1, 1 << 16),
 }
+
+#: Buffer depths (in edge-vector words) when none are given.
+DEFAULT_DEPTH = 1024
 
 
 def _check_int(name: str, value: Any) -> None:
@@ -63,6 +69,9 @@ class ArrayConfig:
     acc_width : int
         Bits of the accumulator and of every output, 2 to 64. Sums wrap modulo ``2**acc_width``
         as two's-complement hardware does; outputs are signed when either operand is.
+    a_depth, b_depth, c_depth : int
+        Words in the A, B and C buffers, 1 to 65536. A word is one array-edge vector (see
+        :mod:`rtl.top` for each dataflow's layout); C words are at accumulator width.
     """
 
     dataflow: Dataflow
@@ -73,6 +82,9 @@ class ArrayConfig:
     a_signed: bool = True
     b_signed: bool = True
     acc_width: int = 32
+    a_depth: int = DEFAULT_DEPTH
+    b_depth: int = DEFAULT_DEPTH
+    c_depth: int = DEFAULT_DEPTH
 
     def __post_init__(self) -> None:
         try:
@@ -100,7 +112,8 @@ class ArrayConfig:
 
     @property
     def name(self) -> str:
-        """Short stable name, for example ``ws-8x8-i8-acc32`` or ``os-4x2-ai8-bu4-acc20``."""
+        """Short stable name, for example ``ws-8x8-i8-acc32`` or ``os-4x2-ai8-bu4-acc20``;
+        non-default buffer depths add ``-d<A>.<B>.<C>`` (``is-4x4-i8-acc32-d64.64.128``)."""
 
         def operand(width: int, signed: bool) -> str:
             return f"{'i' if signed else 'u'}{width}"
@@ -108,7 +121,11 @@ class ArrayConfig:
         a = operand(self.a_width, self.a_signed)
         b = operand(self.b_width, self.b_signed)
         precision = a if a == b else f"a{a}-b{b}"
-        return f"{self.dataflow.value}-{self.rows}x{self.cols}-{precision}-acc{self.acc_width}"
+        name = f"{self.dataflow.value}-{self.rows}x{self.cols}-{precision}-acc{self.acc_width}"
+        depths = (self.a_depth, self.b_depth, self.c_depth)
+        if depths != (DEFAULT_DEPTH,) * 3:
+            name += "-d" + ".".join(map(str, depths))
+        return name
 
     # -- serialization --
 
