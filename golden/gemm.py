@@ -11,7 +11,7 @@ import numpy as np
 
 from rtl.config import ArrayConfig
 
-__all__ = ["operand_range", "wrap", "gemm", "reference"]
+__all__ = ["operand_range", "wrap", "gemm", "reference", "check_operands"]
 
 
 def operand_range(width: int, signed: bool) -> tuple[int, int]:
@@ -91,3 +91,20 @@ def reference(config: ArrayConfig, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         b_signed=config.b_signed,
         acc_width=config.acc_width,
     )
+
+
+def check_operands(
+    config: ArrayConfig, a: np.ndarray, b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``A`` and ``B`` as int64 matrices, after checking shapes and ranges against ``config``."""
+    a = _check_operand(a, "A", config.a_width, config.a_signed)
+    b = _check_operand(b, "B", config.b_width, config.b_signed)
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(
+            f"A is {a.shape[0]}x{a.shape[1]} but B is {b.shape[0]}x{b.shape[1]}: "
+            "A's columns must equal B's rows (K)"
+        )
+    for name, dim in zip("MKN", (a.shape[0], a.shape[1], b.shape[1]), strict=True):
+        if dim < 1:
+            raise ValueError(f"GEMM dimension {name} must be at least 1, not {dim}")
+    return a, b

@@ -8,35 +8,51 @@ from amaranth.back import verilog
 
 from .array import build_array
 from .config import ArrayConfig
-from .describe import describe
+from .describe import describe_design
 
-__all__ = ["TOP", "LINT_WAIVERS", "array_verilog", "array_ports", "write_array"]
+__all__ = ["TOPS", "LINT_WAIVERS", "design_verilog", "design_ports", "write_design"]
 
-#: Verilog name of the generated top module.
-TOP = "systolic_array"
+#: Verilog top-module name of each design: the bare mesh, and the accelerator around it.
+TOPS = {"array": "systolic_array", "accelerator": "systolic_accelerator"}
 
 #: The one Verilator control file of lint waivers, each documented inside it.
 LINT_WAIVERS = Path(__file__).with_name("lint_waivers.vlt")
 
 
-def array_verilog(config: ArrayConfig) -> str:
-    """Verilog of the systolic mesh for ``config``, top module :data:`TOP`."""
-    return verilog.convert(build_array(config), name=TOP, emit_src=False)
+def _check_kind(kind: str) -> None:
+    if kind not in TOPS:
+        raise ValueError(f"design must be one of {', '.join(map(repr, TOPS))}, not {kind!r}")
 
 
-def array_ports(config: ArrayConfig) -> list[str]:
-    """Verilog port names of the array's top module: ``clk``, ``rst`` and the signature's members
-    joined with ``__`` (``stream__valid``, ``result__payload``, ...)."""
-    array = describe(config)
-    members = ["__".join(map(str, path)) for path, _, _ in array.signature.flatten(array)]
+def _build(config: ArrayConfig, kind: str):
+    if kind == "array":
+        return build_array(config)
+    from .top import Accelerator
+
+    return Accelerator(config)
+
+
+def design_verilog(config: ArrayConfig, kind: str = "accelerator") -> str:
+    """Verilog of the design, top module ``TOPS[kind]``."""
+    _check_kind(kind)
+    return verilog.convert(_build(config, kind), name=TOPS[kind], emit_src=False)
+
+
+def design_ports(config: ArrayConfig, kind: str = "accelerator") -> list[str]:
+    """Verilog port names of the design's top module: ``clk``, ``rst`` and the signature's
+    members joined with ``__`` (``cmd__valid``, ``c_data__payload``, ...)."""
+    _check_kind(kind)
+    design = describe_design(config, kind)
+    members = ["__".join(map(str, path)) for path, _, _ in design.signature.flatten(design)]
     return ["clk", "rst", *members]
 
 
-def write_array(config: ArrayConfig, out_dir: str | Path) -> dict[str, Path]:
-    """Write ``<TOP>.v`` and ``config.json`` into ``out_dir`` (created if missing)."""
+def write_design(config: ArrayConfig, out_dir: str | Path, kind: str = "accelerator") -> dict:
+    """Write ``<top>.v`` and ``config.json`` into ``out_dir`` (created if missing)."""
+    _check_kind(kind)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = {"verilog": out / f"{TOP}.v", "config": out / "config.json"}
-    paths["verilog"].write_text(array_verilog(config))
+    paths = {"verilog": out / f"{TOPS[kind]}.v", "config": out / "config.json"}
+    paths["verilog"].write_text(design_verilog(config, kind))
     paths["config"].write_text(config.to_json() + "\n")
     return paths

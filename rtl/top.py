@@ -11,7 +11,15 @@ from .buffers import AccumulatorBuffer, InputBuffer, address_shape
 from .config import ArrayConfig, Dataflow
 from .controller import DIM_BITS, OutputStationaryController, StationaryController
 
-__all__ = ["Accelerator", "COUNTERS", "COUNTER_BITS", "command_layout", "word_layouts"]
+__all__ = [
+    "Accelerator",
+    "COUNTERS",
+    "COUNTER_BITS",
+    "command_layout",
+    "counters_layout",
+    "word_layouts",
+    "write_layout",
+]
 
 #: Width of every performance counter.
 COUNTER_BITS = 48
@@ -49,6 +57,11 @@ def command_layout() -> data.StructLayout:
 
 def counters_layout() -> data.StructLayout:
     return data.StructLayout({name: unsigned(COUNTER_BITS) for name in COUNTERS})
+
+
+def write_layout(word: data.ArrayLayout) -> data.StructLayout:
+    """A host write: one buffer word and its address."""
+    return data.StructLayout({"addr": address_shape(), "data": word})
 
 
 def word_layouts(config: ArrayConfig) -> dict[str, data.ArrayLayout]:
@@ -98,12 +111,8 @@ class Accelerator(wiring.Component):
         addr = address_shape()
         super().__init__(
             {
-                "a_write": In(
-                    stream.Signature(data.StructLayout({"addr": addr, "data": words["a"]}))
-                ),
-                "b_write": In(
-                    stream.Signature(data.StructLayout({"addr": addr, "data": words["b"]}))
-                ),
+                "a_write": In(stream.Signature(write_layout(words["a"]))),
+                "b_write": In(stream.Signature(write_layout(words["b"]))),
                 "cmd": In(stream.Signature(command_layout())),
                 "busy": Out(1),
                 "done": Out(1),

@@ -99,17 +99,17 @@ def config_from_args(args: argparse.Namespace) -> ArrayConfig:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from rtl.generate import TOP, write_array
+    from rtl.generate import TOPS, write_design
 
     config = config_from_args(args)
     out = args.out if args.out is not None else Path(config.name)
-    paths = write_array(config, out)
+    paths = write_design(config, out, args.design)
     report = {"name": config.name, **{k: str(v) for k, v in paths.items()}}
     status = 0
     if args.lint:
         from tb.lint import lint
 
-        result = lint(paths["verilog"], TOP)
+        result = lint(paths["verilog"], TOPS[args.design])
         report["lint"] = {"clean": result.clean, "warnings": result.warnings}
         status = 0 if result.clean else 1
     if args.json:
@@ -137,9 +137,11 @@ def build_parser() -> argparse.ArgumentParser:
     gen = sub.add_parser(
         "generate",
         help="write the Verilog of an array and its config.json",
-        description="Write <DIR>/systolic_array.v (top module `systolic_array`, ports "
-        "<flow>__valid/<flow>__payload, clock `clk`, synchronous reset `rst`) and "
-        "<DIR>/config.json.",
+        description="Write <DIR>/<top>.v and <DIR>/config.json: the whole accelerator (top "
+        "module `systolic_accelerator`: buffers, tiling controller, array, host streams, "
+        "command and counters) or, with --design array, the bare mesh (top module "
+        "`systolic_array`). Ports are named <interface>__<member> (cmd__valid, "
+        "c_data__payload, ...); clock `clk`, synchronous reset `rst`.",
     )
     add_config_options(gen)
     gen.add_argument(
@@ -147,6 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="DIR",
         help="output folder (default: ./<config name>, e.g. ./ws-8x8-i8-acc32)",
+    )
+    gen.add_argument(
+        "--design",
+        choices=["accelerator", "array"],
+        default="accelerator",
+        help="the whole accelerator (default) or only the systolic mesh",
     )
     gen.add_argument(
         "--lint",

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtl.config import ArrayConfig
-from rtl.generate import LINT_WAIVERS, TOP, array_ports, array_verilog
+from rtl.generate import LINT_WAIVERS, TOPS, design_ports, design_verilog
 
 from . import toolchain
 
-__all__ = ["BUILD_ROOT", "Build", "TestRun", "build_array_model", "run_cocotb"]
+__all__ = ["BUILD_ROOT", "Build", "TestRun", "build_model", "run_cocotb"]
 
 _RTL_DIR = LINT_WAIVERS.parent  # the generator package
 
@@ -98,9 +98,16 @@ def _design_key(config: ArrayConfig, top: str) -> str:
     return h.hexdigest()[:12]
 
 
-def build_array_model(config: ArrayConfig, *, root: Path | None = None) -> Build:
-    """Compile the systolic mesh of ``config`` (or reuse the cached model)."""
-    return _build(config, lambda: array_verilog(config), array_ports, TOP, root or BUILD_ROOT)
+def build_model(
+    config: ArrayConfig, kind: str = "accelerator", *, root: Path | None = None
+) -> Build:
+    """Compile the design ``kind`` (``"array"`` or ``"accelerator"``) of ``config``, or reuse the
+    cached model."""
+    top = TOPS[kind]
+    return _build(
+        config, lambda: design_verilog(config, kind), lambda c: design_ports(c, kind), top,
+        root or BUILD_ROOT,
+    )  # fmt: skip
 
 
 def _build(

@@ -3,7 +3,7 @@ cycle (the cocotb tests in tb/array_tests.py check each output vector and its ar
 
 import pytest
 
-from tb.sim import build_array_model, run_cocotb
+from tb.sim import build_model, run_cocotb
 
 from .configs import SIM_CONFIGS
 from .conftest import SEED
@@ -11,7 +11,7 @@ from .conftest import SEED
 
 @pytest.mark.parametrize("config", SIM_CONFIGS, ids=lambda c: c.name)
 def test_mesh_matches_golden(config, seed):
-    build = build_array_model(config)
+    build = build_model(config, "array")
     run = run_cocotb(build, "tb.array_tests", env={"SYSTOLIC_SEED": str(seed)}, name=f"s{seed}")
     assert run.tests == 3, f"expected 3 cocotb tests, {run.tests} ran; see {run.log}"
     assert run.failed == 0, (

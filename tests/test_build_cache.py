@@ -1,14 +1,14 @@
 """A compiled model is reused for the same design and never for a different one."""
 
 from rtl.config import ArrayConfig
-from tb.sim import build_array_model
+from tb.sim import build_model
 
 
 def test_second_build_is_cached(tmp_path):
     config = ArrayConfig("os", 1, 2)
-    first = build_array_model(config, root=tmp_path)
+    first = build_model(config, "array", root=tmp_path)
     assert not first.cached and first.seconds > 0
-    again = build_array_model(config, root=tmp_path)
+    again = build_model(config, "array", root=tmp_path)
     assert again.cached and again.directory == first.directory
-    other = build_array_model(ArrayConfig("os", 1, 2, acc_width=31), root=tmp_path)
+    other = build_model(ArrayConfig("os", 1, 2, acc_width=31), "array", root=tmp_path)
     assert other.directory != first.directory and not other.cached

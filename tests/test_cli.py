@@ -39,14 +39,14 @@ def test_generate_writes_verilog_and_config(tmp_path):
     report = json.loads(r.stdout)
     assert report["name"] == "is-3x2-au4-bi8-acc20"
     assert report["lint"]["clean"] is True
-    assert "module systolic_array(" in (out / "systolic_array.v").read_text()
+    assert "module systolic_accelerator(" in (out / "systolic_accelerator.v").read_text()
     config = ArrayConfig.from_json((out / "config.json").read_text())
     assert config == ArrayConfig("is", 3, 2, a_width=4, a_signed=False, acc_width=20)
 
 
 def test_generate_from_config_file(tmp_path):
     (tmp_path / "c.json").write_text(ArrayConfig("os", 2, 2).to_json())
-    r = systolic("generate", "--config", "c.json", "--cols", "4", cwd=tmp_path)
+    r = systolic("generate", "--config", "c.json", "--cols", "4", "--design", "array", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "os-2x4-i8-acc32" / "systolic_array.v").is_file()
 
@@ -96,5 +96,6 @@ def test_help_explains_every_option():
         "--out",
         "--lint",
         "--config",
+        "--design",
     ):
         assert option in r.stdout

@@ -3,7 +3,7 @@
 import pytest
 
 from rtl.config import ArrayConfig
-from rtl.generate import TOP, write_array
+from rtl.generate import TOPS, write_design
 from tb.lint import lint
 
 from .configs import SIM_CONFIGS
@@ -11,10 +11,11 @@ from .configs import SIM_CONFIGS
 LINT_ONLY = [ArrayConfig(d, 32, 32) for d in ("ws", "os")] + [ArrayConfig("is", 16, 9)]
 
 
+@pytest.mark.parametrize("kind", ["array", "accelerator"])
 @pytest.mark.parametrize("config", SIM_CONFIGS + LINT_ONLY, ids=lambda c: c.name)
-def test_lint_clean(config, tmp_path):
-    paths = write_array(config, tmp_path)
-    result = lint(paths["verilog"], TOP)
+def test_lint_clean(config, kind, tmp_path):
+    paths = write_design(config, tmp_path, kind)
+    result = lint(paths["verilog"], TOPS[kind])
     assert result.clean, "\n".join(result.warnings) or result.output
 
 

@@ -1,0 +1,161 @@
+"""cocotb driver of the accelerator: runs a batch of GEMMs in one simulator process.
+
+Run through :func:`tb.gemm.run_gemms`, which writes the batch to ``SYSTOLIC_JOBS`` (an .npz) and
+reads the outcome from ``SYSTOLIC_RESULTS``; the configuration comes in ``SYSTOLIC_CONFIG``.
+Python moves data into and out of the buffers (with random valid/ready pauses when asked) and
+then only waits for ``done``: the simulator runs the compute at full speed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import cocotb
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
+
+from rtl.config import ArrayConfig
+from rtl.top import command_layout, counters_layout, word_layouts, write_layout
+
+from .host import from_words, layouts, plan, to_words
+from .packing import pack, unpack
+
+CONFIG = ArrayConfig.from_json(os.environ["SYSTOLIC_CONFIG"])
+
+
+class Host:
+    """The driver: buffer writes, commands, counter and C reads, with optional stream pauses."""
+
+    def __init__(self, dut, rng: np.random.Generator, pause: float):
+        self.dut = dut
+        self.rng = rng
+        self.pause = pause
+        self.words = word_layouts(CONFIG)
+        self.layouts = layouts(CONFIG)
+        self.write_layouts = {name: write_layout(self.words[name]) for name in ("a", "b")}
+
+    def _paused(self) -> bool:
+        return self.pause > 0 and self.rng.random() < self.pause
+
+    async def reset(self) -> None:
+        dut = self.dut
+        for port in ("a_write", "b_write", "cmd", "c_read"):
+            getattr(dut, f"{port}__valid").value = 0
+            getattr(dut, f"{port}__payload").value = 0
+        dut.c_data__ready.value = 0
+        dut.rst.value = 1
+        for _ in range(2):
+            await FallingEdge(dut.clk)
+        dut.rst.value = 0
+
+    async def write(self, name: str, words: np.ndarray) -> None:
+        """Write ``words`` to buffer ``name`` from address 0, one per accepted transfer."""
+        valid = getattr(self.dut, f"{name}_write__valid")
+        payload = getattr(self.dut, f"{name}_write__payload")
+        ready = getattr(self.dut, f"{name}_write__ready")
+        layout = self.write_layouts[name]
+        i = 0
+        while i < len(words):
+            offer = not self._paused()
+            valid.value = int(offer)
+            if offer:
+                payload.value = pack(layout, {"addr": i, "data": words[i].tolist()})
+            await ReadOnly()
+            fire = offer and int(ready.value)
+            await FallingEdge(self.dut.clk)
+            i += fire
+        valid.value = 0
+
+    async def command(self, m, k, n, accumulate) -> tuple[dict, bool]:
+        """Issue one command, wait for ``done``; return the counters and the error flag."""
+        dut = self.dut
+        cmd = {"m": m, "k": k, "n": n, "a_base": 0, "b_base": 0, "c_base": 0,
+               "accumulate": int(accumulate)}  # fmt: skip
+        dut.cmd__payload.value = pack(command_layout(), cmd)
+        dut.cmd__valid.value = 1
+        while True:
+            await ReadOnly()
+            accepted = int(dut.cmd__ready.value)
+            await FallingEdge(dut.clk)
+            if accepted:
+                break
+        dut.cmd__valid.value = 0
+        if not int(dut.done.value):
+            await RisingEdge(dut.done)  # the simulator runs freely until then
+            await FallingEdge(dut.clk)
+        counters = unpack(counters_layout(), dut.counters.value.to_unsigned())
+        return counters, bool(int(dut.error.value))
+
+    async def read_c(self, count: int) -> np.ndarray:
+        """Read C words ``0 .. count-1`` through the request and data streams."""
+        dut = self.dut
+        layout = self.words["c"]
+        requested, got = 0, []
+        while len(got) < count:
+            ask = requested < count and not self._paused()
+            dut.c_read__valid.value = int(ask)
+            if ask:
+                dut.c_read__payload.value = requested
+            take = not self._paused()
+            dut.c_data__ready.value = int(take)
+            await ReadOnly()
+            if ask and int(dut.c_read__ready.value):
+                requested += 1
+            if take and int(dut.c_data__valid.value):
+                got.append(unpack(layout, dut.c_data__payload.value.to_unsigned()))
+            await FallingEdge(dut.clk)
+        dut.c_read__valid.value = 0
+        dut.c_data__ready.value = 0
+        return np.array(got, dtype=np.int64).reshape(count, layout.length)
+
+    async def gemm(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, dict]:
+        """``A @ B`` through the accelerator, tiled by :func:`tb.host.plan`."""
+        (m, k), n = a.shape, b.shape[1]
+        c = np.zeros((m, n), dtype=np.int64)
+        resident = {"a": None, "b": None}
+        offchip = {"a": 0, "b": 0, "c": 0}
+        commands = []
+        for ch in plan(CONFIG, m, k, n):
+            parts = {
+                "a": ((ch.m0, ch.m1, ch.k0, ch.k1), a[ch.m0 : ch.m1, ch.k0 : ch.k1]),
+                "b": ((ch.k0, ch.k1, ch.n0, ch.n1), b[ch.k0 : ch.k1, ch.n0 : ch.n1]),
+            }
+            for name, (key, part) in parts.items():
+                if resident[name] != key:  # a driver keeps what the buffer already holds
+                    words = to_words(part, self.layouts[name])
+                    await self.write(name, words)
+                    offchip[name] += len(words)
+                    resident[name] = key
+            mc, kc, nc = ch.shape
+            counters, error = await self.command(mc, kc, nc, ch.accumulate)
+            commands.append({"shape": [mc, kc, nc], "accumulate": ch.accumulate,
+                             "counters": counters, "error": error})  # fmt: skip
+            if ch.last_k:
+                count = self.layouts["c"].words((mc, nc))
+                words = await self.read_c(count)
+                c[ch.m0 : ch.m1, ch.n0 : ch.n1] = from_words(words, self.layouts["c"], (mc, nc))
+                offchip["c"] += count
+        return c, {"commands": commands, "offchip_words": offchip}
+
+
+@cocotb.test()
+async def run_jobs(dut):
+    """Every GEMM of the batch, with a reset before each."""
+    jobs = np.load(os.environ["SYSTOLIC_JOBS"])
+    meta = json.loads(str(jobs["meta"]))
+    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+    out = {}
+    info = []
+    for i, job in enumerate(meta["jobs"]):
+        rng = np.random.default_rng([meta["seed"], i])
+        host = Host(dut, rng, job["pause"])
+        await host.reset()
+        start = time.perf_counter()
+        c, details = await host.gemm(jobs[f"a{i}"], jobs[f"b{i}"])
+        details["wall_seconds"] = time.perf_counter() - start
+        out[f"c{i}"] = c
+        info.append(details)
+    np.savez(os.environ["SYSTOLIC_RESULTS"], info=json.dumps(info), **out)

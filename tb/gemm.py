@@ -1,0 +1,133 @@
+"""``run_gemm``: one entry from Python to the simulated accelerator, for tests, tools and sweeps."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from golden.gemm import check_operands
+from rtl.config import ArrayConfig
+from rtl.top import COUNTERS
+
+from .sim import build_model, run_cocotb
+
+__all__ = ["SimResult", "run_gemm", "run_gemms"]
+
+
+@dataclass
+class SimResult:
+    """What one GEMM did on the simulated accelerator.
+
+    ``counters`` sums the hardware counters of every command the host issued (one per chunk of
+    :func:`tb.host.plan`); ``commands`` keeps them per command; ``offchip_words`` counts the
+    buffer words the host wrote (A, B) and read (C).
+    """
+
+    config: ArrayConfig
+    shape: tuple[int, int, int]
+    c: np.ndarray
+    counters: dict[str, int]
+    commands: list[dict] = field(default_factory=list)
+    offchip_words: dict[str, int] = field(default_factory=dict)
+    errors: int = 0
+    wall_seconds: float = 0.0
+
+    @property
+    def cycles(self) -> int:
+        return self.counters["cycles"]
+
+    @property
+    def macs(self) -> int:
+        m, k, n = self.shape
+        return m * k * n
+
+    @property
+    def utilization(self) -> float:
+        """Useful MACs per PE-cycle: ``M*K*N / (cycles * rows * cols)``."""
+        return self.macs / (self.cycles * self.config.pes) if self.cycles else 0.0
+
+    @property
+    def stall_cycles(self) -> int:
+        """Busy cycles between the first and the last streamed vector without one."""
+        c = self.counters
+        return c["cycles"] - c["stream_cycles"] - c["fill_cycles"] - c["tail_cycles"]
+
+    def summary(self) -> dict:
+        m, k, n = self.shape
+        return {
+            "config": self.config.name,
+            "m": m, "k": k, "n": n,
+            "cycles": self.cycles,
+            "utilization": self.utilization,
+            "stall_cycles": self.stall_cycles,
+            "commands": len(self.commands),
+            "errors": self.errors,
+            "counters": self.counters,
+            "offchip_words": self.offchip_words,
+        }  # fmt: skip
+
+
+def run_gemms(
+    config: ArrayConfig,
+    operands: list[tuple[np.ndarray, np.ndarray]],
+    *,
+    pause: float = 0.0,
+    seed: int = 0,
+    name: str = "gemms",
+) -> list[SimResult]:
+    """Run every ``(A, B)`` on one simulator process of the accelerator for ``config``.
+
+    ``pause`` is the probability that the host holds a stream's valid or ready low in a cycle
+    (0 for full speed). Operands are checked against the configuration first.
+    """
+    if not 0.0 <= pause < 1.0:
+        raise ValueError(f"pause must be a probability in [0, 1), not {pause!r}")
+    jobs = {}
+    meta = {"seed": int(seed), "jobs": []}
+    for i, (a, b) in enumerate(operands):
+        a, b = check_operands(config, a, b)
+        jobs[f"a{i}"], jobs[f"b{i}"] = a, b
+        meta["jobs"].append({"pause": pause})
+    build = build_model(config, "accelerator")
+    run_dir = build.directory / "jobs" / f"{name}-{os.getpid()}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    jobs_file, results_file = run_dir / "jobs.npz", run_dir / "results.npz"
+    np.savez(jobs_file, meta=json.dumps(meta), **jobs)
+    start = time.perf_counter()
+    run = run_cocotb(
+        build, "tb.accel_tests",
+        env={"SYSTOLIC_JOBS": str(jobs_file), "SYSTOLIC_RESULTS": str(results_file)},
+        name=f"{name}-{os.getpid()}",
+    )  # fmt: skip
+    if run.failed or not results_file.exists():
+        raise RuntimeError(f"the simulation of {config.name} failed; see {run.log}")
+    wall = time.perf_counter() - start
+    results = np.load(results_file)
+    info = json.loads(str(results["info"]))
+    out = []
+    for i, (a, b) in enumerate(operands):
+        details = info[i]
+        commands = details["commands"]
+        totals = {key: sum(cmd["counters"][key] for cmd in commands) for key in COUNTERS}
+        out.append(
+            SimResult(
+                config=config,
+                shape=(a.shape[0], a.shape[1], b.shape[1]),
+                c=results[f"c{i}"],
+                counters=totals,
+                commands=commands,
+                offchip_words=details["offchip_words"],
+                errors=sum(cmd["error"] for cmd in commands),
+                wall_seconds=details.get("wall_seconds", wall),
+            )
+        )
+    return out
+
+
+def run_gemm(config: ArrayConfig, a: np.ndarray, b: np.ndarray, **kwargs) -> SimResult:
+    """One GEMM on the simulated accelerator (see :func:`run_gemms`)."""
+    return run_gemms(config, [(a, b)], **kwargs)[0]

@@ -1,0 +1,166 @@
+"""The host's side of the accelerator, in plain Python: buffer layouts and software tiling.
+
+A GEMM larger than the buffers is split into chunks that fit them, the way a driver moves tiles
+between DRAM and the buffers; chunks along K accumulate in C. The simulator driver
+(tb/accel_tests.py) and the analytical model read these same functions, so the layouts and the
+chunk plan exist once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from rtl.config import ArrayConfig, Dataflow
+
+__all__ = ["Chunk", "WordLayout", "layouts", "to_words", "from_words", "footprint", "plan"]
+
+
+@dataclass(frozen=True)
+class WordLayout:
+    """How a matrix lies in a buffer: words of ``tile`` consecutive elements.
+
+    ``rowwise``: word ``(t, i) = mat[i, t*tile : t*tile+tile]`` at address ``t * rows(mat) + i``;
+    otherwise word ``(t, j) = mat[t*tile : t*tile+tile, j]`` at ``t * cols(mat) + j``. The last
+    word of a ragged tile is zero-padded.
+    """
+
+    tile: int
+    rowwise: bool
+
+    def words(self, shape: tuple[int, int]) -> int:
+        rows, cols = shape
+        if self.rowwise:
+            return math.ceil(cols / self.tile) * rows
+        return math.ceil(rows / self.tile) * cols
+
+
+def layouts(config: ArrayConfig) -> dict[str, WordLayout]:
+    """The A, B and C layouts of each dataflow (see rtl.controller for the derivations)."""
+    r, c = config.rows, config.cols
+    return {
+        Dataflow.WS: {"a": WordLayout(r, True), "b": WordLayout(c, True), "c": WordLayout(c, True)},
+        Dataflow.IS: {
+            "a": WordLayout(c, False),
+            "b": WordLayout(r, False),
+            "c": WordLayout(c, False),
+        },
+        Dataflow.OS: {
+            "a": WordLayout(r, False),
+            "b": WordLayout(c, True),
+            "c": WordLayout(c, True),
+        },
+    }[config.dataflow]
+
+
+def to_words(mat: np.ndarray, layout: WordLayout) -> np.ndarray:
+    """``mat`` as buffer words: an array of shape ``(words, tile)``, in address order."""
+    mat = np.asarray(mat)
+    if not layout.rowwise:
+        return to_words(mat.T, WordLayout(layout.tile, True))
+    rows, cols = mat.shape
+    tiles = math.ceil(cols / layout.tile)
+    padded = np.zeros((rows, tiles * layout.tile), dtype=mat.dtype)
+    padded[:, :cols] = mat
+    # (rows, tiles, tile) -> (tiles, rows, tile): tile-major, then row.
+    return padded.reshape(rows, tiles, layout.tile).transpose(1, 0, 2).reshape(-1, layout.tile)
+
+
+def from_words(words: np.ndarray, layout: WordLayout, shape: tuple[int, int]) -> np.ndarray:
+    """Inverse of :func:`to_words`: the ``shape`` matrix held in ``words``."""
+    if not layout.rowwise:
+        return from_words(words, WordLayout(layout.tile, True), shape[::-1]).T
+    rows, cols = shape
+    tiles = math.ceil(cols / layout.tile)
+    w = np.asarray(words).reshape(tiles, rows, layout.tile).transpose(1, 0, 2)
+    return w.reshape(rows, tiles * layout.tile)[:, :cols]
+
+
+def footprint(config: ArrayConfig, m: int, k: int, n: int) -> dict[str, int]:
+    """Words each buffer needs for one command on an ``m x k x n`` GEMM."""
+    lay = layouts(config)
+    return {
+        "a": lay["a"].words((m, k)),
+        "b": lay["b"].words((k, n)),
+        "c": lay["c"].words((m, n)),
+    }
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One command: ``C[m0:m1, n0:n1] (+)= A[m0:m1, k0:k1] @ B[k0:k1, n0:n1]`` of a GEMM whose
+    reduction length is ``k_total``."""
+
+    m0: int
+    m1: int
+    k0: int
+    k1: int
+    n0: int
+    n1: int
+    k_total: int
+
+    @property
+    def accumulate(self) -> bool:
+        """Chunks after the first along K add to what C holds."""
+        return self.k0 > 0
+
+    @property
+    def last_k(self) -> bool:
+        """C holds the finished outputs of this chunk's rows and columns after it."""
+        return self.k1 == self.k_total
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self.m1 - self.m0, self.k1 - self.k0, self.n1 - self.n0
+
+
+def _granularity(config: ArrayConfig) -> dict[str, int]:
+    """Chunk sizes stay multiples of the tile along each dimension the array tiles."""
+    r, c = config.rows, config.cols
+    return {
+        Dataflow.WS: {"m": 1, "k": r, "n": c},
+        Dataflow.IS: {"m": c, "k": r, "n": 1},
+        Dataflow.OS: {"m": r, "k": 1, "n": c},
+    }[config.dataflow]
+
+
+def chunk_sizes(config: ArrayConfig, m: int, k: int, n: int) -> dict[str, int]:
+    """The largest chunk (halving the dimension that overflows most) that fits every buffer."""
+    for name, value in (("M", m), ("K", k), ("N", n)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"GEMM dimension {name} must be a positive integer, not {value!r}")
+    depth = {"a": config.a_depth, "b": config.b_depth, "c": config.c_depth}
+    uses = {"a": ("m", "k"), "b": ("k", "n"), "c": ("m", "n")}
+    g = _granularity(config)
+    size = {"m": m, "k": k, "n": n}
+    while True:
+        need = footprint(config, size["m"], size["k"], size["n"])
+        over = [buf for buf in need if need[buf] > depth[buf]]
+        if not over:
+            return size
+        worst = max(over, key=lambda buf: need[buf] / depth[buf])
+        shrinkable = [d for d in uses[worst] if size[d] > g[d]]
+        if not shrinkable:
+            minimum = footprint(config, g["m"], g["k"], g["n"])[worst]
+            raise ValueError(
+                f"{worst}_depth = {depth[worst]} words cannot hold one tile of this GEMM; "
+                f"the {config.dataflow.value} array needs {worst}_depth >= {minimum}"
+            )
+        dim = max(shrinkable, key=lambda d: size[d] / g[d])
+        size[dim] = max(g[dim], math.ceil(size[dim] / 2 / g[dim]) * g[dim])
+
+
+def plan(config: ArrayConfig, m: int, k: int, n: int) -> list[Chunk]:
+    """The commands of an ``m x k x n`` GEMM, N chunks outermost, then M, then K."""
+    size = chunk_sizes(config, m, k, n)
+    chunks = []
+    for n0 in range(0, n, size["n"]):
+        for m0 in range(0, m, size["m"]):
+            for k0 in range(0, k, size["k"]):
+                chunks.append(
+                    Chunk(m0, min(m, m0 + size["m"]), k0, min(k, k0 + size["k"]), n0,
+                          min(n, n0 + size["n"]), k)
+                )  # fmt: skip
+    return chunks
