@@ -15,12 +15,12 @@ import time
 import cocotb
 import numpy as np
 from cocotb.clock import Clock
-from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
+from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, with_timeout
 
 from rtl.config import ArrayConfig
 from rtl.top import command_layout, counters_layout, word_layouts, write_layout
 
-from .host import from_words, layouts, plan, to_words
+from .host import check_command, footprint, from_words, layouts, plan, to_words
 from .packing import pack, unpack
 
 CONFIG = ArrayConfig.from_json(os.environ["SYSTOLIC_CONFIG"])
@@ -70,10 +70,16 @@ class Host:
         valid.value = 0
 
     async def command(self, m, k, n, accumulate) -> tuple[dict, bool]:
-        """Issue one command, wait for ``done``; return the counters and the error flag."""
+        """Issue one command (checked on the host first), wait for ``done``."""
+        check_command(CONFIG, m, k, n)
+        return await self.issue(
+            {"m": m, "k": k, "n": n, "a_base": 0, "b_base": 0, "c_base": 0,
+             "accumulate": int(accumulate)}
+        )  # fmt: skip
+
+    async def issue(self, cmd: dict, timeout_cycles: int | None = None) -> tuple[dict, bool]:
+        """Drive ``cmd`` as it is, wait for ``done``; return the counters and the error flag."""
         dut = self.dut
-        cmd = {"m": m, "k": k, "n": n, "a_base": 0, "b_base": 0, "c_base": 0,
-               "accumulate": int(accumulate)}  # fmt: skip
         dut.cmd__payload.value = pack(command_layout(), cmd)
         dut.cmd__valid.value = 1
         while True:
@@ -84,7 +90,11 @@ class Host:
                 break
         dut.cmd__valid.value = 0
         if not int(dut.done.value):
-            await RisingEdge(dut.done)  # the simulator runs freely until then
+            done = RisingEdge(dut.done)  # the simulator runs freely until then
+            if timeout_cycles is None:
+                await done
+            else:
+                await with_timeout(done, timeout_cycles * 10, "ns")
             await FallingEdge(dut.clk)
         counters = unpack(counters_layout(), dut.counters.value.to_unsigned())
         return counters, bool(int(dut.error.value))
@@ -159,3 +169,27 @@ async def run_jobs(dut):
         out[f"c{i}"] = c
         info.append(details)
     np.savez(os.environ["SYSTOLIC_RESULTS"], info=json.dumps(info), **out)
+
+
+@cocotb.test()
+async def malformed_commands(dut):
+    """Commands the host would refuse, driven straight at the hardware: flagged, never hung."""
+    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+    host = Host(dut, np.random.default_rng(0), 0.0)
+    await host.reset()
+    tile = (CONFIG.rows, CONFIG.rows, CONFIG.cols)
+    good = {"m": tile[0], "k": tile[1], "n": tile[2], "a_base": 0, "b_base": 0, "c_base": 0,
+            "accumulate": 0}  # fmt: skip
+    for field in ("m", "k", "n"):
+        counters, error = await host.issue(good | {field: 0}, timeout_cycles=20)
+        assert error, f"a command with {field} = 0 must raise error"
+        assert counters["cycles"] == 0, f"a refused command ran for {counters['cycles']} cycles"
+    need = footprint(CONFIG, *tile)
+    for buf in ("a", "b", "c"):
+        depth = getattr(CONFIG, f"{buf}_depth")
+        bad = good | {f"{buf}_base": depth - need[buf] + 1}  # the last word lies past the end
+        counters, error = await host.issue(bad, timeout_cycles=100_000)
+        assert error, f"{buf}_base past the end of the {buf.upper()} buffer must raise error"
+    counters, error = await host.issue(good, timeout_cycles=100_000)
+    assert not error, "error must clear with the next good command"
+    assert counters["cycles"] > 0

@@ -99,7 +99,7 @@ def run_gemms(
     np.savez(jobs_file, meta=json.dumps(meta), **jobs)
     start = time.perf_counter()
     run = run_cocotb(
-        build, "tb.accel_tests",
+        build, "tb.accel_tests", testcase="run_jobs",
         env={"SYSTOLIC_JOBS": str(jobs_file), "SYSTOLIC_RESULTS": str(results_file)},
         name=f"{name}-{os.getpid()}",
     )  # fmt: skip

@@ -15,7 +15,16 @@ import numpy as np
 
 from rtl.config import ArrayConfig, Dataflow
 
-__all__ = ["Chunk", "WordLayout", "layouts", "to_words", "from_words", "footprint", "plan"]
+__all__ = [
+    "Chunk",
+    "WordLayout",
+    "check_command",
+    "footprint",
+    "from_words",
+    "layouts",
+    "plan",
+    "to_words",
+]
 
 
 @dataclass(frozen=True)
@@ -164,3 +173,31 @@ def plan(config: ArrayConfig, m: int, k: int, n: int) -> list[Chunk]:
                           min(n, n0 + size["n"]), k)
                 )  # fmt: skip
     return chunks
+
+
+def check_command(
+    config: ArrayConfig, m: int, k: int, n: int, a_base: int = 0, b_base: int = 0, c_base: int = 0
+) -> None:
+    """Refuse, with a message naming the field, a command the accelerator cannot execute."""
+    from rtl.buffers import ADDR_BITS
+    from rtl.controller import DIM_BITS
+
+    dim_max = (1 << DIM_BITS) - 1
+    for name, value in (("m", m), ("k", k), ("n", n)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= dim_max:
+            raise ValueError(
+                f"command field {name} must be an integer in 1..{dim_max}, not {value!r}"
+            )
+    need = footprint(config, m, k, n)
+    for buf, base in (("a", a_base), ("b", b_base), ("c", c_base)):
+        depth = getattr(config, f"{buf}_depth")
+        top = (1 << ADDR_BITS) - 1
+        if isinstance(base, bool) or not isinstance(base, int) or not 0 <= base <= top:
+            raise ValueError(
+                f"command field {buf}_base must be an integer in 0..{top}, not {base!r}"
+            )
+        if base + need[buf] > depth:
+            raise ValueError(
+                f"command needs {need[buf]} words of the {buf.upper()} buffer from {buf}_base = "
+                f"{base}, past its end ({buf}_depth = {depth})"
+            )
