@@ -116,15 +116,18 @@ def test_hardware_flags_malformed_commands(dataflow):
             dict(b_base=40),
             "command needs 16 words of the B buffer from b_base = 40, past its end (b_depth = 48)",
         ),
-        (dict(c_base=33), "command needs 16 words of the C buffer from c_base = 33"),
+        (dict(c_base=45), "command needs 4 words of the C buffer from c_base = 45"),
     ],
 )
 def test_host_refuses_bad_commands(fields, message):
+    # A 4x16x4 GEMM on a 4x4 WS array: A words hold 4 K-elements, so A takes 16/4 * 4 = 16 words;
+    # B words hold 4 N-elements, so B takes 1 * 16 = 16 words; C takes 1 * 4 = 4 words.
     config = ArrayConfig("ws", 4, 4, **DEPTHS)
-    args = dict(m=16, k=16, n=4) | fields
+    args = dict(m=4, k=16, n=4) | fields
     with pytest.raises(ValueError) as info:
         check_command(config, **args)
     assert message in str(info.value)
+    check_command(config, m=4, k=16, n=4, a_base=32, b_base=32, c_base=44)  # just fits
 
 
 def test_host_refuses_bad_operands():
