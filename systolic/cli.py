@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
-from rtl.config import LIMITS, ArrayConfig, Dataflow
+from rtl.config import DEFAULT_DEPTH, LIMITS, ArrayConfig, Dataflow
 
 __all__ = ["main"]
 
@@ -73,6 +74,14 @@ def add_config_options(p: argparse.ArgumentParser) -> None:
         help=f"accumulator and output bits ({_range('acc_width')}, default 32); sums "
         "wrap around at this width",
     )
+    for buf, what in (("a", "A (activations)"), ("b", "B (weights)"), ("c", "C (outputs)")):
+        g.add_argument(
+            f"--{buf}-depth",
+            type=int,
+            metavar="WORDS",
+            help=f"words of the {what} buffer ({_range(f'{buf}_depth')}, default "
+            f"{DEFAULT_DEPTH}); a word is one array-edge vector",
+        )
 
 
 def config_from_args(args: argparse.Namespace) -> ArrayConfig:
@@ -84,7 +93,8 @@ def config_from_args(args: argparse.Namespace) -> ArrayConfig:
             raise UsageError(
                 f"systolic {args.command}: cannot read --config {args.config}: {e.strerror}"
             ) from None
-    for key in ("dataflow", "rows", "cols", "a_width", "b_width", "acc_width"):
+    keys = ("dataflow", "rows", "cols", "a_width", "b_width", "acc_width")
+    for key in (*keys, "a_depth", "b_depth", "c_depth"):
         if getattr(args, key) is not None:
             values[key] = getattr(args, key)
     for key in ("a_signed", "b_signed"):
@@ -122,6 +132,77 @@ def cmd_generate(args: argparse.Namespace) -> int:
             else:
                 print("verilator --lint-only -Wall: " + "\n".join(result.warnings))
     return status
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {value}")
+    return value
+
+
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be a probability in [0, 1), not {text!r}")
+    return value
+
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from golden.data import random_matrix
+    from golden.gemm import reference
+    from tb.gemm import run_gemm
+    from tb.host import chunk_sizes
+
+    config = config_from_args(args)
+    chunk_sizes(config, args.m, args.k, args.n)  # buffers too small: a clear error, before building
+    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**31)
+    rng = np.random.default_rng(seed)
+    a = random_matrix(rng, (args.m, args.k), config.a_width, config.a_signed)
+    b = random_matrix(rng, (args.k, args.n), config.b_width, config.b_signed)
+    result = run_gemm(config, a, b, pause=args.pause, seed=seed)
+    expected = reference(config, a, b)
+    mismatches = int(np.count_nonzero(result.c != expected))
+    summary = result.summary() | {"seed": seed, "bit_exact": mismatches == 0,
+                                  "mismatches": mismatches}  # fmt: skip
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        _print_sim(summary, mismatches, expected.size)
+    return 0 if mismatches == 0 and result.errors == 0 else 1
+
+
+def _print_sim(s: dict, mismatches: int, size: int) -> None:
+    c, off = s["counters"], s["offchip_words"]
+    verdict = (
+        "C matches golden/ bit for bit"
+        if not mismatches
+        else (f"MISMATCH: {mismatches} of {size} outputs differ from golden/")
+    )
+    print(f"{s['config']}: {s['m']}x{s['k']}x{s['n']} GEMM, seed {s['seed']}: {verdict}")
+    if s["errors"]:
+        print(f"  the accelerator flagged an error on {s['errors']} command(s)")
+    print(
+        f"  cycles {s['cycles']}, PE utilization {100 * s['utilization']:.1f}% "
+        f"({s['commands']} command(s))"
+    )
+    print(
+        f"  streaming {c['stream_cycles']}, fill {c['fill_cycles']}, tail {c['tail_cycles']}, "
+        f"stall {s['stall_cycles']}, preload {c['preload_cycles']} cycles"
+    )
+    print(
+        f"  buffer words read: A {c['a_reads']}, B {c['b_reads']}, C {c['c_reads']}; "
+        f"written: C {c['c_writes']}"
+    )
+    print(f"  off-chip words: A {off['a']}, B {off['b']} written; C {off['c']} read")  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -163,6 +244,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gen.add_argument("--json", action="store_true", help="print what was written as JSON")
     gen.set_defaults(func=cmd_generate)
+
+    sim = sub.add_parser(
+        "sim",
+        help="run one GEMM on random data through the simulated accelerator",
+        description="Simulate C = A @ B on random A (M x K) and B (K x N) with Verilator, check C "
+        "against the golden model, and print cycles, utilization and the performance counters. "
+        "Exit status 1 when C differs or the accelerator flags an error.",
+    )
+    add_config_options(sim)
+    sim.add_argument("--m", type=_positive, required=True, help="rows of A and C")
+    sim.add_argument("--k", type=_positive, required=True, help="columns of A, rows of B")
+    sim.add_argument("--n", type=_positive, required=True, help="columns of B and C")
+    sim.add_argument("--seed", type=int, help="random seed of the operands (default: random)")
+    sim.add_argument(
+        "--pause",
+        type=_probability,
+        default=0.0,
+        help="probability that the host pauses a stream in a cycle (default 0)",
+    )
+    sim.add_argument("--json", action="store_true", help="print the result as JSON")
+    sim.set_defaults(func=cmd_sim)
     return parser
 
 
@@ -177,6 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, TypeError) as e:  # invalid configuration values, named by the message
         print(f"systolic: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `systolic ... | head`: the reader left; not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -99,3 +99,43 @@ def test_help_explains_every_option():
         "--design",
     ):
         assert option in r.stdout
+
+
+def test_sim_checks_against_golden_and_reports(tmp_path):
+    r = systolic("sim", "--dataflow", "os", "--rows", "2", "--cols", "3", "--a-depth", "64",
+                 "--b-depth", "64", "--c-depth", "64", "--m", "5", "--k", "7", "--n", "4",
+                 "--seed", "11", "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["bit_exact"] is True and out["mismatches"] == 0 and out["seed"] == 11
+    assert (out["m"], out["k"], out["n"]) == (5, 7, 4)
+    assert out["cycles"] == out["counters"]["cycles"] > 0
+    # 5x7x4 on 2x3: ceil(5/2) * ceil(4/3) = 6 tiles of 7 steps each stream 42 vectors.
+    assert out["counters"]["stream_cycles"] == 42
+    assert 0 < out["utilization"] <= 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--m", "0", "--k", "2", "--n", "2"], "argument --m: must be a positive integer, not 0"),
+        (["--m", "2", "--k", "x", "--n", "2"], "argument --k: must be a positive integer, not 'x'"),
+        (
+            ["--m", "8", "--k", "8", "--n", "8", "--b-depth", "3"],
+            "b_depth = 3 words cannot hold one tile",
+        ),
+        (
+            ["--m", "2", "--k", "2", "--n", "2", "--pause", "1.5"],
+            "argument --pause: must be a probability in [0, 1), not '1.5'",
+        ),
+        (
+            ["--m", "2", "--k", "2", "--n", "2", "--c-depth", "0"],
+            "c_depth must be an integer between 1 and 65536, not 0",
+        ),
+    ],
+)
+def test_sim_bad_options(args, message):
+    r = systolic("sim", "--dataflow", "ws", "--rows", "4", "--cols", "4", *args)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], r.stderr
