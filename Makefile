@@ -8,11 +8,12 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: setup test lint format clean help
+.PHONY: setup test bench lint format clean help
 
 help:
 	@echo "make setup   create .venv and install the project (the systolic command lands in .venv/bin)"
 	@echo "make test    run the test suite (Verilator simulations included), in parallel"
+	@echo "make bench   cycles, utilization and simulation speed on large GEMMs (not a test)"
 	@echo "make lint    ruff over the Python sources"
 	@echo "make clean   remove compiled models (build/); keep .venv"
 
@@ -26,6 +27,9 @@ $(STAMP): pyproject.toml
 
 test: $(STAMP)
 	$(BIN)/pytest -n $(JOBS) $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python -m tb.bench $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -36,6 +36,7 @@ class Host:
         self.words = word_layouts(CONFIG)
         self.layouts = layouts(CONFIG)
         self.write_layouts = {name: write_layout(self.words[name]) for name in ("a", "b")}
+        self.compute_seconds = 0.0  # wall time spent waiting for `done`
 
     def _paused(self) -> bool:
         return self.pause > 0 and self.rng.random() < self.pause
@@ -89,6 +90,7 @@ class Host:
             if accepted:
                 break
         dut.cmd__valid.value = 0
+        start = time.perf_counter()
         if not int(dut.done.value):
             done = RisingEdge(dut.done)  # the simulator runs freely until then
             if timeout_cycles is None:
@@ -96,6 +98,7 @@ class Host:
             else:
                 await with_timeout(done, timeout_cycles * 10, "ns")
             await FallingEdge(dut.clk)
+        self.compute_seconds += time.perf_counter() - start
         counters = unpack(counters_layout(), dut.counters.value.to_unsigned())
         return counters, bool(int(dut.error.value))
 
@@ -166,6 +169,7 @@ async def run_jobs(dut):
         start = time.perf_counter()
         c, details = await host.gemm(jobs[f"a{i}"], jobs[f"b{i}"])
         details["wall_seconds"] = time.perf_counter() - start
+        details["compute_seconds"] = host.compute_seconds
         out[f"c{i}"] = c
         info.append(details)
     np.savez(os.environ["SYSTOLIC_RESULTS"], info=json.dumps(info), **out)

@@ -34,7 +34,13 @@ class SimResult:
     commands: list[dict] = field(default_factory=list)
     offchip_words: dict[str, int] = field(default_factory=dict)
     errors: int = 0
-    wall_seconds: float = 0.0
+    wall_seconds: float = 0.0  # the whole GEMM in the simulator, host transfers included
+    compute_seconds: float = 0.0  # of which waiting for `done` (Python idle, simulator running)
+
+    @property
+    def sim_speed(self) -> float:
+        """Simulated accelerator cycles per wall-clock second while the accelerator computes."""
+        return self.cycles / self.compute_seconds if self.compute_seconds else 0.0
 
     @property
     def cycles(self) -> int:
@@ -123,6 +129,7 @@ def run_gemms(
                 offchip_words=details["offchip_words"],
                 errors=sum(cmd["error"] for cmd in commands),
                 wall_seconds=details.get("wall_seconds", wall),
+                compute_seconds=details.get("compute_seconds", 0.0),
             )
         )
     return out
