@@ -125,7 +125,7 @@ class StationaryController(_Controller):
 
         # -- preload sequencer ------------------------------------------------------------------
         pl_bank = Signal(name="pl_bank")
-        pl_row = Signal(range(rows), name="pl_row")
+        pl_row = Signal(range(max(rows, 2)), name="pl_row")  # 1 bit even for one row
         pl_q0 = Signal(_WIDE, name="pl_q0")  # first K row of the tile
         pl_r0 = Signal(_WIDE, name="pl_r0")  # first output column of the tile
         pl_s_tile = Signal(_WIDE, name="pl_s_tile")  # rt * Q
@@ -315,7 +315,7 @@ class OutputStationaryController(_Controller):
                 m.d.sync += k.eq(k + 1)
 
         # -- write-back sequencer ---------------------------------------------------------------
-        wb_r = Signal(range(rows), name="wb_r")
+        wb_r = Signal(range(max(rows, 2)), name="wb_r")  # 1 bit even for one row
         wb_m0 = Signal(_WIDE, name="wb_m0")
         wb_n0 = Signal(_WIDE, name="wb_n0")
         wb_c_tile = Signal(_WIDE, name="wb_c_tile")  # nt * M

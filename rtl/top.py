@@ -24,14 +24,15 @@ __all__ = [
 #: Width of every performance counter.
 COUNTER_BITS = 48
 
-#: The performance counters, reset when a command is accepted. ``stall`` is derived by the host:
-#: ``cycles - stream_cycles - fill_cycles - tail_cycles``.
+#: The performance counters, reset when a command is accepted. Every busy cycle is exactly one of
+#: stream, fill, stall or drain: ``cycles = stream + fill + stall + drain``.
 COUNTERS = {
     "cycles": "cycles from the command's acceptance to done (busy cycles)",
     "stream_cycles": "cycles in which the array took a streamed vector (useful work)",
     "preload_cycles": "cycles in which a stationary row shifted into the array (WS/IS)",
     "fill_cycles": "busy cycles before the first streamed vector",
-    "tail_cycles": "busy cycles after the last streamed vector (pipeline drain, write-back)",
+    "stall_cycles": "busy cycles without a streamed vector between the first and the last one",
+    "drain_cycles": "busy cycles after the last streamed vector (pipeline drain, write-back)",
     "a_reads": "words read from the A buffer by the controller",
     "b_reads": "words read from the B buffer by the controller",
     "c_reads": "words read from the C buffer to accumulate into",
@@ -207,8 +208,12 @@ class Accelerator(wiring.Component):
             m.d.sync += bad_seen.eq(bad)
         m.d.comb += self.error.eq(bad_seen | ctrl.range_error)
 
-        # Performance counters.
-        cnt = self.counters
+        # Performance counters. A non-streaming busy cycle after the first streamed vector is a
+        # stall if another vector follows and drain otherwise: count the gaps and the cycles
+        # since the last vector, and take their difference.
+        cnt = Signal(counters_layout(), name="counter")
+        gaps = Signal(COUNTER_BITS, name="counter_gaps")
+        m.d.comb += [self.counters.eq(cnt), self.counters.stall_cycles.eq(gaps - cnt.drain_cycles)]
         seen_stream = Signal(name="seen_stream")
         updates = c_buf.update
         increments = {
@@ -223,12 +228,12 @@ class Accelerator(wiring.Component):
         }
         with m.If(accept):
             m.d.sync += [getattr(cnt, name).eq(0) for name in COUNTERS]
-            m.d.sync += seen_stream.eq(0)
+            m.d.sync += [seen_stream.eq(0), gaps.eq(0)]
         with m.Else():
             for name, inc in increments.items():
                 m.d.sync += getattr(cnt, name).eq(getattr(cnt, name) + inc)
             with m.If(streamed):
-                m.d.sync += [seen_stream.eq(1), cnt.tail_cycles.eq(0)]
+                m.d.sync += [seen_stream.eq(1), cnt.drain_cycles.eq(0)]
             with m.Elif(ctrl.busy & seen_stream):
-                m.d.sync += cnt.tail_cycles.eq(cnt.tail_cycles + 1)
+                m.d.sync += [cnt.drain_cycles.eq(cnt.drain_cycles + 1), gaps.eq(gaps + 1)]
         return m

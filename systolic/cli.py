@@ -195,8 +195,8 @@ def _print_sim(s: dict, mismatches: int, size: int) -> None:
         f"({s['commands']} command(s))"
     )
     print(
-        f"  streaming {c['stream_cycles']}, fill {c['fill_cycles']}, tail {c['tail_cycles']}, "
-        f"stall {s['stall_cycles']}, preload {c['preload_cycles']} cycles"
+        f"  streaming {c['stream_cycles']}, fill {c['fill_cycles']}, stall {c['stall_cycles']}, "
+        f"drain {c['drain_cycles']}, preload {c['preload_cycles']} cycles"
     )
     print(
         f"  buffer words read: A {c['a_reads']}, B {c['b_reads']}, C {c['c_reads']}; "

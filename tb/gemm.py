@@ -56,12 +56,6 @@ class SimResult:
         """Useful MACs per PE-cycle: ``M*K*N / (cycles * rows * cols)``."""
         return self.macs / (self.cycles * self.config.pes) if self.cycles else 0.0
 
-    @property
-    def stall_cycles(self) -> int:
-        """Busy cycles between the first and the last streamed vector without one."""
-        c = self.counters
-        return c["cycles"] - c["stream_cycles"] - c["fill_cycles"] - c["tail_cycles"]
-
     def summary(self) -> dict:
         m, k, n = self.shape
         return {
@@ -69,7 +63,6 @@ class SimResult:
             "m": m, "k": k, "n": n,
             "cycles": self.cycles,
             "utilization": self.utilization,
-            "stall_cycles": self.stall_cycles,
             "commands": len(self.commands),
             "errors": self.errors,
             "counters": self.counters,

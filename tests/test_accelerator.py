@@ -19,7 +19,9 @@ from .conftest import SEED
 # Small buffers, so that moderate GEMMs already exceed them and the host must tile.
 DEPTHS = dict(a_depth=48, b_depth=48, c_depth=48)
 CONFIGS = [
-    ArrayConfig(d, r, c, **DEPTHS) for d in Dataflow for r, c in [(2, 2), (4, 4), (3, 5), (8, 8)]
+    ArrayConfig(d, r, c, **DEPTHS)
+    for d in Dataflow
+    for r, c in [(1, 1), (1, 4), (4, 1), (2, 2), (4, 4), (3, 5), (8, 8)]
 ]
 
 
@@ -58,7 +60,8 @@ def _check(config, operands, results):
         # Every PE does at most one MAC a cycle, and only while a vector streams.
         assert cnt["cycles"] * config.pes >= res.macs, where
         assert cnt["stream_cycles"] * config.pes >= res.macs, where
-        assert res.stall_cycles >= 0, where
+        parts = ("stream_cycles", "fill_cycles", "stall_cycles", "drain_cycles")
+        assert sum(cnt[p] for p in parts) == cnt["cycles"], where
         # Each command reads every operand word it needs at least once and writes every C word.
         need = {key: 0 for key in ("a", "b", "c")}
         for chunk in plan(config, m, k, n):
