@@ -45,6 +45,26 @@ def _tree_or(values):
     return _tree_or(values[:half]) | _tree_or(values[half:])
 
 
+def _grid(m: Module, config: ArrayConfig, make_pe) -> list[list]:
+    """``rows x cols`` PEs from ``make_pe()``, added to ``m`` as ``pe_<r>_<c>``."""
+    pes = [[make_pe() for _ in range(config.cols)] for _ in range(config.rows)]
+    for r, row in enumerate(pes):
+        for c, pe in enumerate(row):
+            m.submodules[f"pe_{r}_{c}"] = pe
+    return pes
+
+
+def _feed_rows(m: Module, pes: list[list], lane_fields) -> None:
+    """Feed each row's eastbound lane (``lane_fields(r)``) through ``r`` skew registers into its
+    first PE, and chain every PE's ``east`` to its neighbour's ``west``."""
+    for r, row in enumerate(pes):
+        lane = Signal(row[0].west.shape(), name=f"skew_row{r}_in")
+        m.d.comb += [getattr(lane, name).eq(value) for name, value in lane_fields(r).items()]
+        m.d.comb += row[0].west.eq(_delay(m, lane, r, f"skew_row{r}"))
+        for west, pe in zip(row, row[1:], strict=False):
+            m.d.comb += pe.west.eq(west.east)
+
+
 class _Array(wiring.Component):
     """Common parts: the configuration and the result flow."""
 
@@ -155,56 +175,33 @@ class StationaryArray(_Array):
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
-        acc_shape = self.acc_shape(cfg)
-        lane_layout = data.StructLayout({"x": self.streaming_shape(cfg), "valid": 1, "bank": 1})
-        pes = [
-            [
-                StationaryPE(
-                    stream_shape=self.streaming_shape(cfg),
-                    stationary_shape=self.stationary_shape(cfg),
-                    acc_shape=acc_shape,
-                )
-                for c in range(cfg.cols)
-            ]
-            for r in range(cfg.rows)
-        ]
-        for r in range(cfg.rows):
-            for c in range(cfg.cols):
-                m.submodules[f"pe_{r}_{c}"] = pe = pes[r][c]
+        pes = _grid(
+            m,
+            cfg,
+            lambda: StationaryPE(
+                stream_shape=self.streaming_shape(cfg),
+                stationary_shape=self.stationary_shape(cfg),
+                acc_shape=self.acc_shape(cfg),
+            ),
+        )
+        stream = self.stream
+        _feed_rows(m, pes, lambda r: {"x": stream.payload.data[r], "valid": stream.valid,
+                                      "bank": stream.payload.bank})  # fmt: skip
+        for r, row in enumerate(pes):
+            for c, pe in enumerate(row):
                 m.d.comb += [
                     pe.load.eq(self.preload.valid),
                     pe.load_bank.eq(self.preload.payload.bank),
                 ]
-                if c == 0:
-                    lane = Signal(lane_layout, name=f"skew_row{r}_in")
-                    m.d.comb += [
-                        lane.x.eq(self.stream.payload.data[r]),
-                        lane.valid.eq(self.stream.valid),
-                        lane.bank.eq(self.stream.payload.bank),
-                    ]
-                    skewed = _delay(m, lane, r, f"skew_row{r}")
-                    m.d.comb += [
-                        pe.x_in.eq(skewed.x),
-                        pe.x_valid_in.eq(skewed.valid),
-                        pe.x_bank_in.eq(skewed.bank),
-                    ]
-                else:
-                    west = pes[r][c - 1]
-                    m.d.comb += [
-                        pe.x_in.eq(west.x_out),
-                        pe.x_valid_in.eq(west.x_valid_out),
-                        pe.x_bank_in.eq(west.x_bank_out),
-                    ]
                 if r == 0:
                     m.d.comb += [pe.psum_in.eq(0), pe.w_in.eq(self.preload.payload.data[c])]
                 else:
                     north = pes[r - 1][c]
                     m.d.comb += [pe.psum_in.eq(north.psum_out), pe.w_in.eq(north.w_out)]
-        for c in range(cfg.cols):
-            bottom = pes[cfg.rows - 1][c]
+        for c, bottom in enumerate(pes[-1]):
             deskewed = _delay(m, bottom.psum_out, cfg.cols - 1 - c, f"deskew_col{c}")
             m.d.comb += self.result.payload[c].eq(deskewed)
-        m.d.comb += self.result.valid.eq(pes[cfg.rows - 1][cfg.cols - 1].x_valid_out)
+        m.d.comb += self.result.valid.eq(pes[-1][-1].east.valid)
         return m
 
 
@@ -263,58 +260,32 @@ class OutputStationaryArray(_Array):
         m = Module()
         cfg = self._config
         acc_shape = self.acc_shape(cfg)
-        a_layout = self.operands_layout(cfg)["a"].shape.elem_shape
-        lane_layout = data.StructLayout({"a": a_layout, "valid": 1, "last": 1})
-        pes = [
-            [
-                OutputStationaryPE(
-                    a_shape=a_layout,
-                    b_shape=self.operands_layout(cfg)["b"].shape.elem_shape,
-                    acc_shape=acc_shape,
-                )
-                for c in range(cfg.cols)
-            ]
-            for r in range(cfg.rows)
-        ]
-        ops = self.operands.payload
-        for r in range(cfg.rows):
-            for c in range(cfg.cols):
-                m.submodules[f"pe_{r}_{c}"] = pe = pes[r][c]
-                if c == 0:
-                    lane = Signal(lane_layout, name=f"skew_row{r}_in")
-                    m.d.comb += [
-                        lane.a.eq(ops.a[r]),
-                        lane.valid.eq(self.operands.valid),
-                        lane.last.eq(ops.last),
-                    ]
-                    skewed = _delay(m, lane, r, f"skew_row{r}")
-                    m.d.comb += [
-                        pe.a_in.eq(skewed.a),
-                        pe.a_valid_in.eq(skewed.valid),
-                        pe.a_last_in.eq(skewed.last),
-                    ]
-                else:
-                    west = pes[r][c - 1]
-                    m.d.comb += [
-                        pe.a_in.eq(west.a_out),
-                        pe.a_valid_in.eq(west.a_valid_out),
-                        pe.a_last_in.eq(west.a_last_out),
-                    ]
+        layout = self.operands_layout(cfg)
+        pes = _grid(
+            m,
+            cfg,
+            lambda: OutputStationaryPE(
+                a_shape=layout["a"].shape.elem_shape,
+                b_shape=layout["b"].shape.elem_shape,
+                acc_shape=acc_shape,
+            ),
+        )
+        ops = self.operands
+        _feed_rows(m, pes, lambda r: {"a": ops.payload.a[r], "valid": ops.valid,
+                                      "last": ops.payload.last})  # fmt: skip
+        for r, row in enumerate(pes):
+            for c, pe in enumerate(row):
                 if r == 0:
-                    m.d.comb += pe.b_in.eq(_delay(m, ops.b[c], c, f"skew_col{c}"))
+                    m.d.comb += pe.b_in.eq(_delay(m, ops.payload.b[c], c, f"skew_col{c}"))
                 else:
                     m.d.comb += pe.b_in.eq(pes[r - 1][c].b_out)
         for c in range(cfg.cols):
-            column = [pes[r][c] for r in range(cfg.rows)]
-            finished = _tree_or([_gate(pe.acc, pe.a_last_out) for pe in column])
-            out = Signal(acc_shape, name=f"drain_col{c}")
-            m.d.comb += out.eq(finished)
-            m.d.comb += self.result.payload[c].eq(
-                _delay(m, out, cfg.cols - 1 - c, f"deskew_col{c}")
-            )
-        m.d.comb += self.result.valid.eq(
-            _tree_or([pes[r][cfg.cols - 1].a_last_out for r in range(cfg.rows)])
-        )
+            column = [row[c] for row in pes]
+            finished = Signal(acc_shape, name=f"drain_col{c}")
+            m.d.comb += finished.eq(_tree_or([_gate(pe.acc, pe.east.last) for pe in column]))
+            deskewed = _delay(m, finished, cfg.cols - 1 - c, f"deskew_col{c}")
+            m.d.comb += self.result.payload[c].eq(deskewed)
+        m.d.comb += self.result.valid.eq(_tree_or([row[-1].east.last for row in pes]))
         return m
 
 

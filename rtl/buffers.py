@@ -24,7 +24,24 @@ def address_shape() -> Shape:
     return unsigned(ADDR_BITS)
 
 
-class InputBuffer(wiring.Component):
+class _Buffer(wiring.Component):
+    """An SRAM of ``depth`` words of layout ``word``, behind the ports ``members``."""
+
+    def __init__(self, word: data.ArrayLayout, depth: int, members: dict):
+        self._word = word
+        self._depth = depth
+        super().__init__(members)
+
+    @property
+    def depth(self) -> int:
+        return self._depth
+
+    def _memory(self, m: Module) -> Memory:
+        m.submodules.mem = mem = Memory(shape=self._word, depth=self._depth, init=[])
+        return mem
+
+
+class InputBuffer(_Buffer):
     """Operand buffer (A or B): the host writes words, the controller reads them.
 
     Ports
@@ -37,9 +54,9 @@ class InputBuffer(wiring.Component):
     """
 
     def __init__(self, *, word: data.ArrayLayout, depth: int):
-        self._word = word
-        self._depth = depth
         super().__init__(
+            word,
+            depth,
             {
                 "write": In(
                     stream.Signature(data.StructLayout({"addr": address_shape(), "data": word}))
@@ -47,16 +64,12 @@ class InputBuffer(wiring.Component):
                 "read_addr": In(address_shape()),
                 "read_en": In(1),
                 "read_data": Out(word),
-            }
+            },
         )
-
-    @property
-    def depth(self) -> int:
-        return self._depth
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.mem = mem = Memory(shape=self._word, depth=self._depth, init=[])
+        mem = self._memory(m)
         wp = mem.write_port()
         rp = mem.read_port()
         m.d.comb += [
@@ -71,7 +84,7 @@ class InputBuffer(wiring.Component):
         return m
 
 
-class AccumulatorBuffer(wiring.Component):
+class AccumulatorBuffer(_Buffer):
     """Output buffer (C) at accumulator width, accumulating in place.
 
     Ports
@@ -87,9 +100,9 @@ class AccumulatorBuffer(wiring.Component):
     """
 
     def __init__(self, *, word: data.ArrayLayout, depth: int):
-        self._word = word
-        self._depth = depth
         super().__init__(
+            word,
+            depth,
             {
                 "update": In(
                     Flow(
@@ -98,16 +111,12 @@ class AccumulatorBuffer(wiring.Component):
                 ),
                 "read": In(stream.Signature(address_shape())),
                 "read_data": Out(stream.Signature(word)),
-            }
+            },
         )
-
-    @property
-    def depth(self) -> int:
-        return self._depth
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.mem = mem = Memory(shape=self._word, depth=self._depth, init=[])
+        mem = self._memory(m)
         wp = mem.write_port()
         old = mem.read_port(transparent_for=(wp,))
         host = mem.read_port()
