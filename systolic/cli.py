@@ -159,8 +159,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
     from golden.data import random_matrix
     from golden.gemm import reference
+    from rtl.host import chunk_sizes
     from tb.gemm import run_gemm
-    from tb.host import chunk_sizes
 
     config = config_from_args(args)
     chunk_sizes(config, args.m, args.k, args.n)  # buffers too small: a clear error, before building

@@ -18,9 +18,9 @@ from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, with_timeout
 
 from rtl.config import ArrayConfig
+from rtl.host import check_command, footprint, from_words, layouts, steps, to_words
 from rtl.top import command_layout, counters_layout, word_layouts, write_layout
 
-from .host import check_command, footprint, from_words, layouts, plan, to_words
 from .packing import pack, unpack
 
 CONFIG = ArrayConfig.from_json(os.environ["SYSTOLIC_CONFIG"])
@@ -125,28 +125,27 @@ class Host:
         return np.array(got, dtype=np.int64).reshape(count, layout.length)
 
     async def gemm(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, dict]:
-        """``A @ B`` through the accelerator, tiled by :func:`tb.host.plan`."""
+        """``A @ B`` through the accelerator, tiled by :func:`rtl.host.plan`."""
         (m, k), n = a.shape, b.shape[1]
         c = np.zeros((m, n), dtype=np.int64)
-        resident = {"a": None, "b": None}
         offchip = {"a": 0, "b": 0, "c": 0}
         commands = []
-        for ch in plan(CONFIG, m, k, n):
+        for step in steps(CONFIG, m, k, n):
+            ch = step.chunk
             parts = {
-                "a": ((ch.m0, ch.m1, ch.k0, ch.k1), a[ch.m0 : ch.m1, ch.k0 : ch.k1]),
-                "b": ((ch.k0, ch.k1, ch.n0, ch.n1), b[ch.k0 : ch.k1, ch.n0 : ch.n1]),
+                "a": (step.write_a, a[ch.m0 : ch.m1, ch.k0 : ch.k1]),
+                "b": (step.write_b, b[ch.k0 : ch.k1, ch.n0 : ch.n1]),
             }
-            for name, (key, part) in parts.items():
-                if resident[name] != key:  # a driver keeps what the buffer already holds
+            for name, (needed, part) in parts.items():
+                if needed:
                     words = to_words(part, self.layouts[name])
                     await self.write(name, words)
                     offchip[name] += len(words)
-                    resident[name] = key
             mc, kc, nc = ch.shape
             counters, error = await self.command(mc, kc, nc, ch.accumulate)
             commands.append({"shape": [mc, kc, nc], "accumulate": ch.accumulate,
                              "counters": counters, "error": error})  # fmt: skip
-            if ch.last_k:
+            if step.read_c:
                 count = self.layouts["c"].words((mc, nc))
                 words = await self.read_c(count)
                 c[ch.m0 : ch.m1, ch.n0 : ch.n1] = from_words(words, self.layouts["c"], (mc, nc))

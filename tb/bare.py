@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 from rtl.config import ArrayConfig
 from rtl.generate import LINT_WAIVERS, TOPS, design_verilog
+from rtl.host import footprint
 from rtl.top import command_layout, word_layouts
 
 from . import toolchain
-from .host import footprint
 from .sim import build_model
 
 __all__ = ["BareRun", "run_bare"]

@@ -23,7 +23,7 @@ class SimResult:
     """What one GEMM did on the simulated accelerator.
 
     ``counters`` sums the hardware counters of every command the host issued (one per chunk of
-    :func:`tb.host.plan`); ``commands`` keeps them per command; ``offchip_words`` counts the
+    :func:`rtl.host.plan`); ``commands`` keeps them per command; ``offchip_words`` counts the
     buffer words the host wrote (A, B) and read (C).
     """
 

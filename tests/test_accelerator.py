@@ -10,8 +10,8 @@ import pytest
 from golden.data import random_matrix
 from golden.gemm import reference
 from rtl.config import ArrayConfig, Dataflow
+from rtl.host import check_command, footprint, plan
 from tb.gemm import run_gemms
-from tb.host import check_command, footprint, plan
 from tb.sim import build_model, run_cocotb
 
 from .conftest import SEED

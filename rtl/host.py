@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rtl.config import ArrayConfig, Dataflow
+from .config import ArrayConfig, Dataflow
 
 __all__ = [
     "Chunk",
@@ -23,6 +23,8 @@ __all__ = [
     "from_words",
     "layouts",
     "plan",
+    "Step",
+    "steps",
     "to_words",
 ]
 
@@ -161,6 +163,31 @@ def chunk_sizes(config: ArrayConfig, m: int, k: int, n: int) -> dict[str, int]:
         size[dim] = max(g[dim], math.ceil(size[dim] / 2 / g[dim]) * g[dim])
 
 
+@dataclass(frozen=True)
+class Step:
+    """One command of a GEMM and the host transfers around it: the operand chunks it writes
+    first (a driver keeps a chunk the buffer already holds) and whether it reads C after."""
+
+    chunk: Chunk
+    write_a: bool
+    write_b: bool
+
+    @property
+    def read_c(self) -> bool:
+        return self.chunk.last_k
+
+
+def steps(config: ArrayConfig, m: int, k: int, n: int) -> list[Step]:
+    """The driver's steps for an ``m x k x n`` GEMM, in :func:`plan` order."""
+    out = []
+    resident_a = resident_b = None
+    for ch in plan(config, m, k, n):
+        key_a, key_b = (ch.m0, ch.m1, ch.k0, ch.k1), (ch.k0, ch.k1, ch.n0, ch.n1)
+        out.append(Step(ch, write_a=key_a != resident_a, write_b=key_b != resident_b))
+        resident_a, resident_b = key_a, key_b
+    return out
+
+
 def plan(config: ArrayConfig, m: int, k: int, n: int) -> list[Chunk]:
     """The commands of an ``m x k x n`` GEMM, N chunks outermost, then M, then K."""
     size = chunk_sizes(config, m, k, n)
@@ -179,8 +206,8 @@ def check_command(
     config: ArrayConfig, m: int, k: int, n: int, a_base: int = 0, b_base: int = 0, c_base: int = 0
 ) -> None:
     """Refuse, with a message naming the field, a command the accelerator cannot execute."""
-    from rtl.buffers import ADDR_BITS
-    from rtl.controller import DIM_BITS
+    from .buffers import ADDR_BITS
+    from .controller import DIM_BITS
 
     dim_max = (1 << DIM_BITS) - 1
     for name, value in (("m", m), ("k", k), ("n", n)):
