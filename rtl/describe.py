@@ -11,7 +11,7 @@ from __future__ import annotations
 from .array import OutputStationaryArray, StationaryArray
 from .config import ArrayConfig, Dataflow
 
-__all__ = ["describe", "describe_design"]
+__all__ = ["describe", "describe_controller", "describe_design"]
 
 
 def describe(config: ArrayConfig) -> StationaryArray | OutputStationaryArray:
@@ -28,3 +28,15 @@ def describe_design(config: ArrayConfig, kind: str):
     from .top import Accelerator
 
     return Accelerator(config)
+
+
+def describe_controller(config: ArrayConfig):
+    """The tiling controller of ``config``, for its timing properties."""
+    from .controller import OutputStationaryController, StationaryController
+
+    depths = (config.a_depth, config.b_depth, config.c_depth)
+    if config.dataflow is Dataflow.OS:
+        return OutputStationaryController(
+            config, a_depth=depths[0], b_depth=depths[1], c_depth=depths[2]
+        )
+    return StationaryController(config, x_depth=depths[0], s_depth=depths[1], y_depth=depths[2])
