@@ -1,0 +1,65 @@
+"""Property: for random configurations and shapes, the analytical model equals the RTL exactly.
+
+Each example builds one accelerator (dataflow, rows, cols and buffer depths drawn at random) and
+runs a batch of random shapes on it, ragged ones and ones larger than the buffers included.
+`make test` draws a few examples; SYSTOLIC_MODEL_EXAMPLES=N draws more.
+"""
+
+import os
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+
+from golden.data import random_matrix
+from golden.gemm import reference
+from rtl.config import ArrayConfig, Dataflow
+from rtl.host import chunk_sizes
+from tb.gemm import run_gemms
+
+from .conftest import SEED
+from .test_accelerator import check_against_model
+
+EXAMPLES = int(os.environ.get("SYSTOLIC_MODEL_EXAMPLES", "4"))
+
+shapes = st.tuples(*[st.integers(1, 40)] * 3)
+
+
+@st.composite
+def configs_and_shapes(draw):
+    rows, cols = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    config = ArrayConfig(
+        draw(st.sampled_from(list(Dataflow))), rows, cols,
+        a_depth=draw(st.integers(36, 160)), b_depth=draw(st.integers(36, 160)),
+        c_depth=draw(st.integers(36, 160)),
+    )  # fmt: skip
+    batch = draw(st.lists(shapes, min_size=1, max_size=6))
+    return config, batch
+
+
+@hypothesis_seed(SEED)  # replayable with SYSTOLIC_SEED, like every randomized test here
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
+@given(configs_and_shapes(), st.integers(0, 2**31 - 1))
+def test_model_equals_rtl(case, data_seed):
+    config, batch = case
+    runnable = []
+    for m, k, n in batch:
+        try:
+            chunk_sizes(config, m, k, n)
+        except ValueError:  # the buffers cannot hold one tile of this shape
+            continue
+        runnable.append((m, k, n))
+    if not runnable:
+        return
+    rng = np.random.default_rng(data_seed)
+    operands = [
+        (random_matrix(rng, (m, k), config.a_width, config.a_signed),
+         random_matrix(rng, (k, n), config.b_width, config.b_signed))
+        for m, k, n in runnable
+    ]  # fmt: skip
+    for (a, b), res in zip(operands, run_gemms(config, operands, seed=data_seed), strict=True):
+        where = f"{config.name} {res.shape}, data seed {data_seed}"
+        np.testing.assert_array_equal(res.c, reference(config, a, b), err_msg=where)
+        check_against_model(config, res, where)
