@@ -205,6 +205,93 @@ def _print_sim(s: dict, mismatches: int, size: int) -> None:
     print(f"  off-chip words: A {off['a']}, B {off['b']} written; C {off['c']} read")  # fmt: skip
 
 
+def cmd_model(args: argparse.Namespace) -> int:
+    from golden.model import predict
+
+    config = config_from_args(args)
+    pred = predict(config, args.m, args.k, args.n)
+    summary = pred.summary() | {"weight_words_off_array": pred.weight_words_off_array}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    c, off, reuse = pred.counters, pred.offchip_words, pred.reuse
+    print(f"{config.name}: {args.m}x{args.k}x{args.n} GEMM (model, no simulation)")
+    print(
+        f"  cycles {pred.cycles}, PE utilization {100 * pred.utilization:.1f}% "
+        f"({pred.commands} command(s))"
+    )
+    print(
+        f"  streaming {c['stream_cycles']}, fill {c['fill_cycles']}, stall {c['stall_cycles']}, "
+        f"drain {c['drain_cycles']}, preload {c['preload_cycles']} cycles"
+    )
+    print(
+        f"  buffer words read: A {c['a_reads']}, B {c['b_reads']}, C {c['c_reads']}; "
+        f"written: C {c['c_writes']}"
+    )
+    print(f"  off-chip words: A {off['a']}, B {off['b']} written; C {off['c']} read")
+    print(f"  MACs per word: into the array A {reuse['array_a']:.1f}, B {reuse['array_b']:.1f}; "
+          f"from off-chip A {reuse['offchip_a']:.1f}, B {reuse['offchip_b']:.1f}")  # fmt: skip
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from rtl.host import chunk_sizes
+    from tb.compare import compare, default_points, read_shapes
+
+    given = [args.m, args.k, args.n]
+    if args.shapes is not None or any(v is not None for v in given):
+        config = config_from_args(args)
+        if args.shapes is not None:
+            try:
+                shapes = read_shapes(args.shapes)
+            except OSError as e:
+                raise UsageError(
+                    f"systolic compare: cannot read --shapes {args.shapes}: {e.strerror}"
+                ) from None
+        elif all(v is not None for v in given):
+            shapes = [tuple(given)]
+        else:
+            raise UsageError("systolic compare: give all of --m, --k and --n, or --shapes FILE")
+        for shape in shapes:
+            chunk_sizes(config, *shape)  # too small buffers: a clear error before any build
+        points = [(config, shape) for shape in shapes]
+    else:
+        points = default_points()
+
+    def show(row):
+        if args.json:
+            return
+        m, k, n = row.shape
+        diff = row.differences
+        verdict = (
+            "equal"
+            if not diff
+            else "DIFFER: "
+            + ", ".join(f"{name} {row.rtl[name]} vs {row.model[name]}" for name in diff)
+        )
+        print(
+            f"{row.config.name:32} {f'{m}x{k}x{n}':>12} {row.rtl['cycles']:>9} "
+            f"{row.model['cycles']:>9} {row.model['cycles'] - row.rtl['cycles']:>5}  "
+            f"{'bit-exact' if row.bit_exact else 'C MISMATCH':10} {verdict}",
+            flush=True,
+        )
+
+    if not args.json:
+        print(f"{'configuration':32} {'M x K x N':>12} {'RTL cyc':>9} {'model cyc':>9} "
+              f"{'diff':>5}  {'C':10} counters and off-chip words")  # fmt: skip
+    rows = compare(points, seed=args.seed, progress=show)
+    quantities = len(rows[0].rtl) if rows else 0
+    differing = [r for r in rows if r.differences]
+    wrong_c = [r for r in rows if not r.bit_exact]
+    if args.json:
+        print(json.dumps([r.as_dict() for r in rows], indent=2))
+    else:
+        print(f"\n{len(rows)} points x {quantities} quantities (cycles, every counter, off-chip "
+              f"words): {len(differing)} point(s) with differences; C bit-exact on "
+              f"{len(rows) - len(wrong_c)} of {len(rows)}")  # fmt: skip
+    return 1 if differing or wrong_c else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="systolic",
@@ -265,6 +352,41 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("--json", action="store_true", help="print the result as JSON")
     sim.set_defaults(func=cmd_sim)
+
+    model = sub.add_parser(
+        "model",
+        help="predict cycles, counters, traffic and reuse of a GEMM without simulating",
+        description="The analytical model (golden/model.py): every performance counter of the "
+        "accelerator, the host's off-chip words and the reuse they imply, exactly as the RTL "
+        "counts them (systolic compare checks that).",
+    )
+    add_config_options(model)
+    model.add_argument("--m", type=_positive, required=True, help="rows of A and C")
+    model.add_argument("--k", type=_positive, required=True, help="columns of A, rows of B")
+    model.add_argument("--n", type=_positive, required=True, help="columns of B and C")
+    model.add_argument("--json", action="store_true", help="print the prediction as JSON")
+    model.set_defaults(func=cmd_model)
+
+    cmp = sub.add_parser(
+        "compare",
+        help="run RTL and model on the same points; exit 1 on any difference",
+        description="Simulate each point, predict it with the model, and compare cycles, every "
+        "counter and the off-chip words. With no shape options it runs a default list of 60 "
+        "points (three dataflows, four arrays, ragged shapes, GEMMs larger than the buffers).",
+    )
+    add_config_options(cmp)
+    cmp.add_argument("--m", type=_positive, help="rows of A and C")
+    cmp.add_argument("--k", type=_positive, help="columns of A, rows of B")
+    cmp.add_argument("--n", type=_positive, help="columns of B and C")
+    cmp.add_argument(
+        "--shapes",
+        type=Path,
+        metavar="FILE",
+        help="GEMM shapes to compare on the given configuration, one M,K,N a line",
+    )
+    cmp.add_argument("--seed", type=int, default=0, help="random seed of the operands (default 0)")
+    cmp.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    cmp.set_defaults(func=cmd_compare)
     return parser
 
 

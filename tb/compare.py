@@ -1,0 +1,119 @@
+"""RTL against the analytical model, point by point: every counter and the off-chip words.
+
+Points sharing a configuration run in one simulator process; C is checked bit-exact as well.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from golden.data import random_matrix
+from golden.gemm import reference
+from golden.model import predict
+from rtl.config import ArrayConfig, Dataflow
+from rtl.top import COUNTERS
+
+from .gemm import run_gemms
+
+__all__ = ["Comparison", "compare", "default_points", "read_shapes"]
+
+_DEPTHS = dict(a_depth=64, b_depth=64, c_depth=64)  # small: many default points need host tiling
+
+
+def default_points() -> list[tuple[ArrayConfig, tuple[int, int, int]]]:
+    """60 points: every dataflow on 2x2, 4x4, 3x5 and 8x8 arrays, with ragged shapes, a
+    dimension of 1, exact tiles and GEMMs larger than the buffers."""
+    points = []
+    for dataflow in Dataflow:
+        for rows, cols in [(2, 2), (4, 4), (3, 5), (8, 8)]:
+            config = ArrayConfig(dataflow, rows, cols, **_DEPTHS)
+            for shape in [
+                (rows, rows, cols),
+                (1, 3 * rows + 1, 2 * cols - 1),
+                (2 * rows + 3, 1, cols + 2),
+                (5 * rows + 2, 4 * rows + 3, 3 * cols + 1),
+                (40, 37, 29),
+            ]:
+                points.append((config, shape))
+    return points
+
+
+def read_shapes(path: Path) -> list[tuple[int, int, int]]:
+    """GEMM shapes from a text file: one ``M,K,N`` per line; ``#`` starts a comment."""
+    shapes = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        parts = [p.strip() for p in text.split(",")]
+        try:
+            dims = tuple(int(p) for p in parts)
+        except ValueError:
+            dims = ()
+        if len(dims) != 3 or min(dims) < 1:
+            raise ValueError(
+                f"{path}:{number}: expected three positive integers M,K,N, got {text!r}"
+            )
+        shapes.append(dims)
+    if not shapes:
+        raise ValueError(f"{path}: no shapes (one M,K,N per line)")
+    return shapes
+
+
+@dataclass
+class Comparison:
+    config: ArrayConfig
+    shape: tuple[int, int, int]
+    bit_exact: bool
+    rtl: dict[str, int]  # counters, then off-chip words as offchip_a/b/c
+    model: dict[str, int]
+
+    @property
+    def differences(self) -> dict[str, int]:
+        """Quantity -> model minus RTL, for the quantities that differ."""
+        return {k: self.model[k] - self.rtl[k] for k in self.rtl if self.model[k] != self.rtl[k]}
+
+    @property
+    def ok(self) -> bool:
+        return self.bit_exact and not self.differences
+
+    def as_dict(self) -> dict:
+        m, k, n = self.shape
+        return {"config": self.config.name, "m": m, "k": k, "n": n, "bit_exact": self.bit_exact,
+                "rtl": self.rtl, "model": self.model, "differences": self.differences}  # fmt: skip
+
+
+def _flat(counters: dict, offchip: dict) -> dict[str, int]:
+    return {**{k: counters[k] for k in COUNTERS}, **{f"offchip_{k}": v for k, v in offchip.items()}}
+
+
+def compare(points, *, seed: int = 0, progress=None) -> list[Comparison]:
+    """Run every ``(config, (m, k, n))`` point on the RTL and the model."""
+    groups = defaultdict(list)
+    for config, shape in points:
+        groups[config].append(shape)
+    out = []
+    for config, shapes in groups.items():
+        rng = np.random.default_rng(seed)
+        operands = [
+            (random_matrix(rng, (m, k), config.a_width, config.a_signed),
+             random_matrix(rng, (k, n), config.b_width, config.b_signed))
+            for m, k, n in shapes
+        ]  # fmt: skip
+        for (a, b), res in zip(operands, run_gemms(config, operands, seed=seed), strict=True):
+            pred = predict(config, *res.shape)
+            row = Comparison(
+                config,
+                res.shape,
+                bool(np.array_equal(res.c, reference(config, a, b))) and res.errors == 0,
+                _flat(res.counters, res.offchip_words),
+                _flat(pred.counters, pred.offchip_words),
+            )
+            out.append(row)
+            if progress:
+                progress(row)
+    return out
