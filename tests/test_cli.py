@@ -139,3 +139,52 @@ def test_sim_bad_options(args, message):
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], r.stderr
+
+
+def test_model_prints_prediction_without_simulating():
+    r = systolic("model", "--dataflow", "is", "--rows", "3", "--cols", "5", "--m", "11", "--k",
+                 "20", "--n", "6", "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    c = out["counters"]
+    parts = c["stream_cycles"] + c["fill_cycles"] + c["stall_cycles"] + c["drain_cycles"]
+    assert out["cycles"] == c["cycles"] == parts
+    assert out["weight_words_off_array"] == c["b_reads"]
+    assert set(out["reuse"]) == {"array_a", "array_b", "offchip_a", "offchip_b"}
+
+
+def test_compare_shapes_file_and_exit_status(tmp_path, monkeypatch, capsys):
+    from systolic.cli import main
+    from tb import compare as compare_module
+
+    shapes = tmp_path / "shapes.txt"
+    shapes.write_text("# M,K,N\n5,7,3\n\n2, 9, 4  # ragged\n")
+    args = ["compare", "--dataflow", "ws", "--rows", "2", "--cols", "3", "--a-depth", "64",
+            "--b-depth", "64", "--c-depth", "64", "--shapes", str(shapes)]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "2 points x 13 quantities" in out and "0 point(s) with differences" in out
+
+    real = compare_module.predict
+
+    def off_by_one(config, m, k, n):  # a model that is wrong by one cycle must be caught
+        pred = real(config, m, k, n)
+        pred.counters["cycles"] += 1
+        return pred
+
+    monkeypatch.setattr(compare_module, "predict", off_by_one)
+    assert main(args) == 1
+    assert "DIFFER: cycles" in capsys.readouterr().out
+
+
+def test_compare_rejects_malformed_shapes(tmp_path):
+    shapes = tmp_path / "bad.txt"
+    shapes.write_text("4,4,4\n4,four,4\n")
+    r = systolic("compare", "--dataflow", "os", "--rows", "2", "--cols", "2", "--shapes",
+                 str(shapes))  # fmt: skip
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        f"systolic: {shapes}:2: expected three positive integers M,K,N, got '4,four,4'"
+    ]
+    r = systolic("compare", "--dataflow", "os", "--rows", "2", "--cols", "2", "--m", "3")
+    assert r.returncode == 2 and "give all of --m, --k and --n" in r.stderr
