@@ -269,17 +269,29 @@ def cmd_compare(args: argparse.Namespace) -> int:
             else "DIFFER: "
             + ", ".join(f"{name} {row.rtl[name]} vs {row.model[name]}" for name in diff)
         )
+        third = f" {row.scalesim_cycles:>9}" if args.scalesim else ""
         print(
             f"{row.config.name:32} {f'{m}x{k}x{n}':>12} {row.rtl['cycles']:>9} "
-            f"{row.model['cycles']:>9} {row.model['cycles'] - row.rtl['cycles']:>5}  "
+            f"{row.model['cycles']:>9} {row.model['cycles'] - row.rtl['cycles']:>5}{third}  "
             f"{'bit-exact' if row.bit_exact else 'C MISMATCH':10} {verdict}",
             flush=True,
         )
 
     if not args.json:
+        third = f" {'SCALE-Sim':>9}" if args.scalesim else ""
         print(f"{'configuration':32} {'M x K x N':>12} {'RTL cyc':>9} {'model cyc':>9} "
-              f"{'diff':>5}  {'C':10} counters and off-chip words")  # fmt: skip
-    rows = compare(points, seed=args.seed, progress=show)
+              f"{'diff':>5}{third}  {'C':10} counters and off-chip words")  # fmt: skip
+        if args.scalesim:
+            print("(SCALE-Sim simulates cycle by cycle in Python, slow on large GEMMs; its cycles "
+                  "differ from ours by design: docs/model.md explains each term)")  # fmt: skip
+    if args.scalesim:
+        from tb.scalesim import available
+
+        if not available():
+            raise UsageError(
+                "systolic compare: --scalesim needs SCALE-Sim: pip install '.[scalesim]'"
+            )
+    rows = compare(points, seed=args.seed, scalesim=args.scalesim, progress=show)
     quantities = len(rows[0].rtl) if rows else 0
     differing = [r for r in rows if r.differences]
     wrong_c = [r for r in rows if not r.bit_exact]
@@ -385,6 +397,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="GEMM shapes to compare on the given configuration, one M,K,N a line",
     )
     cmp.add_argument("--seed", type=int, default=0, help="random seed of the operands (default 0)")
+    cmp.add_argument(
+        "--scalesim",
+        action="store_true",
+        help="add SCALE-Sim's cycles as a third column (needs pip install '.[scalesim]'; "
+        "slow on large GEMMs)",
+    )
     cmp.add_argument("--json", action="store_true", help="print the comparison as JSON")
     cmp.set_defaults(func=cmd_compare)
     return parser

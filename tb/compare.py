@@ -18,6 +18,7 @@ from rtl.config import ArrayConfig, Dataflow
 from rtl.top import COUNTERS
 
 from .gemm import run_gemms
+from .scalesim import scalesim_cycles
 
 __all__ = ["Comparison", "compare", "default_points", "read_shapes"]
 
@@ -71,6 +72,7 @@ class Comparison:
     bit_exact: bool
     rtl: dict[str, int]  # counters, then off-chip words as offchip_a/b/c
     model: dict[str, int]
+    scalesim_cycles: int | None = None  # SCALE-Sim's total cycles, when asked for
 
     @property
     def differences(self) -> dict[str, int]:
@@ -84,15 +86,16 @@ class Comparison:
     def as_dict(self) -> dict:
         m, k, n = self.shape
         return {"config": self.config.name, "m": m, "k": k, "n": n, "bit_exact": self.bit_exact,
-                "rtl": self.rtl, "model": self.model, "differences": self.differences}  # fmt: skip
+                "rtl": self.rtl, "model": self.model, "differences": self.differences,
+                "scalesim_cycles": self.scalesim_cycles}  # fmt: skip
 
 
 def _flat(counters: dict, offchip: dict) -> dict[str, int]:
     return {**{k: counters[k] for k in COUNTERS}, **{f"offchip_{k}": v for k, v in offchip.items()}}
 
 
-def compare(points, *, seed: int = 0, progress=None) -> list[Comparison]:
-    """Run every ``(config, (m, k, n))`` point on the RTL and the model."""
+def compare(points, *, seed: int = 0, scalesim: bool = False, progress=None) -> list[Comparison]:
+    """Run every ``(config, (m, k, n))`` point on the RTL and the model (and on SCALE-Sim)."""
     groups = defaultdict(list)
     for config, shape in points:
         groups[config].append(shape)
@@ -113,6 +116,8 @@ def compare(points, *, seed: int = 0, progress=None) -> list[Comparison]:
                 _flat(res.counters, res.offchip_words),
                 _flat(pred.counters, pred.offchip_words),
             )
+            if scalesim:
+                row.scalesim_cycles = scalesim_cycles(config, *res.shape)
             out.append(row)
             if progress:
                 progress(row)
