@@ -6,7 +6,11 @@ import numpy as np
 
 from .gemm import operand_range
 
-__all__ = ["corner_values", "random_matrix", "corner_matrix"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from rtl.config import ArrayConfig
+
+__all__ = ["corner_values", "random_matrix", "corner_matrix", "random_operands"]
 
 
 def corner_values(width: int, signed: bool) -> list[int]:
@@ -29,3 +33,16 @@ def corner_matrix(
     """Every element a corner value, chosen at random (so over a few matrices every pair meets)."""
     corners = np.array(corner_values(width, signed), dtype=np.int64)
     return rng.choice(corners, size=shape)
+
+
+def random_operands(
+    rng: np.random.Generator, config: ArrayConfig, shapes: list[tuple[int, int, int]]
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Random ``(A, B)`` for each ``(M, K, N)``, in the operand ranges of ``config``."""
+    return [
+        (
+            random_matrix(rng, (m, k), config.a_width, config.a_signed),
+            random_matrix(rng, (k, n), config.b_width, config.b_signed),
+        )
+        for m, k, n in shapes
+    ]

@@ -36,7 +36,13 @@ from rtl.describe import describe, describe_controller
 from rtl.host import chunk_sizes, footprint
 from rtl.top import COUNTERS
 
-__all__ = ["GemmPrediction", "command_counters", "predict", "stationary_stream_start"]
+__all__ = [
+    "GemmFigures",
+    "GemmPrediction",
+    "command_counters",
+    "predict",
+    "stationary_stream_start",
+]
 
 _PREFIX = 8  # tiles evaluated by the recurrence before extending by the steady-state period
 
@@ -134,15 +140,14 @@ def _command_counters(config: ArrayConfig, m: int, k: int, n: int, accumulate: b
     return tuple((name, c[name]) for name in COUNTERS)
 
 
-@dataclass
-class GemmPrediction:
-    """The model's account of one GEMM, host tiling included."""
+class GemmFigures:
+    """Figures derived from a GEMM's counters, shared by the model's prediction and the RTL's
+    result (both have ``config``, ``shape``, ``counters`` and ``offchip_words``)."""
 
     config: ArrayConfig
     shape: tuple[int, int, int]
     counters: dict[str, int]
-    commands: int
-    offchip_words: dict[str, int] = field(default_factory=dict)
+    offchip_words: dict[str, int]
 
     @property
     def cycles(self) -> int:
@@ -155,8 +160,8 @@ class GemmPrediction:
 
     @property
     def utilization(self) -> float:
-        """Useful MACs per PE-cycle."""
-        return self.macs / (self.cycles * self.config.pes)
+        """Useful MACs per PE-cycle: ``M*K*N / (cycles * rows * cols)``."""
+        return self.macs / (self.cycles * self.config.pes) if self.cycles else 0.0
 
     @property
     def reuse(self) -> dict[str, float]:
@@ -175,18 +180,32 @@ class GemmPrediction:
         """Words of B (weights) read from the B buffer into the array."""
         return self.counters["b_reads"]
 
-    def summary(self) -> dict:
+    def figures(self) -> dict:
         m, k, n = self.shape
         return {
             "config": self.config.name,
             "m": m, "k": k, "n": n,
             "cycles": self.cycles,
             "utilization": self.utilization,
-            "commands": self.commands,
             "counters": self.counters,
             "offchip_words": self.offchip_words,
             "reuse": self.reuse,
+            "weight_words_off_array": self.weight_words_off_array,
         }  # fmt: skip
+
+
+@dataclass
+class GemmPrediction(GemmFigures):
+    """The model's account of one GEMM, host tiling included."""
+
+    config: ArrayConfig
+    shape: tuple[int, int, int]
+    counters: dict[str, int]
+    commands: int
+    offchip_words: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        return self.figures() | {"commands": self.commands}
 
 
 def _pieces(total: int, size: int) -> list[tuple[int, int]]:

@@ -154,10 +154,17 @@ def _probability(text: str) -> float:
     return value
 
 
+def add_shape_options(p: argparse.ArgumentParser, *, required: bool) -> None:
+    """``--m --k --n``: the GEMM ``C[M,N] = A[M,K] @ B[K,N]``."""
+    p.add_argument("--m", type=_positive, required=required, help="rows of A and C")
+    p.add_argument("--k", type=_positive, required=required, help="columns of A, rows of B")
+    p.add_argument("--n", type=_positive, required=required, help="columns of B and C")
+
+
 def cmd_sim(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from golden.data import random_matrix
+    from golden.data import random_operands
     from golden.gemm import reference
     from rtl.host import chunk_sizes
     from tb.gemm import run_gemm
@@ -166,8 +173,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
     chunk_sizes(config, args.m, args.k, args.n)  # buffers too small: a clear error, before building
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**31)
     rng = np.random.default_rng(seed)
-    a = random_matrix(rng, (args.m, args.k), config.a_width, config.a_signed)
-    b = random_matrix(rng, (args.k, args.n), config.b_width, config.b_signed)
+    ((a, b),) = random_operands(rng, config, [(args.m, args.k, args.n)])
     result = run_gemm(config, a, b, pause=args.pause, seed=seed)
     expected = reference(config, a, b)
     mismatches = int(np.count_nonzero(result.c != expected))
@@ -180,16 +186,9 @@ def cmd_sim(args: argparse.Namespace) -> int:
     return 0 if mismatches == 0 and result.errors == 0 else 1
 
 
-def _print_sim(s: dict, mismatches: int, size: int) -> None:
-    c, off = s["counters"], s["offchip_words"]
-    verdict = (
-        "C matches golden/ bit for bit"
-        if not mismatches
-        else (f"MISMATCH: {mismatches} of {size} outputs differ from golden/")
-    )
-    print(f"{s['config']}: {s['m']}x{s['k']}x{s['n']} GEMM, seed {s['seed']}: {verdict}")
-    if s["errors"]:
-        print(f"  the accelerator flagged an error on {s['errors']} command(s)")
+def _print_figures(s: dict) -> None:
+    """The lines `sim` and `model` share, from a GemmFigures summary."""
+    c, off, reuse = s["counters"], s["offchip_words"], s["reuse"]
     print(
         f"  cycles {s['cycles']}, PE utilization {100 * s['utilization']:.1f}% "
         f"({s['commands']} command(s))"
@@ -202,7 +201,18 @@ def _print_sim(s: dict, mismatches: int, size: int) -> None:
         f"  buffer words read: A {c['a_reads']}, B {c['b_reads']}, C {c['c_reads']}; "
         f"written: C {c['c_writes']}"
     )
-    print(f"  off-chip words: A {off['a']}, B {off['b']} written; C {off['c']} read")  # fmt: skip
+    print(f"  off-chip words: A {off['a']}, B {off['b']} written; C {off['c']} read")
+    print(f"  MACs per word: into the array A {reuse['array_a']:.1f}, B {reuse['array_b']:.1f}; "
+          f"from off-chip A {reuse['offchip_a']:.1f}, B {reuse['offchip_b']:.1f}")  # fmt: skip
+
+
+def _print_sim(s: dict, mismatches: int, size: int) -> None:
+    verdict = "C matches golden/ bit for bit" if not mismatches else (
+        f"MISMATCH: {mismatches} of {size} outputs differ from golden/")  # fmt: skip
+    print(f"{s['config']}: {s['m']}x{s['k']}x{s['n']} GEMM, seed {s['seed']}: {verdict}")
+    if s["errors"]:
+        print(f"  the accelerator flagged an error on {s['errors']} command(s)")
+    _print_figures(s)
 
 
 def cmd_model(args: argparse.Namespace) -> int:
@@ -210,27 +220,12 @@ def cmd_model(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     pred = predict(config, args.m, args.k, args.n)
-    summary = pred.summary() | {"weight_words_off_array": pred.weight_words_off_array}
+    summary = pred.summary()
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
-    c, off, reuse = pred.counters, pred.offchip_words, pred.reuse
     print(f"{config.name}: {args.m}x{args.k}x{args.n} GEMM (model, no simulation)")
-    print(
-        f"  cycles {pred.cycles}, PE utilization {100 * pred.utilization:.1f}% "
-        f"({pred.commands} command(s))"
-    )
-    print(
-        f"  streaming {c['stream_cycles']}, fill {c['fill_cycles']}, stall {c['stall_cycles']}, "
-        f"drain {c['drain_cycles']}, preload {c['preload_cycles']} cycles"
-    )
-    print(
-        f"  buffer words read: A {c['a_reads']}, B {c['b_reads']}, C {c['c_reads']}; "
-        f"written: C {c['c_writes']}"
-    )
-    print(f"  off-chip words: A {off['a']}, B {off['b']} written; C {off['c']} read")
-    print(f"  MACs per word: into the array A {reuse['array_a']:.1f}, B {reuse['array_b']:.1f}; "
-          f"from off-chip A {reuse['offchip_a']:.1f}, B {reuse['offchip_b']:.1f}")  # fmt: skip
+    _print_figures(summary)
     return 0
 
 
@@ -352,9 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Exit status 1 when C differs or the accelerator flags an error.",
     )
     add_config_options(sim)
-    sim.add_argument("--m", type=_positive, required=True, help="rows of A and C")
-    sim.add_argument("--k", type=_positive, required=True, help="columns of A, rows of B")
-    sim.add_argument("--n", type=_positive, required=True, help="columns of B and C")
+    add_shape_options(sim, required=True)
     sim.add_argument("--seed", type=int, help="random seed of the operands (default: random)")
     sim.add_argument(
         "--pause",
@@ -373,9 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
         "counts them (systolic compare checks that).",
     )
     add_config_options(model)
-    model.add_argument("--m", type=_positive, required=True, help="rows of A and C")
-    model.add_argument("--k", type=_positive, required=True, help="columns of A, rows of B")
-    model.add_argument("--n", type=_positive, required=True, help="columns of B and C")
+    add_shape_options(model, required=True)
     model.add_argument("--json", action="store_true", help="print the prediction as JSON")
     model.set_defaults(func=cmd_model)
 
@@ -387,9 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
         "points (three dataflows, four arrays, ragged shapes, GEMMs larger than the buffers).",
     )
     add_config_options(cmp)
-    cmp.add_argument("--m", type=_positive, help="rows of A and C")
-    cmp.add_argument("--k", type=_positive, help="columns of A, rows of B")
-    cmp.add_argument("--n", type=_positive, help="columns of B and C")
+    add_shape_options(cmp, required=False)
     cmp.add_argument(
         "--shapes",
         type=Path,

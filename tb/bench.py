@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from golden.data import random_matrix
+from golden.data import random_operands
 from golden.gemm import reference
 from rtl.config import ArrayConfig, Dataflow
 
@@ -39,8 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         for dataflow in Dataflow:
             config = ArrayConfig(dataflow, size, size, a_depth=DEPTH, b_depth=DEPTH, c_depth=DEPTH)
             rng = np.random.default_rng(edge)
-            a = random_matrix(rng, (edge, edge), config.a_width, config.a_signed)
-            b = random_matrix(rng, (edge, edge), config.b_width, config.b_signed)
+            ((a, b),) = random_operands(rng, config, [(edge, edge, edge)])
             res = run_gemm(config, a, b, name="bench")
             exact = np.array_equal(res.c, reference(config, a, b))
             bare = run_bare(config, edge, edge, edge)

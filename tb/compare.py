@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from golden.data import random_matrix
+from golden.data import random_operands
 from golden.gemm import reference
 from golden.model import predict
 from rtl.config import ArrayConfig, Dataflow
@@ -102,11 +102,7 @@ def compare(points, *, seed: int = 0, scalesim: bool = False, progress=None) -> 
     out = []
     for config, shapes in groups.items():
         rng = np.random.default_rng(seed)
-        operands = [
-            (random_matrix(rng, (m, k), config.a_width, config.a_signed),
-             random_matrix(rng, (k, n), config.b_width, config.b_signed))
-            for m, k, n in shapes
-        ]  # fmt: skip
+        operands = random_operands(rng, config, shapes)
         for (a, b), res in zip(operands, run_gemms(config, operands, seed=seed), strict=True):
             pred = predict(config, *res.shape)
             row = Comparison(

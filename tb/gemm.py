@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from golden.gemm import check_operands
+from golden.model import GemmFigures
 from rtl.config import ArrayConfig
 from rtl.top import COUNTERS
 
@@ -19,7 +20,7 @@ __all__ = ["SimResult", "run_gemm", "run_gemms"]
 
 
 @dataclass
-class SimResult:
+class SimResult(GemmFigures):
     """What one GEMM did on the simulated accelerator.
 
     ``counters`` sums the hardware counters of every command the host issued (one per chunk of
@@ -42,32 +43,8 @@ class SimResult:
         """Simulated accelerator cycles per wall-clock second while the accelerator computes."""
         return self.cycles / self.compute_seconds if self.compute_seconds else 0.0
 
-    @property
-    def cycles(self) -> int:
-        return self.counters["cycles"]
-
-    @property
-    def macs(self) -> int:
-        m, k, n = self.shape
-        return m * k * n
-
-    @property
-    def utilization(self) -> float:
-        """Useful MACs per PE-cycle: ``M*K*N / (cycles * rows * cols)``."""
-        return self.macs / (self.cycles * self.config.pes) if self.cycles else 0.0
-
     def summary(self) -> dict:
-        m, k, n = self.shape
-        return {
-            "config": self.config.name,
-            "m": m, "k": k, "n": n,
-            "cycles": self.cycles,
-            "utilization": self.utilization,
-            "commands": len(self.commands),
-            "errors": self.errors,
-            "counters": self.counters,
-            "offchip_words": self.offchip_words,
-        }  # fmt: skip
+        return self.figures() | {"commands": len(self.commands), "errors": self.errors}
 
 
 def run_gemms(

@@ -8,7 +8,7 @@ for any correct design, whatever the model says.
 import numpy as np
 import pytest
 
-from golden.data import random_matrix
+from golden.data import random_operands
 from golden.gemm import reference
 from golden.model import command_counters, predict
 from rtl.config import ArrayConfig, Dataflow
@@ -39,16 +39,6 @@ def _shapes(rng, config):
         (rand(4 * r), rand(4 * r), rand(4 * c)),  # ragged
         (rand(4 * r), rand(4 * r), rand(4 * c)),
         (3 * r + 1, 7 * r + 2, 5 * c + 3),  # larger than the buffers
-    ]
-
-
-def _operands(rng, config, shapes):
-    return [
-        (
-            random_matrix(rng, (m, k), config.a_width, config.a_signed),
-            random_matrix(rng, (k, n), config.b_width, config.b_signed),
-        )
-        for m, k, n in shapes
     ]
 
 
@@ -99,7 +89,7 @@ def test_gemms_bit_exact(config, seed):
     rng = np.random.default_rng(
         [seed, config.rows, config.cols, list(Dataflow).index(config.dataflow)]
     )
-    operands = _operands(rng, config, _shapes(rng, config))
+    operands = random_operands(rng, config, _shapes(rng, config))
     _check(config, operands, run_gemms(config, operands, seed=seed))
 
 
@@ -108,7 +98,7 @@ def test_stream_pauses(dataflow, seed):
     """Random valid/ready pauses on every host stream (half the cycles): still exact."""
     config = ArrayConfig(dataflow, 3, 5, **DEPTHS)
     rng = np.random.default_rng([seed, 99])
-    operands = _operands(rng, config, [(7, 9, 11), (20, 31, 17)])
+    operands = random_operands(rng, config, [(7, 9, 11), (20, 31, 17)])
     _check(config, operands, run_gemms(config, operands, pause=0.5, seed=seed))
 
 

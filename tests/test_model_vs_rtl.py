@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from golden.data import random_matrix
+from golden.data import random_operands
 from golden.gemm import reference
 from rtl.config import ArrayConfig, Dataflow
 from rtl.host import chunk_sizes
@@ -54,11 +54,7 @@ def test_model_equals_rtl(case, data_seed):
     if not runnable:
         return
     rng = np.random.default_rng(data_seed)
-    operands = [
-        (random_matrix(rng, (m, k), config.a_width, config.a_signed),
-         random_matrix(rng, (k, n), config.b_width, config.b_signed))
-        for m, k, n in runnable
-    ]  # fmt: skip
+    operands = random_operands(rng, config, runnable)
     for (a, b), res in zip(operands, run_gemms(config, operands, seed=data_seed), strict=True):
         where = f"{config.name} {res.shape}, data seed {data_seed}"
         np.testing.assert_array_equal(res.c, reference(config, a, b), err_msg=where)
