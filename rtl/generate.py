@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from amaranth import Value
 from amaranth.back import verilog
+from amaranth.lib.wiring import In
 
 from .array import build_array
 from .config import ArrayConfig
@@ -38,13 +40,16 @@ def design_verilog(config: ArrayConfig, kind: str = "accelerator") -> str:
     return verilog.convert(_build(config, kind), name=TOPS[kind], emit_src=False)
 
 
-def design_ports(config: ArrayConfig, kind: str = "accelerator") -> list[str]:
-    """Verilog port names of the design's top module: ``clk``, ``rst`` and the signature's
-    members joined with ``__`` (``cmd__valid``, ``c_data__payload``, ...)."""
+def design_ports(config: ArrayConfig, kind: str = "accelerator") -> list[tuple[str, str, int]]:
+    """``(name, "in" | "out", width)`` of every port of the design's top module except the
+    clock: ``rst`` and the signature's members joined with ``__`` (``cmd__valid``, ...)."""
     _check_kind(kind)
     design = describe_design(config, kind)
-    members = ["__".join(map(str, path)) for path, _, _ in design.signature.flatten(design)]
-    return ["clk", "rst", *members]
+    ports = [("rst", "in", 1)]
+    for path, member, value in design.signature.flatten(design):
+        direction = "in" if member.flow == In else "out"
+        ports.append(("__".join(map(str, path)), direction, len(Value.cast(value))))
+    return ports
 
 
 def write_design(config: ArrayConfig, out_dir: str | Path, kind: str = "accelerator") -> dict:

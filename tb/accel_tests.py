@@ -14,7 +14,6 @@ import time
 
 import cocotb
 import numpy as np
-from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, with_timeout
 
 from rtl.config import ArrayConfig
@@ -158,7 +157,6 @@ async def run_jobs(dut):
     """Every GEMM of the batch, with a reset before each."""
     jobs = np.load(os.environ["SYSTOLIC_JOBS"])
     meta = json.loads(str(jobs["meta"]))
-    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
     out = {}
     info = []
     for i, job in enumerate(meta["jobs"]):
@@ -177,7 +175,6 @@ async def run_jobs(dut):
 @cocotb.test()
 async def malformed_commands(dut):
     """Commands the host would refuse, driven straight at the hardware: flagged, never hung."""
-    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
     host = Host(dut, np.random.default_rng(0), 0.0)
     await host.reset()
     tile = (CONFIG.rows, CONFIG.rows, CONFIG.cols)

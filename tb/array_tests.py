@@ -11,7 +11,6 @@ import zlib
 
 import cocotb
 import numpy as np
-from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge
 
 from golden.data import corner_matrix, random_matrix
@@ -96,7 +95,6 @@ def _latency_formula() -> int:
 
 
 async def _run(dut, tiles, rng=None, bubble_rate=0.0) -> None:
-    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
     await _reset(dut)
     sched = schedule_tiles(CONFIG, tiles, rng, bubble_rate)
     seen = await play(dut, sched)
