@@ -42,7 +42,7 @@ def _check_operand(x: np.ndarray, name: str, width: int, signed: bool) -> np.nda
     x = np.asarray(x)
     if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D matrix, not an array of shape {x.shape}")
-    if not np.issubdtype(x.dtype, np.integer):
+    if x.dtype.kind not in "iu":  # signed or unsigned integers
         raise TypeError(f"{name} must hold integers, not {x.dtype}")
     lo, hi = operand_range(width, signed)
     if x.size and (x.min() < lo or x.max() > hi):
