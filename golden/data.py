@@ -10,7 +10,13 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from rtl.config import ArrayConfig
 
-__all__ = ["corner_values", "random_matrix", "corner_matrix", "random_operands"]
+__all__ = [
+    "DataKind",
+    "corner_matrix",
+    "corner_values",
+    "random_matrix",
+    "random_operands",
+]
 
 
 def corner_values(width: int, signed: bool) -> list[int]:
@@ -35,14 +41,53 @@ def corner_matrix(
     return rng.choice(corners, size=shape)
 
 
+class DataKind:
+    """What operand data looks like: ``random`` (uniform over the range), ``zeros``, or
+    ``sparse:P`` (uniform, then each element zero with probability ``P``)."""
+
+    def __init__(self, text: str = "random"):
+        self.zero_fraction = self._parse(text)
+        self.text = text
+
+    @staticmethod
+    def _parse(text: str) -> float:
+        if text == "random":
+            return 0.0
+        if text == "zeros":
+            return 1.0
+        if text.startswith("sparse:"):
+            try:
+                p = float(text.removeprefix("sparse:"))
+            except ValueError:
+                p = -1.0
+            if 0.0 <= p <= 1.0:
+                return p
+            raise ValueError(f"data 'sparse:P' needs a fraction of zeros P in [0, 1], not {text!r}")
+        raise ValueError(f"data must be 'random', 'zeros' or 'sparse:P', not {text!r}")
+
+    def __repr__(self) -> str:
+        return f"DataKind({self.text!r})"
+
+    def matrix(self, rng, shape, width: int, signed: bool) -> np.ndarray:
+        values = random_matrix(rng, shape, width, signed)
+        if self.zero_fraction:
+            values[rng.random(shape) < self.zero_fraction] = 0
+        return values
+
+
 def random_operands(
-    rng: np.random.Generator, config: ArrayConfig, shapes: list[tuple[int, int, int]]
+    rng: np.random.Generator,
+    config: ArrayConfig,
+    shapes: list[tuple[int, int, int]],
+    data: DataKind | None = None,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Random ``(A, B)`` for each ``(M, K, N)``, in the operand ranges of ``config``."""
+    """``(A, B)`` for each ``(M, K, N)`` in the operand ranges of ``config`` (uniform random
+    unless ``data`` says otherwise)."""
+    data = data or DataKind()
     return [
         (
-            random_matrix(rng, (m, k), config.a_width, config.a_signed),
-            random_matrix(rng, (k, n), config.b_width, config.b_signed),
+            data.matrix(rng, (m, k), config.a_width, config.a_signed),
+            data.matrix(rng, (k, n), config.b_width, config.b_signed),
         )
         for m, k, n in shapes
     ]

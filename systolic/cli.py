@@ -144,6 +144,15 @@ def _positive(text: str) -> int:
     return value
 
 
+def _data_kind(text: str):
+    from golden.data import DataKind
+
+    try:
+        return DataKind(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _probability(text: str) -> float:
     try:
         value = float(text)
@@ -173,12 +182,16 @@ def cmd_sim(args: argparse.Namespace) -> int:
     chunk_sizes(config, args.m, args.k, args.n)  # buffers too small: a clear error, before building
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**31)
     rng = np.random.default_rng(seed)
-    ((a, b),) = random_operands(rng, config, [(args.m, args.k, args.n)])
+    ((a, b),) = random_operands(rng, config, [(args.m, args.k, args.n)], args.data)
     result = run_gemm(config, a, b, pause=args.pause, seed=seed)
     expected = reference(config, a, b)
     mismatches = int(np.count_nonzero(result.c != expected))
-    summary = result.summary() | {"seed": seed, "bit_exact": mismatches == 0,
-                                  "mismatches": mismatches}  # fmt: skip
+    summary = result.summary() | {
+        "seed": seed,
+        "data": args.data.text,
+        "bit_exact": mismatches == 0,
+        "mismatches": mismatches,
+    }
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -209,7 +222,8 @@ def _print_figures(s: dict) -> None:
 def _print_sim(s: dict, mismatches: int, size: int) -> None:
     verdict = "C matches golden/ bit for bit" if not mismatches else (
         f"MISMATCH: {mismatches} of {size} outputs differ from golden/")  # fmt: skip
-    print(f"{s['config']}: {s['m']}x{s['k']}x{s['n']} GEMM, seed {s['seed']}: {verdict}")
+    data = "" if s["data"] == "random" else f", {s['data']} data"
+    print(f"{s['config']}: {s['m']}x{s['k']}x{s['n']} GEMM, seed {s['seed']}{data}: {verdict}")
     if s["errors"]:
         print(f"  the accelerator flagged an error on {s['errors']} command(s)")
     _print_figures(s)
@@ -349,6 +363,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_options(sim)
     add_shape_options(sim, required=True)
     sim.add_argument("--seed", type=int, help="random seed of the operands (default: random)")
+    sim.add_argument(
+        "--data",
+        type=_data_kind,
+        default="random",
+        metavar="{random,zeros,sparse:P}",
+        help="operand data: uniform random (default), all zeros, or random with a fraction P "
+        "of zeros",
+    )
     sim.add_argument(
         "--pause",
         type=_probability,

@@ -108,7 +108,7 @@ def test_sim_checks_against_golden_and_reports(tmp_path):
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["bit_exact"] is True and out["mismatches"] == 0 and out["seed"] == 11
-    assert (out["m"], out["k"], out["n"]) == (5, 7, 4)
+    assert (out["m"], out["k"], out["n"]) == (5, 7, 4) and out["data"] == "random"
     assert out["cycles"] == out["counters"]["cycles"] > 0
     # 5x7x4 on 2x3: ceil(5/2) * ceil(4/3) = 6 tiles of 7 steps each stream 42 vectors.
     assert out["counters"]["stream_cycles"] == 42
@@ -131,6 +131,10 @@ def test_sim_checks_against_golden_and_reports(tmp_path):
         (
             ["--m", "2", "--k", "2", "--n", "2", "--c-depth", "0"],
             "c_depth must be an integer between 1 and 65536, not 0",
+        ),
+        (
+            ["--m", "2", "--k", "2", "--n", "2", "--data", "sparse:-1"],
+            "argument --data: data 'sparse:P' needs a fraction of zeros P in [0, 1]",
         ),
     ],
 )
@@ -188,3 +192,11 @@ def test_compare_rejects_malformed_shapes(tmp_path):
     ]
     r = systolic("compare", "--dataflow", "os", "--rows", "2", "--cols", "2", "--m", "3")
     assert r.returncode == 2 and "give all of --m, --k and --n" in r.stderr
+
+
+def test_sim_with_zero_data():
+    r = systolic("sim", "--dataflow", "is", "--rows", "2", "--cols", "3", "--a-depth", "64",
+                 "--b-depth", "64", "--c-depth", "64", "--m", "4", "--k", "5", "--n", "3",
+                 "--data", "zeros", "--seed", "2")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "4x5x3 GEMM, seed 2, zeros data: C matches golden/ bit for bit" in r.stdout
