@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .gemm import operand_range
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from rtl.config import ArrayConfig
 

@@ -14,7 +14,7 @@ from amaranth.lib.wiring import In, Out
 from .config import ArrayConfig, Dataflow
 from .pe import OutputStationaryPE, StationaryPE
 
-__all__ = ["Flow", "StationaryArray", "OutputStationaryArray", "build_array"]
+__all__ = ["Flow", "StationaryArray", "OutputStationaryArray"]
 
 
 class Flow(wiring.Signature):
@@ -292,10 +292,3 @@ class OutputStationaryArray(_Array):
 def _gate(value, enable):
     """``value`` where ``enable`` is high, else all zeros (an AND gate per bit, for an OR bus)."""
     return value.as_unsigned() & enable.replicate(len(value))
-
-
-def build_array(config: ArrayConfig) -> StationaryArray | OutputStationaryArray:
-    """The mesh for ``config.dataflow``."""
-    if config.dataflow is Dataflow.OS:
-        return OutputStationaryArray(config)
-    return StationaryArray(config)

@@ -1,9 +1,9 @@
 # amaranth: UnusedElaboratable=no
-"""Designs built only for what they tell: ports, payload layouts and timing, never elaborated.
+"""Which component implements a configuration: the one place that picks it.
 
-Testbenches, models and tools read the generator's own properties (latency, preload length, bank
-reuse distance, ...) instead of restating them; the comment on the first line tells Amaranth that
-these instances are not forgotten submodules.
+Testbenches, models and tools also build components only to read their properties (latency,
+preload length, bank reuse distance, ports) instead of restating them; the comment on the first
+line tells Amaranth that such instances, never elaborated, are not forgotten submodules.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def describe(config: ArrayConfig) -> StationaryArray | OutputStationaryArray:
 
 
 def describe_design(config: ArrayConfig, kind: str):
-    """The mesh (``kind="array"``) or the whole accelerator (``"accelerator"``), undelaborated."""
+    """The mesh (``kind="array"``) or the whole accelerator (``"accelerator"``)."""
     if kind == "array":
         return describe(config)
     from .top import Accelerator

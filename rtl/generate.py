@@ -8,7 +8,6 @@ from amaranth import Value
 from amaranth.back import verilog
 from amaranth.lib.wiring import In
 
-from .array import build_array
 from .config import ArrayConfig
 from .describe import describe_design
 
@@ -26,18 +25,10 @@ def _check_kind(kind: str) -> None:
         raise ValueError(f"design must be one of {', '.join(map(repr, TOPS))}, not {kind!r}")
 
 
-def _build(config: ArrayConfig, kind: str):
-    if kind == "array":
-        return build_array(config)
-    from .top import Accelerator
-
-    return Accelerator(config)
-
-
 def design_verilog(config: ArrayConfig, kind: str = "accelerator") -> str:
     """Verilog of the design, top module ``TOPS[kind]``."""
     _check_kind(kind)
-    return verilog.convert(_build(config, kind), name=TOPS[kind], emit_src=False)
+    return verilog.convert(describe_design(config, kind), name=TOPS[kind], emit_src=False)
 
 
 def design_ports(config: ArrayConfig, kind: str = "accelerator") -> list[tuple[str, str, int]]:

@@ -128,13 +128,13 @@ class Chunk:
 
 
 def _granularity(config: ArrayConfig) -> dict[str, int]:
-    """Chunk sizes stay multiples of the tile along each dimension the array tiles."""
-    r, c = config.rows, config.cols
-    return {
-        Dataflow.WS: {"m": 1, "k": r, "n": c},
-        Dataflow.IS: {"m": c, "k": r, "n": 1},
-        Dataflow.OS: {"m": r, "k": 1, "n": c},
-    }[config.dataflow]
+    """Chunk sizes stay multiples of the tile along each dimension an operand's words run along
+    (A is ``m x k``, B is ``k x n``; a row-wise word runs along the column dimension)."""
+    size = {"m": 1, "k": 1, "n": 1}
+    lay = layouts(config)
+    for buf, (row_dim, col_dim) in (("a", ("m", "k")), ("b", ("k", "n"))):
+        size[col_dim if lay[buf].rowwise else row_dim] = lay[buf].tile
+    return size
 
 
 def chunk_sizes(config: ArrayConfig, m: int, k: int, n: int) -> dict[str, int]:

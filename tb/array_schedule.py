@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from amaranth.lib.wiring import In
 
 from golden.gemm import reference
 from rtl.config import ArrayConfig, Dataflow
 from rtl.describe import describe
+from rtl.generate import design_ports
 
 from .packing import pack
 
@@ -161,5 +161,8 @@ def _schedule_os(config, tiles, rng, bubble_rate) -> Schedule:
 
 def input_ports(config: ArrayConfig) -> list[str]:
     """Names of the mesh's input flows (Verilog ports ``<name>__valid`` / ``<name>__payload``)."""
-    array = describe(config)
-    return [name for name, member in array.signature.members.items() if member.flow == In]
+    return [
+        name.removesuffix("__valid")
+        for name, direction, _ in design_ports(config, "array")
+        if direction == "in" and name.endswith("__valid")
+    ]

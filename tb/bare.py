@@ -11,7 +11,7 @@ import subprocess
 from dataclasses import dataclass
 
 from rtl.config import ArrayConfig
-from rtl.generate import LINT_WAIVERS, TOPS, design_verilog
+from rtl.generate import LINT_WAIVERS, TOPS
 from rtl.host import footprint
 from rtl.top import command_layout, word_layouts
 
@@ -133,9 +133,7 @@ def run_bare(config: ArrayConfig, m: int, k: int, n: int) -> BareRun:
     if not exe.exists():
         directory.mkdir(parents=True, exist_ok=True)
         top = TOPS["accelerator"]
-        verilog = build.directory / "src" / f"{top}.v"
-        if not verilog.exists():
-            verilog.write_text(design_verilog(config, "accelerator"))
+        verilog = build.directory / "src" / f"{top}.v"  # written by the model's build
         harness = directory / "harness.cpp"
         harness.write_text(_harness(config, m, k, n))
         toolchain.activate()

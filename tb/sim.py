@@ -73,7 +73,6 @@ class Build:
 
     config: ArrayConfig
     directory: Path
-    top: str
     seconds: float  # time this call spent building: 0.0 when the cached model was reused
 
     @property
@@ -149,7 +148,7 @@ def _build(
     with open(directory / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test workers build one design once
         if stamp.exists():
-            return Build(config, directory, top, 0.0)
+            return Build(config, directory, 0.0)
         start = time.monotonic()
         sources = directory / "src"
         sources.mkdir(exist_ok=True)
@@ -180,7 +179,7 @@ def _build(
             pch.unlink()  # ~150 MB of precompiled headers per model, never needed again
         seconds = time.monotonic() - start
         stamp.write_text(json.dumps({"config": config.to_dict(), "seconds": seconds}) + "\n")
-        return Build(config, directory, top, seconds)
+        return Build(config, directory, seconds)
 
 
 def run_cocotb(
