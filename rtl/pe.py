@@ -1,7 +1,8 @@
 """Processing elements: one multiply-accumulate and the registers that make the array systolic.
 
 Every register that passes data to a neighbour is named for the direction it travels, so activity
-(toggle) figures can be grouped by role: ``*_out`` registers travel, ``w0``/``w1``/``acc`` stay.
+(toggle) figures can be grouped by role: ``east``/``*_out`` registers travel,
+``w0``/``w1``/``acc_reg`` stay, and ``mul_a``/``mul_b`` are the multiplier's operands.
 """
 
 from __future__ import annotations
@@ -68,8 +69,10 @@ class StationaryPE(wiring.Component):
         m.d.comb += self.w_out.eq(Mux(self.load_bank, w[1], w[0]))
 
         x = self.west
+        # The multiplier's operands, named so toggle counts can find them (rtl.activity).
+        mul_a, mul_b = Signal.like(x.x, name="mul_a"), Signal.like(w[0], name="mul_b")
         product = Signal(self._acc_shape, name="product")
-        m.d.comb += product.eq(x.x * Mux(x.bank, w[1], w[0]))
+        m.d.comb += [mul_a.eq(x.x), mul_b.eq(Mux(x.bank, w[1], w[0])), product.eq(mul_a * mul_b)]
         m.d.sync += [
             self.east.eq(x),
             self.psum_out.eq(wrapping_add(self.psum_in, Mux(x.valid, product, 0))),
@@ -112,8 +115,9 @@ class OutputStationaryPE(wiring.Component):
         a = self.west
         acc = Signal(self._acc_shape, name="acc_reg")
         m.d.comb += self.acc.eq(acc)
+        mul_a, mul_b = Signal.like(a.a, name="mul_a"), Signal.like(self.b_in, name="mul_b")
         product = Signal(self._acc_shape, name="product")
-        m.d.comb += product.eq(a.a * self.b_in)
+        m.d.comb += [mul_a.eq(a.a), mul_b.eq(self.b_in), product.eq(mul_a * mul_b)]
         kept = Mux(self.east.last, 0, acc)
         m.d.sync += [
             acc.eq(wrapping_add(kept, Mux(a.valid, product, 0))),

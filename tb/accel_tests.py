@@ -36,6 +36,12 @@ class Host:
         self.layouts = layouts(CONFIG)
         self.write_layouts = {name: write_layout(self.words[name]) for name in ("a", "b")}
         self.compute_seconds = 0.0  # wall time spent waiting for `done`
+        # Activity counters of an activity build (tb.sim.build_model(activity=True)), by name.
+        self.activity = json.loads(os.environ.get("SYSTOLIC_ACTIVITY", "[]"))
+        self.toggles: dict[str, int] = {}  # of the last command
+
+    def _read_activity(self) -> dict[str, int]:
+        return {name: int(getattr(self.dut, name).value) for name in self.activity}
 
     def _paused(self) -> bool:
         return self.pause > 0 and self.rng.random() < self.pause
@@ -80,6 +86,7 @@ class Host:
     async def issue(self, cmd: dict, timeout_cycles: int | None = None) -> tuple[dict, bool]:
         """Drive ``cmd`` as it is, wait for ``done``; return the counters and the error flag."""
         dut = self.dut
+        before = self._read_activity()
         dut.cmd__payload.value = pack(command_layout(), cmd)
         dut.cmd__valid.value = 1
         while True:
@@ -99,6 +106,8 @@ class Host:
             await FallingEdge(dut.clk)
         self.compute_seconds += time.perf_counter() - start
         counters = unpack(counters_layout(), dut.counters.value.to_unsigned())
+        after = self._read_activity()
+        self.toggles = {name: after[name] - before[name] for name in self.activity}
         return counters, bool(int(dut.error.value))
 
     async def read_c(self, count: int) -> np.ndarray:
@@ -144,6 +153,8 @@ class Host:
             counters, error = await self.command(mc, kc, nc, ch.accumulate)
             commands.append({"shape": [mc, kc, nc], "accumulate": ch.accumulate,
                              "counters": counters, "error": error})  # fmt: skip
+            if self.activity:
+                commands[-1]["toggles"] = self.toggles
             if step.read_c:
                 count = self.layouts["c"].words((mc, nc))
                 words = await self.read_c(count)

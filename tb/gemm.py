@@ -34,6 +34,8 @@ class SimResult(GemmFigures):
     commands: list[dict] = field(default_factory=list)
     offchip_words: dict[str, int] = field(default_factory=dict)
     errors: int = 0
+    #: Bit flips per (component, traffic) group while busy; only from an activity build.
+    toggles: dict[tuple[str, str], int] | None = None
     wall_seconds: float = 0.0  # the whole GEMM in the simulator, host transfers included
     compute_seconds: float = 0.0  # of which waiting for `done` (Python idle, simulator running)
 
@@ -53,11 +55,13 @@ def run_gemms(
     pause: float = 0.0,
     seed: int = 0,
     name: str = "gemms",
+    activity: bool = False,
 ) -> list[SimResult]:
     """Run every ``(A, B)`` on one simulator process of the accelerator for ``config``.
 
     ``pause`` is the probability that the host holds a stream's valid or ready low in a cycle
-    (0 for full speed). Operands are checked against the configuration first.
+    (0 for full speed). Operands are checked against the configuration first. ``activity``
+    runs the separately built model that counts switching activity (``SimResult.toggles``).
     """
     if not 0.0 <= pause < 1.0:
         raise ValueError(f"pause must be a probability in [0, 1), not {pause!r}")
@@ -67,14 +71,17 @@ def run_gemms(
         a, b = check_operands(config, a, b)
         jobs[f"a{i}"], jobs[f"b{i}"] = a, b
         meta["jobs"].append({"pause": pause})
-    build = build_model(config, "accelerator")
+    build = build_model(config, "accelerator", activity=activity)
+    groups = json.loads((build.directory / "activity.json").read_text()) if activity else []
+    by_counter = {g["counter"]: (g["component"], g["traffic"]) for g in groups}
     run_dir = build.directory / "jobs" / f"{name}-{os.getpid()}"
     run_dir.mkdir(parents=True, exist_ok=True)
     jobs_file, results_file = run_dir / "jobs.npz", run_dir / "results.npz"
     np.savez(jobs_file, meta=json.dumps(meta), **jobs)
     run = run_cocotb(
         build, "tb.accel_tests", testcase="run_jobs",
-        env={"SYSTOLIC_JOBS": str(jobs_file), "SYSTOLIC_RESULTS": str(results_file)},
+        env={"SYSTOLIC_JOBS": str(jobs_file), "SYSTOLIC_RESULTS": str(results_file),
+             "SYSTOLIC_ACTIVITY": json.dumps(list(by_counter))},
         name=f"{name}-{os.getpid()}",
     )  # fmt: skip
     if run.failed or not results_file.exists():
@@ -86,6 +93,10 @@ def run_gemms(
         details = info[i]
         commands = details["commands"]
         totals = {key: sum(cmd["counters"][key] for cmd in commands) for key in COUNTERS}
+        toggles = None
+        if activity:
+            toggles = {group: sum(cmd["toggles"][counter] for cmd in commands)
+                       for counter, group in by_counter.items()}  # fmt: skip
         out.append(
             SimResult(
                 config=config,
@@ -95,6 +106,7 @@ def run_gemms(
                 commands=commands,
                 offchip_words=details["offchip_words"],
                 errors=sum(cmd["error"] for cmd in commands),
+                toggles=toggles,
                 wall_seconds=details["wall_seconds"],
                 compute_seconds=details["compute_seconds"],
             )

@@ -14,16 +14,16 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from rtl.activity import Probe, probes
 from rtl.config import ArrayConfig
 from rtl.generate import LINT_WAIVERS, TOPS, design_ports, design_verilog
 
 from . import toolchain
 
-__all__ = ["BUILD_ROOT", "Build", "TestRun", "build_model", "run_cocotb"]
+__all__ = ["ACTIVITY_PREFIX", "BUILD_ROOT", "Build", "TestRun", "build_model", "run_cocotb"]
 
 _RTL_DIR = LINT_WAIVERS.parent  # the generator package
 
@@ -42,8 +42,9 @@ _TIMESCALE = ("1ns", "1ps")
 CLOCK_PERIOD_NS = 10
 
 
-def _wrapper(top: str, ports: list[tuple[str, str, int]]) -> str:
-    """``SIM_TOP``: the design with a free-running clock, its other ports passed through."""
+def _wrapper(top: str, ports: list[tuple[str, str, int]], counters: str = "") -> str:
+    """``SIM_TOP``: the design with a free-running clock, its other ports passed through, and
+    optionally activity ``counters`` (Verilog from :func:`_activity_counters`)."""
     decls = ",\n".join(
         f"  {'input' if d == 'in' else 'output'} wire [{w - 1}:0] {name}" for name, d, w in ports
     )
@@ -52,15 +53,58 @@ def _wrapper(top: str, ports: list[tuple[str, str, int]]) -> str:
     return (
         f"`timescale 1ns/1ps\nmodule {SIM_TOP}(\n{decls}\n);\n"
         f"  reg clk = 1'b0;\n  always #{half} clk = ~clk;\n"
-        f"  {top} dut(\n    .clk(clk),\n{conns}\n  );\nendmodule\n"
+        f"  {top} dut(\n    .clk(clk),\n{conns}\n  );\n{counters}endmodule\n"
     )
+
+
+#: Prefix of the activity counters' names in ``SIM_TOP`` (``act_<component>__<traffic>``).
+ACTIVITY_PREFIX = "act_"
+_TERMS_PER_WIRE = 64  # popcount terms summed per intermediate net (keeps expressions small)
+
+
+def _activity_counters(probes: list[Probe]) -> tuple[str, list[dict]]:
+    """Verilog counting, per (component, traffic) group, the probed bits that change at each
+    clock edge that starts a busy cycle; and the groups' descriptions for the testbench.
+
+    Each probe's value is kept from the previous cycle; at every rising edge while ``busy`` is
+    high the popcount of ``now ^ before`` is added to its group's 64-bit counter. So a group
+    counts the bit flips that happened at the edges opening the busy cycles: from the edge that
+    accepts the command to the one before ``busy`` falls."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, probe in enumerate(probes):
+        groups.setdefault((probe.component, probe.traffic), []).append(i)
+    lines = ["  // switching activity, per (component, traffic) group"]
+    for i, probe in enumerate(probes):
+        lines.append(f"  reg [{probe.width - 1}:0] prev_{i} = {probe.width}'d0;")
+    updates, described = [], []
+    for (component, traffic), members in groups.items():
+        counter = f"{ACTIVITY_PREFIX}{component}__{traffic}"
+        parts = []
+        for start in range(0, len(members), _TERMS_PER_WIRE):
+            chunk = members[start : start + _TERMS_PER_WIRE]
+            net = f"{counter}_{start // _TERMS_PER_WIRE}"
+            terms = " + ".join(f"$countones(prev_{i} ^ dut.{probes[i].verilog})" for i in chunk)
+            lines.append(f"  wire [31:0] {net} = {terms};")
+            parts.append(net)
+        lines.append(f"  reg [63:0] {counter} = 64'd0;")
+        updates.append(f"    if (busy) {counter} <= {counter} + {{32'd0, {' + '.join(parts)}}};")
+        described.append({
+            "counter": counter, "component": component, "traffic": traffic,
+            "bits": sum(probes[i].width for i in members),
+            "flop_bits": sum(probes[i].width for i in members if probes[i].flop),
+        })  # fmt: skip
+    lines.append("  always @(posedge clk) begin")
+    lines += [f"    prev_{i} <= dut.{probe.verilog};" for i, probe in enumerate(probes)]
+    lines += updates
+    lines.append("  end")
+    return "\n".join(lines) + "\n", described
 
 
 # Only the wrapper's ports (and its clock, read-only) are visible to cocotb through VPI. The
 # runner always passes --public-flat-rw, which makes every signal public and slows the model
 # several times; the negation after it undoes that, and this control file adds the ports back.
-def _public_ports(ports: list[tuple[str, str, int]]) -> str:
-    lines = [f'public_flat_rd -module "{SIM_TOP}" -var "clk"']
+def _public_ports(ports: list[tuple[str, str, int]], readable: tuple[str, ...] = ()) -> str:
+    lines = [f'public_flat_rd -module "{SIM_TOP}" -var "{name}"' for name in ("clk", *readable)]
     for name, direction, _ in ports:
         access = "rw" if direction == "in" else "rd"
         lines.append(f'public_flat_{access} -module "{SIM_TOP}" -var "{name}"')
@@ -123,26 +167,23 @@ def _design_key(config: ArrayConfig, top: str) -> str:
 
 
 def build_model(
-    config: ArrayConfig, kind: str = "accelerator", *, root: Path | None = None
+    config: ArrayConfig,
+    kind: str = "accelerator",
+    *,
+    root: Path | None = None,
+    activity: bool = False,
 ) -> Build:
     """Compile the design ``kind`` (``"array"`` or ``"accelerator"``) of ``config``, or reuse the
-    cached model."""
-    top = TOPS[kind]
-    return _build(
-        config, lambda: design_verilog(config, kind), lambda c: design_ports(c, kind), top,
-        root or BUILD_ROOT,
-    )  # fmt: skip
-
-
-def _build(
-    config: ArrayConfig,
-    verilog: Callable[[], str],
-    ports: Callable[[ArrayConfig], list[tuple[str, str, int]]],
-    top: str,
-    root: Path,
-) -> Build:
+    cached model. ``activity=True`` (accelerator only) builds a separate model whose wrapper
+    also counts switching activity (:func:`_activity_counters`); its groups are listed in
+    ``activity.json`` in the build directory."""
+    if activity and kind != "accelerator":
+        raise ValueError("activity counting is built for the accelerator design only")
     toolchain.activate(cache_dir=BUILD_ROOT / "ccache")
-    directory = root / f"{config.name}-{_design_key(config, top)}"
+    top = TOPS[kind]
+    variant = "-activity" if activity else ""
+    key = _design_key(config, top + variant)
+    directory = (root or BUILD_ROOT) / f"{config.name}{variant}-{key}"
     directory.mkdir(parents=True, exist_ok=True)
     stamp = directory / "built.json"
     with open(directory / ".lock", "w") as lock:
@@ -152,10 +193,16 @@ def _build(
         start = time.monotonic()
         sources = directory / "src"
         sources.mkdir(exist_ok=True)
-        (sources / f"{top}.v").write_text(verilog())
-        (sources / f"{SIM_TOP}.v").write_text(_wrapper(top, ports(config)))
-        (sources / "public.vlt").write_text(_public_ports(ports(config)))
+        verilog = design_verilog(config, kind)
+        ports = design_ports(config, kind)
+        counters, groups = _activity_counters(probes(config, verilog)) if activity else ("", [])
+        (sources / f"{top}.v").write_text(verilog)
+        (sources / f"{SIM_TOP}.v").write_text(_wrapper(top, ports, counters))
+        readable = tuple(g["counter"] for g in groups)
+        (sources / "public.vlt").write_text(_public_ports(ports, readable))
         (sources / "config.json").write_text(config.to_json() + "\n")
+        if activity:
+            (directory / "activity.json").write_text(json.dumps(groups, indent=1) + "\n")
         log = directory / "build.log"
         try:
             _runner().build(

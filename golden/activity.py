@@ -1,0 +1,212 @@
+"""Predicted switching activity of the mesh, from the operand data itself.
+
+A systolic array moves known data in a known order, so the bit flips of its registers follow
+from the operands: each PE of row ``i`` passes on the same sequence of streamed values, a
+stationary register sees the values shifting past it during preload, a partial-sum register
+holds the running dot products. :func:`predict_toggles` replays that order per command of the
+host's plan (:func:`rtl.host.steps`) and returns flips per ``(component, traffic)`` group, the
+keys an activity build of the RTL measures (:mod:`rtl.activity`).
+
+Approximations, which ``systolic compare --energy`` measures against the RTL:
+
+- stalls: when the model's counters show stall cycles, every tile is taken to stream alone
+  (``valid`` falls and partial sums drop to zero between tiles); otherwise tiles run back to back;
+- the multiplier's stationary operand is taken to see the first tile's preload shift and then
+  one value per tile (loads into the bank not in use are invisible to it);
+- operand registers start each command from the values the previous one left, the mesh starts
+  each GEMM from zero (its reset);
+- controller and buffer-port registers are estimated from the counters: a binary counter flips
+  two bits per increment on average, and each counted event advances one counter and one address.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rtl.activity import stream_traffic
+from rtl.config import ArrayConfig, Dataflow
+from rtl.host import steps
+
+from .model import command_counters
+
+__all__ = ["predict_toggles"]
+
+
+def _bits(values: np.ndarray, width: int) -> np.ndarray:
+    """Two's-complement bit patterns of ``values`` in ``width`` bits."""
+    return np.asarray(values, dtype=np.int64).astype(np.uint64) & np.uint64((1 << width) - 1)
+
+
+def _flips(seq: np.ndarray, prev) -> np.ndarray:
+    """Bit flips along axis 0 of ``seq``, starting from ``prev``; summed over that axis."""
+    first = np.bitwise_count(seq[0] ^ prev).astype(np.int64)
+    return first + np.bitwise_count(seq[1:] ^ seq[:-1]).astype(np.int64).sum(axis=0)
+
+
+def _pad(mat: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    out = np.zeros((rows, cols), dtype=np.int64)
+    out[: mat.shape[0], : mat.shape[1]] = mat
+    return out
+
+
+class _Counts(dict):
+    def add(self, component: str, traffic: str, flips) -> None:
+        key = (component, traffic)
+        self[key] = self.get(key, 0) + int(flips)
+
+
+def _stationary(config, x, s, counts, state, separate):
+    """One WS/IS command ``Y[P,R] = X[P,Q] @ S[Q,R]`` (X streams, S stays)."""
+    rows, cols, acc = config.rows, config.cols, config.acc_width
+    ws = config.dataflow is Dataflow.WS
+    xw, sw = (config.a_width, config.b_width) if ws else (config.b_width, config.a_width)
+    streaming, stationary = stream_traffic(config)
+    p, q = x.shape
+    r = s.shape[1]
+    qt, rt = -(-q // rows), -(-r // cols)
+    xp = _pad(x, p, qt * rows)
+    sp = _pad(s, qt * rows, rt * cols)
+    tiles = [(ri, qi) for ri in range(rt) for qi in range(qt)]
+    n_tiles = len(tiles)
+    # Lanes: row i streams X[:, q0 + i] tile after tile; every PE of the row and its skew
+    # registers see the same sequence.
+    lane_seq = np.concatenate([_bits(xp[:, qi * rows : qi * rows + rows], xw) for _, qi in tiles])
+    lane = _flips(lane_seq, state.get("lane", np.zeros(rows, np.uint64)))  # per row
+    state["lane"] = lane_seq[-1]
+    flags = (2 * (n_tiles if separate else 1)) + n_tiles  # valid rises/falls; bank per tile
+    per_row = lane + flags
+    counts.add("pipeline", streaming, cols * per_row.sum())
+    counts.add("edge", streaming, (np.arange(rows) * per_row).sum())
+    counts.add("multiplier", "compute", cols * lane.sum())
+    # Stationary registers: tile t shifts into bank t % 2, last row first; row i sees the bank's
+    # old rows i-1 .. 0 go by, then the new rows rows-1 .. i.
+    banks = state.get("banks", [np.zeros((rows, cols), np.uint64) for _ in range(2)])
+    selected = state.get("selected", banks[0])  # what the multipliers saw last
+    stat = sel = 0
+    for t, (ri, qi) in enumerate(tiles):
+        new = _bits(sp[qi * rows : qi * rows + rows, ri * cols : ri * cols + cols], sw)
+        old = banks[t % 2]
+        feed = new[::-1]  # pushed last row first
+        for i in range(rows):
+            seq = np.concatenate([old[:i][::-1], feed[: rows - i]])
+            flips = _flips(seq, old[i]).sum()
+            stat += flips
+            if t == 0:  # bank 0 is selected while it loads: its multiplier sees the shift
+                sel += flips + np.bitwise_count(old[i] ^ selected[i]).sum()
+        if t > 0:
+            sel += np.bitwise_count(new ^ selected).sum()
+        selected = new
+        banks[t % 2] = new
+    other = banks[n_tiles % 2]  # after the last tile the lanes' bank flag moves on
+    sel += np.bitwise_count(other ^ selected).sum()
+    state["banks"], state["selected"] = banks, other
+    counts.add("stationary", stationary, stat)
+    counts.add("multiplier", "compute", sel)
+    # Partial sums: PE (i, c) holds sum_{i' <= i} X[p, q0+i'] S[q0+i', c] for each streamed p.
+    mask = np.uint64((1 << acc) - 1)
+    prev = np.zeros((rows, cols), np.uint64)
+    psum = np.zeros((rows, cols), np.int64)
+    results = np.zeros(cols, np.int64)
+    zero = np.zeros((rows, cols), np.uint64)
+    for ri, qi in tiles:
+        xt = xp[:, qi * rows : qi * rows + rows]
+        st = sp[qi * rows : qi * rows + rows, ri * cols : ri * cols + cols]
+        partial = np.cumsum(xt[:, :, None] * st[None, :, :], axis=1)  # (P, rows, cols)
+        bits = partial.astype(np.uint64) & mask
+        psum += _flips(bits, prev)
+        results += _flips(bits[:, rows - 1, :], prev[rows - 1])
+        prev = bits[-1]
+        if separate:
+            psum += np.bitwise_count(prev).astype(np.int64)
+            results += np.bitwise_count(prev[rows - 1]).astype(np.int64)
+            prev = zero
+    psum += np.bitwise_count(prev).astype(np.int64)  # back to zero after the last vector
+    results += np.bitwise_count(prev[rows - 1]).astype(np.int64)
+    counts.add("accumulator", "psum", psum.sum())
+    counts.add("edge", "output", (np.arange(cols)[::-1] * results).sum())
+    counts.add("buffer", "psum", results.sum())
+
+
+def _output_stationary(config, a, b, counts, state, separate):
+    """One OS command ``C[M,N] = A[M,K] @ B[K,N]``: tiles M outer, N inner, K steps each."""
+    rows, cols, acc = config.rows, config.cols, config.acc_width
+    m, k = a.shape
+    n = b.shape[1]
+    mt, nt = -(-m // rows), -(-n // cols)
+    ap = _pad(a, mt * rows, k)
+    bp = _pad(b, k, nt * cols)
+    tiles = [(mi, ni) for mi in range(mt) for ni in range(nt)]
+    n_tiles = len(tiles)
+    lane_seq = np.concatenate([_bits(ap[mi * rows : mi * rows + rows].T, config.a_width)
+                               for mi, _ in tiles])  # fmt: skip
+    lane = _flips(lane_seq, state.get("lane", np.zeros(rows, np.uint64)))
+    state["lane"] = lane_seq[-1]
+    col_seq = np.concatenate([_bits(bp[:, ni * cols : ni * cols + cols], config.b_width)
+                              for _, ni in tiles])  # fmt: skip
+    column = _flips(col_seq, state.get("column", np.zeros(cols, np.uint64)))
+    state["column"] = col_seq[-1]
+    flags = 2 * (n_tiles if separate else 1) + (2 * n_tiles if k > 1 else 2)  # valid; last
+    per_row = lane + flags
+    counts.add("pipeline", "activation", cols * per_row.sum())
+    counts.add("pipeline", "weight", rows * column.sum())
+    counts.add("edge", "activation", (np.arange(rows) * per_row).sum())
+    counts.add("edge", "weight", (np.arange(cols) * column).sum())
+    counts.add("multiplier", "compute", cols * lane.sum() + rows * column.sum())
+    mask = np.uint64((1 << acc) - 1)
+    prev = np.zeros((rows, cols), np.uint64)
+    flips = np.zeros((rows, cols), np.int64)
+    drained = np.zeros(cols, np.int64)
+    out_prev = np.zeros(cols, np.uint64)
+    for mi, ni in tiles:
+        at = ap[mi * rows : mi * rows + rows]
+        bt = bp[:, ni * cols : ni * cols + cols]
+        running = np.cumsum(at.T[:, :, None] * bt[:, None, :], axis=0)  # (K, rows, cols)
+        bits = running.astype(np.uint64) & mask
+        flips += _flips(bits, prev)
+        prev = bits[-1]
+        if separate:
+            flips += np.bitwise_count(prev).astype(np.int64)
+            prev = np.zeros_like(prev)
+        # A column drains its finished rows one per cycle, zeros between tiles when K > rows.
+        out = prev if not separate else bits[-1]
+        drained += _flips(out, out_prev)
+        out_prev = out[-1]
+        if k > rows:
+            drained += np.bitwise_count(out_prev).astype(np.int64)
+            out_prev = np.zeros(cols, np.uint64)
+    flips += np.bitwise_count(prev).astype(np.int64)
+    drained += np.bitwise_count(out_prev).astype(np.int64)
+    counts.add("accumulator", "output", flips.sum())
+    counts.add("edge", "output", (np.arange(cols)[::-1] * drained).sum())
+    counts.add("buffer", "psum", drained.sum())
+
+
+def _control(counts: _Counts, c: dict) -> None:
+    events = (2 * c["cycles"] + c["preload_cycles"] + c["a_reads"] + c["b_reads"]
+              + c["c_reads"] + c["c_writes"])  # fmt: skip
+    addresses = c["a_reads"] + c["b_reads"] + c["c_reads"] + c["c_writes"]
+    counts.add("control", "control", 2 * (events + addresses))
+
+
+def predict_toggles(
+    config: ArrayConfig, a: np.ndarray, b: np.ndarray
+) -> dict[tuple[str, str], int]:
+    """Bit flips per ``(component, traffic)`` of ``A @ B`` run as the host runs it."""
+    (m, k), n = a.shape, b.shape[1]
+    counts = _Counts()
+    state: dict = {}
+    for step in steps(config, m, k, n):
+        ch = step.chunk
+        a_part = np.asarray(a[ch.m0 : ch.m1, ch.k0 : ch.k1], dtype=np.int64)
+        b_part = np.asarray(b[ch.k0 : ch.k1, ch.n0 : ch.n1], dtype=np.int64)
+        mc, kc, nc = ch.shape
+        counters = command_counters(config, mc, kc, nc, ch.accumulate)
+        separate = counters["stall_cycles"] > 0
+        if config.dataflow is Dataflow.OS:
+            _output_stationary(config, a_part, b_part, counts, state, separate)
+        elif config.dataflow is Dataflow.WS:
+            _stationary(config, a_part, b_part, counts, state, separate)
+        else:
+            _stationary(config, b_part.T, a_part.T, counts, state, separate)
+        _control(counts, counters)
+    return dict(counts)
