@@ -35,7 +35,9 @@ __all__ = [
     "CoefficientsError",
     "EnergyReport",
     "energy",
+    "figures_energy",
     "load_coefficients",
+    "model_energy",
 ]
 
 DEFAULT_COEFFICIENTS = Path(__file__).parent / "coefficients" / "horowitz45.toml"
@@ -226,6 +228,11 @@ class EnergyReport:
         return sum(self.components.values())
 
     @property
+    def activity(self) -> float:
+        """The part priced from bit flips (the rest follows from counters and cycles)."""
+        return sum(self.components[c] for c in COMPONENTS)
+
+    @property
     def pj_per_mac(self) -> float:
         return self.total / self.macs if self.macs else 0.0
 
@@ -243,6 +250,7 @@ class EnergyReport:
             "source": self.source,
             "coefficients": self.coefficients,
             "total_pj": self.total,
+            "activity_pj": self.activity,
             "pj_per_mac": self.pj_per_mac,
             "power_mw": self.power_mw,
             "clock_mhz": self.clock_mhz,
@@ -316,3 +324,25 @@ def energy(
         components=comp, traffic=traffic, macs=macs, cycles=cycles, clock_mhz=co.clock_mhz,
         coefficients=co.name, source=source,
     )  # fmt: skip
+
+
+def figures_energy(
+    fig, toggles: dict[tuple[str, str], int], coefficients: Coefficients | None = None, *,
+    source: str,
+) -> EnergyReport:  # fmt: skip
+    """:func:`energy` of a :class:`golden.model.GemmFigures` (a prediction or an RTL result)."""
+    return energy(fig.config, fig.counters, fig.offchip_words, toggles, fig.macs, coefficients,
+                  source=source)  # fmt: skip
+
+
+def model_energy(
+    config: ArrayConfig, a, b, coefficients: Coefficients | None = None
+) -> EnergyReport:
+    """The analytical energy of ``A @ B``: the model's counters and off-chip words, and bit flips
+    predicted from the operands (:func:`golden.activity.predict_toggles`)."""
+    from .activity import predict_toggles
+    from .model import predict
+
+    (m, k), n = a.shape, b.shape[1]
+    pred = predict(config, m, k, n)
+    return figures_energy(pred, predict_toggles(config, a, b), coefficients, source="model")

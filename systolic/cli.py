@@ -183,7 +183,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**31)
     rng = np.random.default_rng(seed)
     ((a, b),) = random_operands(rng, config, [(args.m, args.k, args.n)], args.data)
-    result = run_gemm(config, a, b, pause=args.pause, seed=seed)
+    coefficients = _coefficients(args) if args.energy else None
+    result = run_gemm(config, a, b, pause=args.pause, seed=seed, activity=args.energy)
     expected = reference(config, a, b)
     mismatches = int(np.count_nonzero(result.c != expected))
     summary = result.summary() | {
@@ -192,10 +193,18 @@ def cmd_sim(args: argparse.Namespace) -> int:
         "bit_exact": mismatches == 0,
         "mismatches": mismatches,
     }
+    report = None
+    if args.energy:
+        from golden.energy import figures_energy
+
+        report = figures_energy(result, result.toggles, coefficients, source="toggles")
+        summary["energy"] = report.to_dict()
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
         _print_sim(summary, mismatches, expected.size)
+        if report is not None:
+            _print_energy(report)
     return 0 if mismatches == 0 and result.errors == 0 else 1
 
 
@@ -227,6 +236,31 @@ def _print_sim(s: dict, mismatches: int, size: int) -> None:
     if s["errors"]:
         print(f"  the accelerator flagged an error on {s['errors']} command(s)")
     _print_figures(s)
+
+
+def _coefficients(args: argparse.Namespace):
+    from golden.energy import load_coefficients
+
+    return load_coefficients(args.coefficients)  # CoefficientsError is a ValueError: exit 2
+
+
+def _print_energy(report) -> None:
+    """The component and traffic split of an EnergyReport."""
+    total = report.total
+    print(
+        f"  energy ({report.source}, coefficients {report.coefficients}): {total / 1e3:,.1f} nJ, "
+        f"{report.pj_per_mac:.3f} pJ/MAC, {report.power_mw:,.1f} mW average at "
+        f"{report.clock_mhz:g} MHz"
+    )
+    print(f"    {'by component':24}{'nJ':>10} {'share':>7}")
+    for name, pj in report.components.items():
+        print(f"    {name:24}{pj / 1e3:>10,.2f} {100 * pj / total:>6.1f}%")
+    print(f"    by traffic {'':9} {'array':>10} {'buffer':>10} {'off-chip':>10} {'share':>7}")
+    for klass, levels in report.traffic.items():
+        cells = [levels.get(level) for level in ("array", "buffer", "offchip")]
+        text = " ".join(f"{'' if v is None else f'{v / 1e3:,.2f}':>10}" for v in cells)
+        print(f"    {klass:24}{text} {100 * sum(levels.values()) / total:>6.1f}%")
+    print("    (nJ; array = registers and datapath, buffer = on-chip SRAM and its ports)")
 
 
 def cmd_model(args: argparse.Namespace) -> int:
@@ -279,6 +313,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             + ", ".join(f"{name} {row.rtl[name]} vs {row.model[name]}" for name in diff)
         )
         third = f" {row.scalesim_cycles:>9}" if args.scalesim else ""
+        if args.energy:
+            third += (f" {row.energy_rtl.pj_per_mac:>9.3f} {row.energy_model.pj_per_mac:>9.3f} "
+                      f"{row.energy_error:>+6.2f}%")  # fmt: skip
         print(
             f"{row.config.name:32} {f'{m}x{k}x{n}':>12} {row.rtl['cycles']:>9} "
             f"{row.model['cycles']:>9} {row.model['cycles'] - row.rtl['cycles']:>5}{third}  "
@@ -288,6 +325,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     if not args.json:
         third = f" {'SCALE-Sim':>9}" if args.scalesim else ""
+        if args.energy:
+            third += f" {'pJ/MAC':>9} {'model':>9} {'act.diff':>7}"
         print(f"{'configuration':32} {'M x K x N':>12} {'RTL cyc':>9} {'model cyc':>9} "
               f"{'diff':>5}{third}  {'C':10} counters and off-chip words")  # fmt: skip
         if args.scalesim:
@@ -300,7 +339,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise UsageError(
                 "systolic compare: --scalesim needs SCALE-Sim: pip install '.[scalesim]'"
             )
-    rows = compare(points, seed=args.seed, scalesim=args.scalesim, progress=show)
+    coefficients = _coefficients(args) if args.energy else None
+    rows = compare(points, seed=args.seed, scalesim=args.scalesim, progress=show,
+                   energy=args.energy, coefficients=coefficients)  # fmt: skip
     quantities = len(rows[0].rtl) if rows else 0
     differing = [r for r in rows if r.differences]
     wrong_c = [r for r in rows if not r.bit_exact]
@@ -310,6 +351,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"\n{len(rows)} points x {quantities} quantities (cycles, every counter, off-chip "
               f"words): {len(differing)} point(s) with differences; C bit-exact on "
               f"{len(rows) - len(wrong_c)} of {len(rows)}")  # fmt: skip
+        if args.energy and rows:
+            worst = max(rows, key=lambda r: abs(r.energy_error))
+            print(f"energy: the model's activity energy (bit flips predicted from the operands) is "
+                  f"within {abs(worst.energy_error):.2f}% of the RTL's toggle-based one on every "
+                  f"point (largest on {worst.config.name} {'x'.join(map(str, worst.shape))}); "
+                  f"coefficients {worst.energy_rtl.coefficients}")  # fmt: skip
     return 1 if differing or wrong_c else 0
 
 
@@ -377,6 +424,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.0,
         help="probability that the host pauses a stream in a cycle (default 0)",
     )
+    sim.add_argument(
+        "--energy",
+        action="store_true",
+        help="also count switching activity (a separate, instrumented build, ~1.5x slower) "
+        "and print the energy by component and by traffic class",
+    )
+    sim.add_argument(
+        "--coefficients",
+        type=Path,
+        metavar="FILE",
+        help="energy coefficients (TOML; default golden/coefficients/horowitz45.toml)",
+    )
     sim.add_argument("--json", action="store_true", help="print the result as JSON")
     sim.set_defaults(func=cmd_sim)
 
@@ -413,6 +472,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="add SCALE-Sim's cycles as a third column (needs pip install '.[scalesim]'; "
         "slow on large GEMMs)",
+    )
+    cmp.add_argument(
+        "--energy",
+        action="store_true",
+        help="also compare the model's energy (toggles predicted from the operands) with the "
+        "toggle-based energy of the RTL",
+    )
+    cmp.add_argument(
+        "--coefficients",
+        type=Path,
+        metavar="FILE",
+        help="energy coefficients (TOML; default golden/coefficients/horowitz45.toml)",
     )
     cmp.add_argument("--json", action="store_true", help="print the comparison as JSON")
     cmp.set_defaults(func=cmd_compare)

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from golden.data import random_operands
+from golden.energy import Coefficients, EnergyReport, figures_energy, model_energy
 from golden.gemm import reference
 from golden.model import predict
 from rtl.config import ArrayConfig, Dataflow
@@ -73,6 +74,15 @@ class Comparison:
     rtl: dict[str, int]  # counters, then off-chip words as offchip_a/b/c
     model: dict[str, int]
     scalesim_cycles: int | None = None  # SCALE-Sim's total cycles, when asked for
+    energy_rtl: EnergyReport | None = None  # from the RTL's toggles, when asked for
+    energy_model: EnergyReport | None = None  # from toggles predicted from the operands
+
+    @property
+    def energy_error(self) -> float:
+        """Model minus RTL of the activity-priced energy (bit flips; the SRAM, DRAM, clock and
+        leakage parts follow from counters the model predicts exactly), in percent."""
+        rtl = self.energy_rtl.activity
+        return 100 * (self.energy_model.activity - rtl) / rtl if rtl else 0.0
 
     @property
     def differences(self) -> dict[str, int]:
@@ -87,15 +97,21 @@ class Comparison:
         m, k, n = self.shape
         return {"config": self.config.name, "m": m, "k": k, "n": n, "bit_exact": self.bit_exact,
                 "rtl": self.rtl, "model": self.model, "differences": self.differences,
-                "scalesim_cycles": self.scalesim_cycles}  # fmt: skip
+                "scalesim_cycles": self.scalesim_cycles} | (
+            {"energy_rtl": self.energy_rtl.to_dict(), "energy_model": self.energy_model.to_dict(),
+             "energy_error_percent": self.energy_error} if self.energy_rtl else {})  # fmt: skip
 
 
 def _flat(counters: dict, offchip: dict) -> dict[str, int]:
     return {**{k: counters[k] for k in COUNTERS}, **{f"offchip_{k}": v for k, v in offchip.items()}}
 
 
-def compare(points, *, seed: int = 0, scalesim: bool = False, progress=None) -> list[Comparison]:
-    """Run every ``(config, (m, k, n))`` point on the RTL and the model (and on SCALE-Sim)."""
+def compare(
+    points, *, seed: int = 0, scalesim: bool = False, progress=None, energy: bool = False,
+    coefficients: Coefficients | None = None,
+) -> list[Comparison]:  # fmt: skip
+    """Run every ``(config, (m, k, n))`` point on the RTL and the model (and on SCALE-Sim);
+    ``energy`` runs the activity builds and prices measured and predicted toggles."""
     groups = defaultdict(list)
     for config, shape in points:
         groups[config].append(shape)
@@ -103,7 +119,8 @@ def compare(points, *, seed: int = 0, scalesim: bool = False, progress=None) -> 
     for config, shapes in groups.items():
         rng = np.random.default_rng(seed)
         operands = random_operands(rng, config, shapes)
-        for (a, b), res in zip(operands, run_gemms(config, operands, seed=seed), strict=True):
+        results = run_gemms(config, operands, seed=seed, activity=energy)
+        for (a, b), res in zip(operands, results, strict=True):
             pred = predict(config, *res.shape)
             row = Comparison(
                 config,
@@ -112,6 +129,9 @@ def compare(points, *, seed: int = 0, scalesim: bool = False, progress=None) -> 
                 _flat(res.counters, res.offchip_words),
                 _flat(pred.counters, pred.offchip_words),
             )
+            if energy:
+                row.energy_rtl = figures_energy(res, res.toggles, coefficients, source="toggles")
+                row.energy_model = model_energy(config, a, b, coefficients)
             if scalesim:
                 row.scalesim_cycles = scalesim_cycles(config, *res.shape)
             out.append(row)
