@@ -13,7 +13,7 @@ JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 help:
 	@echo "make setup   create .venv and install the project (the systolic command lands in .venv/bin)"
 	@echo "make test    run the test suite (Verilator simulations included), in parallel"
-	@echo "make bench   cycles, utilization and simulation speed on large GEMMs (not a test)"
+	@echo "make bench   cycles, utilization, simulation speed and energy on large GEMMs (not a test)"
 	@echo "make lint    ruff over the Python sources"
 	@echo "make clean   remove compiled models (build/); keep .venv"
 
@@ -30,6 +30,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m tb.bench $(BENCH_ARGS)
+	$(BIN)/python -m tb.energy_bench $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
