@@ -21,6 +21,8 @@ Approximations, which ``systolic compare --energy`` measures against the RTL:
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from rtl.activity import stream_traffic
@@ -29,7 +31,7 @@ from rtl.host import steps
 
 from .model import command_counters
 
-__all__ = ["predict_toggles"]
+__all__ = ["estimate_toggles", "predict_toggles"]
 
 
 def _bits(values: np.ndarray, width: int) -> np.ndarray:
@@ -210,3 +212,55 @@ def predict_toggles(
             _stationary(config, b_part.T, a_part.T, counts, state, separate)
         _control(counts, counters)
     return dict(counts)
+
+
+# -- large GEMMs: a sample, scaled by event counts ---------------------------------------------
+
+#: The counter each group's bit flips scale with when a sample stands for a larger GEMM.
+_EVENT = {"stationary": "preload_cycles", "buffer": "c_writes", "edge.output": "c_writes"}
+
+
+def _sample_shape(config: ArrayConfig, m: int, k: int, n: int) -> tuple[int, int, int]:
+    """A few tiles of the GEMM, with the streamed length and (OS) the reduction intact enough
+    that values and stalls look like the whole one's."""
+    rows, cols = config.rows, config.cols
+    if config.dataflow is Dataflow.OS:
+        return min(m, 2 * rows), min(k, 1024), min(n, 2 * cols)
+    if config.dataflow is Dataflow.WS:
+        return min(m, 128), min(k, 4 * rows), min(n, 2 * cols)
+    return min(m, 2 * cols), min(k, 4 * rows), min(n, 128)
+
+
+def estimate_toggles(
+    config: ArrayConfig, m: int, k: int, n: int, data: str = "random", seed: int = 0
+) -> dict[tuple[str, str], int]:
+    """Bit flips of an ``m x k x n`` GEMM on operands of kind ``data`` (``random``, ``zeros``,
+    ``sparse:P``), without the operands: :func:`predict_toggles` on a sample of a few tiles
+    (:func:`_sample_shape`) of such data, each group scaled by the ratio of its events (streamed
+    vectors, preload cycles, C writes) in the whole GEMM to those in the sample; the control
+    estimate comes from the whole GEMM's counters. Exact prediction when the sample is the GEMM.
+    """
+    return dict(_estimate(config, m, k, n, data, seed))
+
+
+@functools.lru_cache(maxsize=1024)
+def _estimate(config, m, k, n, data, seed):
+    from .data import DataKind, random_operands
+    from .model import predict
+
+    sample = _sample_shape(config, m, k, n)
+    rng = np.random.default_rng(seed)
+    ((a, b),) = random_operands(rng, config, [sample], DataKind(data))
+    toggles = predict_toggles(config, a, b)
+    if sample == (m, k, n):
+        return tuple(toggles.items())
+    part, whole = predict(config, *sample).counters, predict(config, m, k, n).counters
+    out = _Counts()
+    for (component, traffic), flips in toggles.items():
+        if component == "control":
+            continue
+        event = _EVENT.get(f"{component}.{traffic}") or _EVENT.get(component, "stream_cycles")
+        if part[event]:
+            out.add(component, traffic, round(flips * whole[event] / part[event]))
+    _control(out, whole)
+    return tuple(out.items())
