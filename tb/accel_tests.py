@@ -9,12 +9,14 @@ then only waits for ``done``: the simulator runs the compute at full speed.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
+from pathlib import Path
 
 import cocotb
 import numpy as np
-from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, with_timeout
+from cocotb.triggers import FallingEdge, First, ReadOnly, RisingEdge, Timer, with_timeout
 
 from rtl.config import ArrayConfig
 from rtl.host import check_command, footprint, from_words, layouts, steps, to_words
@@ -28,8 +30,9 @@ CONFIG = ArrayConfig.from_json(os.environ["SYSTOLIC_CONFIG"])
 class Host:
     """The driver: buffer writes, commands, counter and C reads, with optional stream pauses."""
 
-    def __init__(self, dut, rng: np.random.Generator, pause: float):
+    def __init__(self, dut, rng: np.random.Generator, pause: float, deadline: float = math.inf):
         self.dut = dut
+        self.deadline = deadline  # Unix time after which a command is abandoned
         self.rng = rng
         self.pause = pause
         self.words = word_layouts(CONFIG)
@@ -99,10 +102,15 @@ class Host:
         start = time.perf_counter()
         if not int(dut.done.value):
             done = RisingEdge(dut.done)  # the simulator runs freely until then
-            if timeout_cycles is None:
-                await done
-            else:
+            if timeout_cycles is not None:
                 await with_timeout(done, timeout_cycles * 10, "ns")
+            elif self.deadline == math.inf:
+                await done
+            else:  # look at the wall clock every million cycles: one callback, not one a cycle
+                while not int(dut.done.value):
+                    await First(done, Timer(10_000_000, "ns"))
+                    if not int(dut.done.value) and time.time() > self.deadline:
+                        raise TimeoutError("the wall-clock deadline passed (SYSTOLIC_DEADLINE)")
             await FallingEdge(dut.clk)
         self.compute_seconds += time.perf_counter() - start
         counters = unpack(counters_layout(), dut.counters.value.to_unsigned())
@@ -165,22 +173,25 @@ class Host:
 
 @cocotb.test()
 async def run_jobs(dut):
-    """Every GEMM of the batch, with a reset before each."""
+    """Every GEMM of the batch, with a reset before each. Each job's outcome is written to
+    ``SYSTOLIC_RESULTS/job-<i>.npz`` as soon as it finishes, so a crash or timeout later in the
+    batch loses nothing already done. ``SYSTOLIC_DEADLINE`` (a Unix time) fails the run once
+    passed."""
     jobs = np.load(os.environ["SYSTOLIC_JOBS"])
     meta = json.loads(str(jobs["meta"]))
-    out = {}
-    info = []
+    results = Path(os.environ["SYSTOLIC_RESULTS"])
+    deadline = float(os.environ.get("SYSTOLIC_DEADLINE", "inf"))
     for i, job in enumerate(meta["jobs"]):
         rng = np.random.default_rng([meta["seed"], i])
-        host = Host(dut, rng, job["pause"])
+        host = Host(dut, rng, job["pause"], deadline)
         await host.reset()
         start = time.perf_counter()
         c, details = await host.gemm(jobs[f"a{i}"], jobs[f"b{i}"])
         details["wall_seconds"] = time.perf_counter() - start
         details["compute_seconds"] = host.compute_seconds
-        out[f"c{i}"] = c
-        info.append(details)
-    np.savez(os.environ["SYSTOLIC_RESULTS"], info=json.dumps(info), **out)
+        partial = results / f"job-{i}.partial.npz"
+        np.savez(partial, info=json.dumps(details), c=c)
+        partial.rename(results / f"job-{i}.npz")  # appears whole or not at all
 
 
 @cocotb.test()

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -15,7 +20,7 @@ from rtl.top import COUNTERS
 
 from .sim import build_model, run_cocotb
 
-__all__ = ["SimResult", "run_gemm", "run_gemms"]
+__all__ = ["SimResult", "SimulationError", "run_gemm", "run_gemms"]
 
 
 @dataclass
@@ -48,6 +53,16 @@ class SimResult(GemmFigures):
         return self.figures() | {"commands": len(self.commands), "errors": self.errors}
 
 
+class SimulationError(RuntimeError):
+    """The simulator failed (crash, timeout, a failed test) before finishing every GEMM; the
+    results of those it finished are in ``finished`` and its log is at ``log``."""
+
+    def __init__(self, message: str, log: Path, finished: dict[int, SimResult]):
+        super().__init__(message)
+        self.log = log
+        self.finished = finished
+
+
 def run_gemms(
     config: ArrayConfig,
     operands: list[tuple[np.ndarray, np.ndarray]],
@@ -56,12 +71,17 @@ def run_gemms(
     seed: int = 0,
     name: str = "gemms",
     activity: bool = False,
+    on_result: Callable[[int, SimResult], None] | None = None,
+    timeout: float | None = None,
 ) -> list[SimResult]:
     """Run every ``(A, B)`` on one simulator process of the accelerator for ``config``.
 
     ``pause`` is the probability that the host holds a stream's valid or ready low in a cycle
     (0 for full speed). Operands are checked against the configuration first. ``activity``
     runs the separately built model that counts switching activity (``SimResult.toggles``).
+    ``on_result(i, result)`` is called (from a watcher thread) as soon as GEMM ``i`` finishes;
+    ``timeout`` bounds the simulation's wall-clock seconds. A failed simulation raises
+    :class:`SimulationError`, which still carries the GEMMs that finished.
     """
     if not 0.0 <= pause < 1.0:
         raise ValueError(f"pause must be a probability in [0, 1), not {pause!r}")
@@ -74,44 +94,77 @@ def run_gemms(
     build = build_model(config, "accelerator", activity=activity)
     groups = json.loads((build.directory / "activity.json").read_text()) if activity else []
     by_counter = {g["counter"]: (g["component"], g["traffic"]) for g in groups}
-    run_dir = build.directory / "jobs" / f"{name}-{os.getpid()}"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    jobs_file, results_file = run_dir / "jobs.npz", run_dir / "results.npz"
+    run_dir = build.directory / "jobs" / f"{name}-{os.getpid()}-{threading.get_ident()}"
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    jobs_file = run_dir / "jobs.npz"
     np.savez(jobs_file, meta=json.dumps(meta), **jobs)
-    run = run_cocotb(
-        build, "tb.accel_tests", testcase="run_jobs",
-        env={"SYSTOLIC_JOBS": str(jobs_file), "SYSTOLIC_RESULTS": str(results_file),
-             "SYSTOLIC_ACTIVITY": json.dumps(list(by_counter))},
-        name=f"{name}-{os.getpid()}",
-    )  # fmt: skip
-    if run.failed or not results_file.exists():
-        raise RuntimeError(f"the simulation of {config.name} failed; see {run.log}")
-    results = np.load(results_file)
-    info = json.loads(str(results["info"]))
-    out = []
-    for i, (a, b) in enumerate(operands):
-        details = info[i]
-        commands = details["commands"]
-        totals = {key: sum(cmd["counters"][key] for cmd in commands) for key in COUNTERS}
-        toggles = None
-        if activity:
-            toggles = {group: sum(cmd["toggles"][counter] for cmd in commands)
-                       for counter, group in by_counter.items()}  # fmt: skip
-        out.append(
-            SimResult(
-                config=config,
-                shape=(a.shape[0], a.shape[1], b.shape[1]),
-                c=results[f"c{i}"],
-                counters=totals,
-                commands=commands,
-                offchip_words=details["offchip_words"],
-                errors=sum(cmd["error"] for cmd in commands),
-                toggles=toggles,
-                wall_seconds=details["wall_seconds"],
-                compute_seconds=details["compute_seconds"],
-            )
-        )
-    return out
+
+    finished: dict[int, SimResult] = {}
+
+    def collect() -> None:
+        for i in range(len(operands)):
+            path = run_dir / f"job-{i}.npz"
+            if i in finished or not path.exists():
+                continue
+            finished[i] = _result(config, operands[i], path, by_counter, activity)
+            if on_result:
+                on_result(i, finished[i])
+
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(0.5):
+            collect()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    env = {"SYSTOLIC_JOBS": str(jobs_file), "SYSTOLIC_RESULTS": str(run_dir),
+           "SYSTOLIC_ACTIVITY": json.dumps(list(by_counter))}  # fmt: skip
+    if timeout is not None:
+        env["SYSTOLIC_DEADLINE"] = str(time.time() + timeout)
+    failure = None
+    try:
+        run = run_cocotb(build, "tb.accel_tests", testcase="run_jobs", env=env,
+                         name=run_dir.name)  # fmt: skip
+        if run.failed:
+            failure = ("the simulation failed", run.log)
+    except RuntimeError as e:
+        failure = (str(e), build.directory / "runs" / run_dir.name / "sim.log")
+    finally:
+        stop.set()
+        watcher.join()
+    collect()
+    if failure or len(finished) < len(operands):
+        message, log = failure or ("the simulation ended early", None)
+        raise SimulationError(f"{config.name}: {message}; see {log}", log, finished)
+    return [finished[i] for i in range(len(operands))]
+
+
+def _result(config, operands, path: Path, by_counter: dict, activity: bool) -> SimResult:
+    a, b = operands
+    with np.load(path) as data:
+        details = json.loads(str(data["info"]))
+        c = data["c"]
+    commands = details["commands"]
+    totals = {key: sum(cmd["counters"][key] for cmd in commands) for key in COUNTERS}
+    toggles = None
+    if activity:
+        toggles = {group: sum(cmd["toggles"][counter] for cmd in commands)
+                   for counter, group in by_counter.items()}  # fmt: skip
+    return SimResult(
+        config=config,
+        shape=(a.shape[0], a.shape[1], b.shape[1]),
+        c=c,
+        counters=totals,
+        commands=commands,
+        offchip_words=details["offchip_words"],
+        errors=sum(cmd["error"] for cmd in commands),
+        toggles=toggles,
+        wall_seconds=details["wall_seconds"],
+        compute_seconds=details["compute_seconds"],
+    )
 
 
 def run_gemm(config: ArrayConfig, a: np.ndarray, b: np.ndarray, **kwargs) -> SimResult:

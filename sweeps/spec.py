@@ -1,0 +1,282 @@
+"""Sweep specifications: a YAML file naming configurations and workloads to cross.
+
+Validated whole before anything runs; every error names the file, the line and the key::
+
+    name: example
+    configs:                    # lists are crossed
+      dataflow: [ws, os, is]
+      array: [8x8, 16x16]       # ROWSxCOLS
+      precision: [int8]         # int4, int8 or int16 operands (accumulators 16, 32, 48 bits)
+      depth: [4096]             # words of each buffer
+    workloads:
+      - transformer: bert-base  # bert-base, bert-large, gpt2-small
+        batch: [1, 8]
+        seq: [128]
+      - cnn: resnet50           # resnet50, mobilenet-v1
+        batch: [1]
+      - scalesim: my_topology.csv   # relative to this file; form: conv | gemm (optional)
+      - gemm: {m: 64, k: 64, n: 64}
+    evaluate:
+      rtl: sample               # none | all | sample | pareto: which points also run in RTL
+      sample: 4                 # how many, for rtl: sample
+      max_macs: 300000000       # RTL only where the simulated MACs are at most this
+      timeout: 900              # seconds per simulator process
+    data: random                # operand data: random, zeros, sparse:P
+    seed: 0
+    coefficients: my.toml       # energy coefficients (default: golden/coefficients/horowitz45.toml)
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from golden.data import DataKind
+from rtl.config import ArrayConfig
+
+from .workloads import (
+    CNNS,
+    TRANSFORMERS,
+    Gemm,
+    Workload,
+    WorkloadError,
+    cnn,
+    read_scalesim_topology,
+)
+from .workloads import transformer as transformer_workload
+
+__all__ = ["PRECISIONS", "RTL_MODES", "SpecError", "Sweep", "load_spec"]
+
+#: Operand and accumulator widths of each precision name.
+PRECISIONS = {"int4": (4, 16), "int8": (8, 32), "int16": (16, 48)}
+RTL_MODES = ("none", "all", "sample", "pareto")
+
+_TOP_KEYS = ("name", "configs", "workloads", "evaluate", "data", "seed", "coefficients")
+_CONFIG_KEYS = ("dataflow", "array", "precision", "depth")
+_EVALUATE_KEYS = ("rtl", "sample", "max_macs", "timeout")
+
+
+class SpecError(ValueError):
+    """An invalid sweep specification; the message names the file, line and key."""
+
+
+@dataclass
+class Sweep:
+    """A validated sweep: every configuration crossed with every workload."""
+
+    name: str
+    path: Path
+    configs: list[ArrayConfig]
+    workloads: list[Workload]
+    rtl: str = "none"
+    sample: int = 4
+    max_macs: int = 300_000_000
+    timeout: float = 900.0
+    data: str = "random"
+    seed: int = 0
+    coefficients: Path | None = None
+    raw: dict = field(default_factory=dict)
+
+    @property
+    def points(self) -> int:
+        return len(self.configs) * len(self.workloads)
+
+
+class _Doc:
+    """The parsed YAML and the line of every key and list item, for error messages."""
+
+    def __init__(self, path: Path, text: str):
+        self.path = path
+        self.lines: dict[tuple, int] = {}
+        try:
+            loader = yaml.SafeLoader(text)
+            try:
+                node = loader.get_single_node()
+                self.data = loader.construct_document(node) if node is not None else None
+            finally:
+                loader.dispose()
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f":{mark.line + 1}" if mark else ""
+            raise SpecError(f"{path}{where}: not valid YAML: {getattr(e, 'problem', e)}") from None
+        if node is not None:
+            self._walk(node, ())
+
+    def _walk(self, node, path: tuple) -> None:
+        self.lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                self.lines[(*path, key.value)] = key.start_mark.line + 1
+                self._walk(value, (*path, key.value))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                self._walk(item, (*path, i))
+
+    def error(self, path: tuple, message: str) -> SpecError:
+        while path and path not in self.lines:
+            path = path[:-1]
+        line = self.lines.get(path, 1)
+        key = ".".join(str(p) for p in path) or "(top)"
+        return SpecError(f"{self.path}:{line}: {key}: {message}")
+
+
+def _mapping(doc: _Doc, value, path: tuple, keys: tuple[str, ...]) -> dict:
+    if not isinstance(value, dict):
+        raise doc.error(path, f"must be a mapping with keys {', '.join(keys)}")
+    for key in value:
+        if key not in keys:
+            raise doc.error((*path, key), f"unknown key; expected one of {', '.join(keys)}")
+    return value
+
+
+def _list(doc: _Doc, value, path: tuple) -> list:
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        raise doc.error(path, "must not be empty")
+    return items
+
+
+def _int(doc: _Doc, value, path: tuple, lo: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+        raise doc.error(path, f"must be an integer >= {lo}, not {value!r}")
+    return value
+
+
+def _configs(doc: _Doc, raw) -> list[ArrayConfig]:
+    path = ("configs",)
+    raw = _mapping(doc, raw, path, _CONFIG_KEYS)
+    for key in ("dataflow", "array"):
+        if key not in raw:
+            raise doc.error(path, f"missing key {key!r}")
+    axes = {}
+    for key in _CONFIG_KEYS:
+        default = {"precision": ["int8"], "depth": [4096]}.get(key)
+        axes[key] = _list(doc, raw.get(key, default), (*path, key))
+    arrays = []
+    for i, text in enumerate(axes["array"]):
+        shape = str(text).lower().split("x")
+        if len(shape) != 2 or not all(s.strip().isdigit() for s in shape):
+            where = (*path, "array", i) if isinstance(raw["array"], list) else (*path, "array")
+            raise doc.error(where, f"must be ROWSxCOLS like 8x8, not {text!r}")
+        arrays.append((int(shape[0]), int(shape[1])))
+    for p in axes["precision"]:
+        if p not in PRECISIONS:
+            raise doc.error((*path, "precision"), f"must be one of {', '.join(PRECISIONS)}, "
+                            f"not {p!r}")  # fmt: skip
+    configs = []
+    for dataflow, (rows, cols), precision, depth in itertools.product(
+        axes["dataflow"], arrays, axes["precision"], axes["depth"]
+    ):
+        width, acc = PRECISIONS[precision]
+        try:
+            configs.append(ArrayConfig(dataflow, rows, cols, a_width=width, b_width=width,
+                                       acc_width=acc, a_depth=depth, b_depth=depth,
+                                       c_depth=depth))  # fmt: skip
+        except (ValueError, TypeError) as e:
+            raise doc.error(path, str(e)) from None
+    return configs
+
+
+def _workloads(doc: _Doc, raw, base: Path) -> list[Workload]:
+    items = raw if isinstance(raw, list) else None
+    if not items:
+        raise doc.error(("workloads",), "must be a non-empty list of workloads")
+    out = []
+    kinds = ("transformer", "cnn", "scalesim", "gemm")
+    for i, item in enumerate(items):
+        path = ("workloads", i)
+        if not isinstance(item, dict):
+            raise doc.error(path, f"must be a mapping naming one of {', '.join(kinds)}")
+        named = [k for k in kinds if k in item]
+        if len(named) != 1:
+            raise doc.error(path, f"must name exactly one of {', '.join(kinds)}")
+        kind = named[0]
+        allowed = {"transformer": ("transformer", "batch", "seq"), "cnn": ("cnn", "batch"),
+                   "scalesim": ("scalesim", "batch", "form"),
+                   "gemm": ("gemm", "name", "count")}[kind]  # fmt: skip
+        _mapping(doc, item, path, allowed)
+        batches = [_int(doc, b, (*path, "batch")) for b in _list(doc, item.get("batch", 1),
+                                                                  (*path, "batch"))]  # fmt: skip
+        try:
+            if kind == "transformer":
+                if item["transformer"] not in TRANSFORMERS:
+                    raise doc.error((*path, "transformer"),
+                                    f"must be one of {', '.join(TRANSFORMERS)}")  # fmt: skip
+                seqs = [_int(doc, s, (*path, "seq"))
+                        for s in _list(doc, item.get("seq", 128), (*path, "seq"))]  # fmt: skip
+                out += [transformer_workload(item["transformer"], b, s)
+                        for b in batches for s in seqs]  # fmt: skip
+            elif kind == "cnn":
+                if item["cnn"] not in CNNS:
+                    raise doc.error((*path, "cnn"), f"must be one of {', '.join(CNNS)}")
+                out += [cnn(item["cnn"], b) for b in batches]
+            elif kind == "scalesim":
+                file = base / str(item["scalesim"])
+                out += [read_scalesim_topology(file, b, item.get("form")) for b in batches]
+            else:
+                dims = _mapping(doc, item["gemm"], (*path, "gemm"), ("m", "k", "n"))
+                for d in "mkn":
+                    if d not in dims:
+                        raise doc.error((*path, "gemm"), f"missing key {d!r}")
+                m, k, n = (_int(doc, dims[d], (*path, "gemm", d)) for d in "mkn")
+                count = _int(doc, item.get("count", 1), (*path, "count"))
+                name = str(item.get("name", f"gemm {m}x{k}x{n}"))
+                gemm = Gemm(name, m, k, n, count)
+                out.append(Workload(name, name, "gemm", 1, None, (gemm,)))
+        except WorkloadError as e:
+            raise doc.error(path, str(e)) from None
+    return out
+
+
+def load_spec(path: str | Path) -> Sweep:
+    """Read and validate a sweep specification (see the module docstring)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read: {e.strerror}") from None
+    doc = _Doc(path, text)
+    raw = _mapping(doc, doc.data, (), _TOP_KEYS)
+    for key in ("configs", "workloads"):
+        if key not in raw:
+            raise doc.error((), f"missing key {key!r}")
+    sweep = Sweep(
+        name=str(raw.get("name", path.stem)),
+        path=path,
+        configs=_configs(doc, raw["configs"]),
+        workloads=_workloads(doc, raw["workloads"], path.parent),
+        raw=raw,
+    )
+    ev = _mapping(doc, raw.get("evaluate", {}), ("evaluate",), _EVALUATE_KEYS)
+    sweep.rtl = ev.get("rtl", "none")
+    if sweep.rtl not in RTL_MODES:
+        raise doc.error(("evaluate", "rtl"), f"must be one of {', '.join(RTL_MODES)}, "
+                        f"not {sweep.rtl!r}")  # fmt: skip
+    sweep.sample = _int(doc, ev.get("sample", 4), ("evaluate", "sample"))
+    max_macs = ev.get("max_macs", sweep.max_macs)
+    if isinstance(max_macs, float) and max_macs.is_integer():
+        max_macs = int(max_macs)
+    sweep.max_macs = _int(doc, max_macs, ("evaluate", "max_macs"))
+    timeout = ev.get("timeout", sweep.timeout)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise doc.error(("evaluate", "timeout"), f"must be a positive number of seconds, "
+                        f"not {timeout!r}")  # fmt: skip
+    sweep.timeout = float(timeout)
+    data = raw.get("data", "random")
+    try:
+        sweep.data = DataKind(str(data)).text
+    except ValueError as e:
+        raise doc.error(("data",), str(e)) from None
+    sweep.seed = _int(doc, raw.get("seed", 0), ("seed",), lo=0)
+    if "coefficients" in raw:
+        sweep.coefficients = path.parent / str(raw["coefficients"])
+        from golden.energy import CoefficientsError, load_coefficients
+
+        try:
+            load_coefficients(sweep.coefficients)
+        except CoefficientsError as e:
+            raise doc.error(("coefficients",), str(e)) from None
+    return sweep
