@@ -164,17 +164,28 @@ def _configs(doc: _Doc, raw) -> list[ArrayConfig]:
         arrays.append((int(shape[0]), int(shape[1])))
     for p in axes["precision"]:
         if p not in PRECISIONS:
-            raise doc.error((*path, "precision"), f"must be one of {', '.join(PRECISIONS)}, "
-                            f"not {p!r}")  # fmt: skip
+            raise doc.error(
+                (*path, "precision"), f"must be one of {', '.join(PRECISIONS)}, not {p!r}"
+            )
     configs = []
     for dataflow, (rows, cols), precision, depth in itertools.product(
         axes["dataflow"], arrays, axes["precision"], axes["depth"]
     ):
         width, acc = PRECISIONS[precision]
         try:
-            configs.append(ArrayConfig(dataflow, rows, cols, a_width=width, b_width=width,
-                                       acc_width=acc, a_depth=depth, b_depth=depth,
-                                       c_depth=depth))  # fmt: skip
+            configs.append(
+                ArrayConfig(
+                    dataflow,
+                    rows,
+                    cols,
+                    a_width=width,
+                    b_width=width,
+                    acc_width=acc,
+                    a_depth=depth,
+                    b_depth=depth,
+                    c_depth=depth,
+                )
+            )
         except (ValueError, TypeError) as e:
             raise doc.error(path, str(e)) from None
     return configs
@@ -194,21 +205,30 @@ def _workloads(doc: _Doc, raw, base: Path) -> list[Workload]:
         if len(named) != 1:
             raise doc.error(path, f"must name exactly one of {', '.join(kinds)}")
         kind = named[0]
-        allowed = {"transformer": ("transformer", "batch", "seq"), "cnn": ("cnn", "batch"),
-                   "scalesim": ("scalesim", "batch", "form"),
-                   "gemm": ("gemm", "name", "count")}[kind]  # fmt: skip
+        allowed = {
+            "transformer": ("transformer", "batch", "seq"),
+            "cnn": ("cnn", "batch"),
+            "scalesim": ("scalesim", "batch", "form"),
+            "gemm": ("gemm", "name", "count"),
+        }[kind]
         _mapping(doc, item, path, allowed)
-        batches = [_int(doc, b, (*path, "batch")) for b in _list(doc, item.get("batch", 1),
-                                                                  (*path, "batch"))]  # fmt: skip
+        batches = [
+            _int(doc, b, (*path, "batch"))
+            for b in _list(doc, item.get("batch", 1), (*path, "batch"))
+        ]
         try:
             if kind == "transformer":
                 if item["transformer"] not in TRANSFORMERS:
-                    raise doc.error((*path, "transformer"),
-                                    f"must be one of {', '.join(TRANSFORMERS)}")  # fmt: skip
-                seqs = [_int(doc, s, (*path, "seq"))
-                        for s in _list(doc, item.get("seq", 128), (*path, "seq"))]  # fmt: skip
-                out += [transformer_workload(item["transformer"], b, s)
-                        for b in batches for s in seqs]  # fmt: skip
+                    raise doc.error(
+                        (*path, "transformer"), f"must be one of {', '.join(TRANSFORMERS)}"
+                    )
+                seqs = [
+                    _int(doc, s, (*path, "seq"))
+                    for s in _list(doc, item.get("seq", 128), (*path, "seq"))
+                ]
+                out += [
+                    transformer_workload(item["transformer"], b, s) for b in batches for s in seqs
+                ]
             elif kind == "cnn":
                 if item["cnn"] not in CNNS:
                     raise doc.error((*path, "cnn"), f"must be one of {', '.join(CNNS)}")
@@ -253,8 +273,9 @@ def load_spec(path: str | Path) -> Sweep:
     ev = _mapping(doc, raw.get("evaluate", {}), ("evaluate",), _EVALUATE_KEYS)
     sweep.rtl = ev.get("rtl", "none")
     if sweep.rtl not in RTL_MODES:
-        raise doc.error(("evaluate", "rtl"), f"must be one of {', '.join(RTL_MODES)}, "
-                        f"not {sweep.rtl!r}")  # fmt: skip
+        raise doc.error(
+            ("evaluate", "rtl"), f"must be one of {', '.join(RTL_MODES)}, not {sweep.rtl!r}"
+        )
     sweep.sample = _int(doc, ev.get("sample", 4), ("evaluate", "sample"))
     max_macs = ev.get("max_macs", sweep.max_macs)
     if isinstance(max_macs, float) and max_macs.is_integer():
@@ -262,8 +283,9 @@ def load_spec(path: str | Path) -> Sweep:
     sweep.max_macs = _int(doc, max_macs, ("evaluate", "max_macs"))
     timeout = ev.get("timeout", sweep.timeout)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise doc.error(("evaluate", "timeout"), f"must be a positive number of seconds, "
-                        f"not {timeout!r}")  # fmt: skip
+        raise doc.error(
+            ("evaluate", "timeout"), f"must be a positive number of seconds, not {timeout!r}"
+        )
     sweep.timeout = float(timeout)
     data = raw.get("data", "random")
     try:

@@ -64,9 +64,14 @@ class Workload:
         return sum(g.macs for g in self.gemms)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "model": self.model, "family": self.family,
-                "batch": self.batch, "seq": self.seq,
-                "gemms": [asdict(g) for g in self.gemms]}  # fmt: skip
+        return {
+            "name": self.name,
+            "model": self.model,
+            "family": self.family,
+            "batch": self.batch,
+            "seq": self.seq,
+            "gemms": [asdict(g) for g in self.gemms],
+        }
 
 
 # -- transformers ------------------------------------------------------------------------------
@@ -87,8 +92,9 @@ def transformer(model: str, batch: int, seq: int) -> Workload:
     """The GEMMs of every block of ``model`` for ``batch`` sequences of ``seq`` tokens
     (embeddings, softmax, normalization and the output head are not GEMMs on the array)."""
     if model not in TRANSFORMERS:
-        raise WorkloadError(f"transformer model must be one of {', '.join(TRANSFORMERS)}, "
-                            f"not {model!r}")  # fmt: skip
+        raise WorkloadError(
+            f"transformer model must be one of {', '.join(TRANSFORMERS)}, not {model!r}"
+        )
     _positive("batch", batch)
     _positive("seq", seq)
     p = TRANSFORMERS[model]
@@ -123,36 +129,53 @@ class _Conv:
 # form (stride on the 3x3 convolution), 224 x 224 input. Identical convolutions are counted.
 _RESNET50 = [
     _Conv("conv1", 112, 3, 64, 7),
-    _Conv("l1_reduce_first", 56, 64, 64, 1), _Conv("l1_reduce", 56, 256, 64, 1, 2),
-    _Conv("l1_3x3", 56, 64, 64, 3, 3), _Conv("l1_expand", 56, 64, 256, 1, 3),
+    _Conv("l1_reduce_first", 56, 64, 64, 1),
+    _Conv("l1_reduce", 56, 256, 64, 1, 2),
+    _Conv("l1_3x3", 56, 64, 64, 3, 3),
+    _Conv("l1_expand", 56, 64, 256, 1, 3),
     _Conv("l1_down", 56, 64, 256, 1),
-    _Conv("l2_reduce_first", 56, 256, 128, 1), _Conv("l2_reduce", 28, 512, 128, 1, 3),
-    _Conv("l2_3x3", 28, 128, 128, 3, 4), _Conv("l2_expand", 28, 128, 512, 1, 4),
+    _Conv("l2_reduce_first", 56, 256, 128, 1),
+    _Conv("l2_reduce", 28, 512, 128, 1, 3),
+    _Conv("l2_3x3", 28, 128, 128, 3, 4),
+    _Conv("l2_expand", 28, 128, 512, 1, 4),
     _Conv("l2_down", 28, 256, 512, 1),
-    _Conv("l3_reduce_first", 28, 512, 256, 1), _Conv("l3_reduce", 14, 1024, 256, 1, 5),
-    _Conv("l3_3x3", 14, 256, 256, 3, 6), _Conv("l3_expand", 14, 256, 1024, 1, 6),
+    _Conv("l3_reduce_first", 28, 512, 256, 1),
+    _Conv("l3_reduce", 14, 1024, 256, 1, 5),
+    _Conv("l3_3x3", 14, 256, 256, 3, 6),
+    _Conv("l3_expand", 14, 256, 1024, 1, 6),
     _Conv("l3_down", 14, 512, 1024, 1),
-    _Conv("l4_reduce_first", 14, 1024, 512, 1), _Conv("l4_reduce", 7, 2048, 512, 1, 2),
-    _Conv("l4_3x3", 7, 512, 512, 3, 3), _Conv("l4_expand", 7, 512, 2048, 1, 3),
+    _Conv("l4_reduce_first", 14, 1024, 512, 1),
+    _Conv("l4_reduce", 7, 2048, 512, 1, 2),
+    _Conv("l4_3x3", 7, 512, 512, 3, 3),
+    _Conv("l4_expand", 7, 512, 2048, 1, 3),
     _Conv("l4_down", 7, 1024, 2048, 1),
     _Conv("fc", 1, 2048, 1000, 1),
-]  # fmt: skip
+]
 
 # Howard et al., "MobileNets", 2017, table 1: 224 x 224 input, width multiplier 1. Each
 # depthwise 3x3 convolution is one GEMM per channel (K = 9, N = 1).
 _MOBILENET_V1 = [
     _Conv("conv1", 112, 3, 32, 3),
-    _Conv("dw1", 112, 32, 32, 3, depthwise=True), _Conv("pw1", 112, 32, 64, 1),
-    _Conv("dw2", 56, 64, 64, 3, depthwise=True), _Conv("pw2", 56, 64, 128, 1),
-    _Conv("dw3", 56, 128, 128, 3, depthwise=True), _Conv("pw3", 56, 128, 128, 1),
-    _Conv("dw4", 28, 128, 128, 3, depthwise=True), _Conv("pw4", 28, 128, 256, 1),
-    _Conv("dw5", 28, 256, 256, 3, depthwise=True), _Conv("pw5", 28, 256, 256, 1),
-    _Conv("dw6", 14, 256, 256, 3, depthwise=True), _Conv("pw6", 14, 256, 512, 1),
-    _Conv("dw7", 14, 512, 512, 3, 5, depthwise=True), _Conv("pw7", 14, 512, 512, 1, 5),
-    _Conv("dw8", 7, 512, 512, 3, depthwise=True), _Conv("pw8", 7, 512, 1024, 1),
-    _Conv("dw9", 7, 1024, 1024, 3, depthwise=True), _Conv("pw9", 7, 1024, 1024, 1),
+    _Conv("dw1", 112, 32, 32, 3, depthwise=True),
+    _Conv("pw1", 112, 32, 64, 1),
+    _Conv("dw2", 56, 64, 64, 3, depthwise=True),
+    _Conv("pw2", 56, 64, 128, 1),
+    _Conv("dw3", 56, 128, 128, 3, depthwise=True),
+    _Conv("pw3", 56, 128, 128, 1),
+    _Conv("dw4", 28, 128, 128, 3, depthwise=True),
+    _Conv("pw4", 28, 128, 256, 1),
+    _Conv("dw5", 28, 256, 256, 3, depthwise=True),
+    _Conv("pw5", 28, 256, 256, 1),
+    _Conv("dw6", 14, 256, 256, 3, depthwise=True),
+    _Conv("pw6", 14, 256, 512, 1),
+    _Conv("dw7", 14, 512, 512, 3, 5, depthwise=True),
+    _Conv("pw7", 14, 512, 512, 1, 5),
+    _Conv("dw8", 7, 512, 512, 3, depthwise=True),
+    _Conv("pw8", 7, 512, 1024, 1),
+    _Conv("dw9", 7, 1024, 1024, 3, depthwise=True),
+    _Conv("pw9", 7, 1024, 1024, 1),
     _Conv("fc", 1, 1024, 1000, 1),
-]  # fmt: skip
+]
 
 CNNS = {"resnet50": _RESNET50, "mobilenet-v1": _MOBILENET_V1}
 

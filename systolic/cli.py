@@ -360,6 +360,43 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1 if differing or wrong_c else 0
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from sweeps.report import write_report
+    from sweeps.run import SweepInterrupted, run_sweep
+    from sweeps.spec import load_spec
+
+    sweep = load_spec(args.spec)  # SpecError (a ValueError) names file, line and key: exit 2
+    out = args.out if args.out is not None else Path("results") / sweep.name
+    print(f"sweep {sweep.name}: {len(sweep.configs)} configuration(s) x {len(sweep.workloads)} "
+          f"workload(s) = {sweep.points} points; RTL: {sweep.rtl}; results in {out}",
+          file=sys.stderr)  # fmt: skip
+    try:
+        results = run_sweep(sweep, out, jobs=args.jobs, resume=args.resume,
+                            progress=not args.quiet)  # fmt: skip
+    except SweepInterrupted as e:
+        print(f"systolic sweep: {e}", file=sys.stderr)
+        return 3
+    paths = write_report(results)
+    from sweeps.report import points_of
+    from sweeps.run import load_results
+
+    points, failures = points_of(load_results(results))
+    print(f"{len(points)} points, {len(failures)} failed evaluation(s); report: {paths['html']} "
+          f"(and {paths['markdown'].name}, plots in {paths['html'].parent})")  # fmt: skip
+    return 1 if failures else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from sweeps.report import write_report
+
+    if not args.results.is_file():
+        raise UsageError(f"systolic report: no results file {args.results}")
+    paths = write_report(args.results, args.out)
+    print(f"report: {paths['html']} (and {paths['markdown'].name}, "
+          f"{len(paths) - 2} plot(s))")  # fmt: skip
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="systolic",
@@ -487,6 +524,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cmp.add_argument("--json", action="store_true", help="print the comparison as JSON")
     cmp.set_defaults(func=cmd_compare)
+
+    sw = sub.add_parser(
+        "sweep",
+        help="evaluate configurations x workloads from a YAML spec and write a report",
+        description="Evaluate every configuration of SPEC on every workload with the analytical "
+        "model, simulate the points the spec chooses in RTL (cycles, counters, toggle energy, "
+        "bit-exact check), append each result to RESULTS/results.jsonl as it finishes, and "
+        "write report.md, report.html and PNG plots there. See sweeps/spec.py for the format "
+        "and sweeps/specs/default.yaml for an example. Exit status 1 when an evaluation failed, "
+        "3 when interrupted (rerun with --resume).",
+    )
+    sw.add_argument("spec", type=Path, help="the sweep specification (YAML)")
+    sw.add_argument("--out", type=Path, metavar="DIR",
+                    help="results folder (default: results/<spec name>)")  # fmt: skip
+    sw.add_argument("--jobs", type=_positive, metavar="N",
+                    help="configurations simulated in parallel (default: all cores)")  # fmt: skip
+    sw.add_argument("--resume", action="store_true",
+                    help="continue an interrupted sweep: skip every point already in the "
+                    "results file")  # fmt: skip
+    sw.add_argument("--quiet", action="store_true", help="no progress bar")
+    sw.set_defaults(func=cmd_sweep)
+
+    rep = sub.add_parser(
+        "report",
+        help="write the markdown and HTML report (with plots) of a sweep's results",
+        description="Read RESULTS (a sweep's results.jsonl) and write report.md, report.html "
+        "and the PNG plots into its folder (or --out).",
+    )
+    rep.add_argument("results", type=Path, help="a results.jsonl written by systolic sweep")
+    rep.add_argument("--out", type=Path, metavar="DIR", help="where to write the report")
+    rep.set_defaults(func=cmd_report)
     return parser
 
 
