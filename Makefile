@@ -8,12 +8,14 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: setup test bench lint format clean help
+.PHONY: setup sweep test bench bench-sweep lint format clean help
 
 help:
+	@echo "make sweep   the default design-space sweep and its report (results/default/report.html)"
 	@echo "make setup   create .venv and install the project (the systolic command lands in .venv/bin)"
 	@echo "make test    run the test suite (Verilator simulations included), in parallel"
 	@echo "make bench   cycles, utilization, simulation speed and energy on large GEMMs (not a test)"
+	@echo "make bench-sweep  a larger sweep (more RTL points, 32x32 arrays, int16): a benchmark, ~1 h"
 	@echo "make lint    ruff over the Python sources"
 	@echo "make clean   remove compiled models (build/); keep .venv"
 
@@ -24,6 +26,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
 	@touch $@
+
+# --resume: an interrupted sweep continues where it stopped; a finished one only rewrites its
+# report (rm -rf results/default to start over).
+sweep: $(STAMP)
+	$(BIN)/systolic sweep sweeps/specs/default.yaml --resume $(SWEEP_ARGS)
+
+bench-sweep: $(STAMP)
+	$(BIN)/systolic sweep sweeps/specs/large.yaml --resume $(SWEEP_ARGS)
 
 test: $(STAMP)
 	$(BIN)/pytest -n $(JOBS) $(PYTEST_ARGS)

@@ -187,7 +187,11 @@ def _configs(doc: _Doc, raw) -> list[ArrayConfig]:
                 )
             )
         except (ValueError, TypeError) as e:
-            raise doc.error(path, str(e)) from None
+            text = str(e)
+            axis = next((a for a, words in (("array", ("rows", "cols")), ("depth", ("depth",)),
+                                            ("dataflow", ("dataflow",)))
+                         if any(w in text for w in words)), None)  # fmt: skip
+            raise doc.error((*path, axis) if axis else path, text) from None
     return configs
 
 

@@ -106,9 +106,9 @@ class Host:
                 await with_timeout(done, timeout_cycles * 10, "ns")
             elif self.deadline == math.inf:
                 await done
-            else:  # look at the wall clock every million cycles: one callback, not one a cycle
+            else:  # look at the wall clock every 100k cycles: one callback, not one a cycle
                 while not int(dut.done.value):
-                    await First(done, Timer(10_000_000, "ns"))
+                    await First(done, Timer(1_000_000, "ns"))
                     if not int(dut.done.value) and time.time() > self.deadline:
                         raise TimeoutError("the wall-clock deadline passed (SYSTOLIC_DEADLINE)")
             await FallingEdge(dut.clk)

@@ -249,18 +249,21 @@ def run_cocotb(
     extra_env = {"SYSTOLIC_CONFIG": build.config.to_json(), **(env or {})}
     from cocotb_tools.check_results import get_results
 
-    _runner().test(
-        test_module=test_module,
-        hdl_toplevel=SIM_TOP,
-        hdl_toplevel_lang="verilog",
-        timescale=_TIMESCALE,
-        build_dir=build.directory / "obj",
-        test_dir=test_dir,
-        results_xml=str(results),
-        extra_env=extra_env,
-        testcase=testcase,
-        log_file=log,
-    )
+    try:
+        _runner().test(
+            test_module=test_module,
+            hdl_toplevel=SIM_TOP,
+            hdl_toplevel_lang="verilog",
+            timescale=_TIMESCALE,
+            build_dir=build.directory / "obj",
+            test_dir=test_dir,
+            results_xml=str(results),
+            extra_env=extra_env,
+            testcase=testcase,
+            log_file=log,
+        )
+    except SystemExit:
+        pass  # the runner exits on a crashed simulator (and on failed tests under pytest)
     if not results.is_file():
         raise RuntimeError(f"the simulation of {build.config.name} ended abnormally; see {log}")
     tests, failed = get_results(results)
