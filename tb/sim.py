@@ -8,6 +8,7 @@ stale one.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -249,7 +250,9 @@ def run_cocotb(
     extra_env = {"SYSTOLIC_CONFIG": build.config.to_json(), **(env or {})}
     from cocotb_tools.check_results import get_results
 
-    try:
+    # The runner exits on a crashed simulator (and, under pytest, on failed tests): the results
+    # file, read below, tells what happened.
+    with contextlib.suppress(SystemExit):
         _runner().test(
             test_module=test_module,
             hdl_toplevel=SIM_TOP,
@@ -262,8 +265,6 @@ def run_cocotb(
             testcase=testcase,
             log_file=log,
         )
-    except SystemExit:
-        pass  # the runner exits on a crashed simulator (and on failed tests under pytest)
     if not results.is_file():
         raise RuntimeError(f"the simulation of {build.config.name} ended abnormally; see {log}")
     tests, failed = get_results(results)

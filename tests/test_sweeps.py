@@ -52,7 +52,8 @@ def _systolic(*args, env=None):
     [
         ("name: tiny", "nmae: tiny", ":1: nmae: unknown key; expected one of name, configs"),
         ("array: [2x2]", "array: [2by2]", ":4: configs.array.0: must be ROWSxCOLS like 8x8"),
-        ("array: [2x2]", "array: [1x0]", ":4: configs.array: cols must be an integer between 1 and 64"),
+        ("array: [2x2]", "array: [1x0]",
+         ":4: configs.array: cols must be an integer between 1 and 64"),
         ("depth: [256]", "depth: [256]\n  precision: [int7]",
          ":6: configs.precision: must be one of int4, int8, int16, not 'int7'"),
         ("{m: 8, k: 6, n: 5}", "{m: 8, k: six, n: 5}",
