@@ -18,6 +18,7 @@ __all__ = ["points_of", "write_report"]
 
 TRAFFIC = ("activation", "weight", "psum", "output", "compute", "overhead")
 COLORS = {"ws": "tab:blue", "os": "tab:orange", "is": "tab:green"}
+MARKERS = {"ws": "o", "os": "s", "is": "^"}  # lines that coincide stay visible
 
 
 def points_of(records: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -62,53 +63,53 @@ def _plt():
 
 
 def _weights_plot(points: list[dict], path: Path) -> bool:
-    """Off-array weight words per inference and weight reuse, against batch (and sequence)."""
-    series = defaultdict(list)
+    """Per (model, sequence) with a batch profile: weight words into the array and from off-chip
+    per inference, and weight reuse, against batch; a line per dataflow (colour) and array
+    (style)."""
+    groups = defaultdict(lambda: defaultdict(list))
     for p in points:
         if p["weight_words_array_per_inference"]:
-            w = p["workload"]
-            series[(w["model"], w.get("seq"), p["dataflow"], p["array"], p["precision"])].append(p)
-    series = {k: v for k, v in series.items() if len({p["workload"]["batch"] for p in v}) > 1}
-    if not series:
+            groups[group_key(p)][(p["dataflow"], p["array"], p["precision"])].append(p)
+    profiles = {
+        k: v for k, v in groups.items()
+        if len({p["workload"]["batch"] for s in v.values() for p in s}) >= 3
+    }  # fmt: skip
+    if not profiles:
         return False
+    keys = sorted(profiles, key=lambda k: (-len(next(iter(profiles[k].values()))), str(k)))[:3]
     plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
+    fig, axes = plt.subplots(len(keys), 3, figsize=(15, 4 * len(keys)), squeeze=False)
+    arrays = sorted(
+        {a for k in keys for (_, a, _) in profiles[k]}, key=lambda a: int(a.split("x")[0])
+    )
     styles = ["-", "--", ":", "-."]
-    arrays = sorted({k[3] for k in series}, key=lambda a: int(a.split("x")[0]))
-    models = sorted({(k[0], k[1] or 0) for k in series})
-    markers = "osD^v<>"
-    for (model, seq, dataflow, array, _precision), pts in sorted(
-        series.items(), key=lambda kv: str(kv[0])
-    ):
-        pts = sorted(pts, key=lambda p: p["workload"]["batch"])
-        batch = [p["workload"]["batch"] for p in pts]
-        style = dict(
-            color=COLORS[dataflow],
-            linestyle=styles[arrays.index(array) % 4],
-            marker=markers[models.index((model, seq or 0)) % len(markers)],
-            label=f"{model}{f' s{seq}' if seq else ''} {dataflow.upper()} {array}",
-        )
-        axes[0].plot(batch, [p["weight_words_array_per_inference"] for p in pts], **style)
-        axes[1].plot(batch, [p["weight_reuse_array"] for p in pts], **style)
-    axes[0].set(
-        xscale="log",
-        yscale="log",
-        xlabel="batch",
-        ylabel="weight words into the array per inference",
-        title="Off-array weight bandwidth per inference",
-    )
-    axes[1].set(
-        xscale="log",
-        yscale="log",
-        xlabel="batch",
-        ylabel="MACs per weight word into the array",
-        title="Weight reuse",
-    )
-    for ax in axes:
-        ax.grid(True, which="both", alpha=0.3)
-    axes[1].legend(fontsize=7, loc="upper left", ncol=2)
+    figures = [
+        ("weight_words_array_per_inference", "weight words into the array / inference"),
+        ("weight_words_offchip_per_inference", "weight words from off-chip / inference"),
+        ("weight_reuse_array", "MACs per weight word into the array"),
+    ]
+    for row, key in zip(axes, keys, strict=True):
+        model, seq = key
+        for (dataflow, array, precision), pts in sorted(profiles[key].items()):
+            pts = sorted(pts, key=lambda p: p["workload"]["batch"])
+            for ax, (figure, _) in zip(row, figures, strict=True):
+                ax.plot(
+                    [p["workload"]["batch"] for p in pts],
+                    [p[figure] for p in pts],
+                    color=COLORS[dataflow],
+                    linestyle=styles[arrays.index(array) % len(styles)],
+                    marker=MARKERS[dataflow],
+                    markersize=4,
+                    fillstyle="none",
+                    label=f"{dataflow.upper()} {array} {precision}",
+                )
+        for ax, (_, label) in zip(row, figures, strict=True):
+            ax.set(xscale="log", yscale="log", xlabel="batch", ylabel=label,
+                   title=f"{model}{f', seq {seq}' if seq else ''}")  # fmt: skip
+            ax.grid(True, which="both", alpha=0.3)
+        row[2].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
     return True
 
@@ -187,6 +188,14 @@ def _utilization_plot(points: list[dict], path: Path) -> bool:
     return True
 
 
+def _plain_minor_ticks(ax) -> None:
+    """No labels on log-scale minor ticks (they collide on narrow ranges)."""
+    from matplotlib.ticker import NullFormatter
+
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
 def _scale(values) -> str:
     """Logarithmic when the values span a decade or more."""
     values = [v for v in values if v > 0]
@@ -235,6 +244,7 @@ def _pareto_plot(points: list[dict], front_ids: set, path: Path) -> bool:
             title=f"{model}{f' seq {seq}' if seq else ''}",
         )
         ax.grid(True, which="both", alpha=0.3)
+        _plain_minor_ticks(ax)
     for ax in list(axes.flat)[len(keys) :]:
         ax.axis("off")
     handles = [

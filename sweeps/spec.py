@@ -12,6 +12,7 @@ Validated whole before anything runs; every error names the file, the line and t
       - transformer: bert-base  # bert-base, bert-large, gpt2-small
         batch: [1, 8]
         seq: [128]
+        phase: [prefill, decode]  # decode: one token per sequence, a KV cache of seq tokens
       - cnn: resnet50           # resnet50, mobilenet-v1
         batch: [1]
       - scalesim: my_topology.csv   # relative to this file; form: conv | gemm (optional)
@@ -39,6 +40,7 @@ from rtl.config import ArrayConfig
 
 from .workloads import (
     CNNS,
+    PHASES,
     TRANSFORMERS,
     Gemm,
     Workload,
@@ -210,7 +212,7 @@ def _workloads(doc: _Doc, raw, base: Path) -> list[Workload]:
             raise doc.error(path, f"must name exactly one of {', '.join(kinds)}")
         kind = named[0]
         allowed = {
-            "transformer": ("transformer", "batch", "seq"),
+            "transformer": ("transformer", "batch", "seq", "phase"),
             "cnn": ("cnn", "batch"),
             "scalesim": ("scalesim", "batch", "form"),
             "gemm": ("gemm", "name", "count"),
@@ -230,8 +232,16 @@ def _workloads(doc: _Doc, raw, base: Path) -> list[Workload]:
                     _int(doc, s, (*path, "seq"))
                     for s in _list(doc, item.get("seq", 128), (*path, "seq"))
                 ]
+                phases = _list(doc, item.get("phase", "prefill"), (*path, "phase"))
+                for phase in phases:
+                    if phase not in PHASES:
+                        raise doc.error((*path, "phase"), f"must be one of {', '.join(PHASES)}, "
+                                        f"not {phase!r}")  # fmt: skip
                 out += [
-                    transformer_workload(item["transformer"], b, s) for b in batches for s in seqs
+                    transformer_workload(item["transformer"], b, s, phase)
+                    for phase in phases
+                    for b in batches
+                    for s in seqs
                 ]
             elif kind == "cnn":
                 if item["cnn"] not in CNNS:

@@ -17,6 +17,7 @@ __all__ = [
     "TRANSFORMERS",
     "Gemm",
     "Workload",
+    "PHASES",
     "WorkloadError",
     "cnn",
     "read_scalesim_topology",
@@ -88,18 +89,40 @@ TRANSFORMERS = {
 }
 
 
-def transformer(model: str, batch: int, seq: int) -> Workload:
-    """The GEMMs of every block of ``model`` for ``batch`` sequences of ``seq`` tokens
-    (embeddings, softmax, normalization and the output head are not GEMMs on the array)."""
+PHASES = ("prefill", "decode")
+
+
+def transformer(model: str, batch: int, seq: int, phase: str = "prefill") -> Workload:
+    """The GEMMs of every block of ``model`` for ``batch`` sequences (embeddings, softmax,
+    normalization and the output head are not GEMMs on the array).
+
+    ``prefill`` processes ``seq`` tokens per sequence at once; ``decode`` generates one token
+    per sequence against a cache of ``seq`` earlier keys and values, so every weight GEMM has
+    only ``batch`` rows: the case where batch alone sets weight reuse.
+    """
     if model not in TRANSFORMERS:
         raise WorkloadError(
             f"transformer model must be one of {', '.join(TRANSFORMERS)}, not {model!r}"
         )
+    if phase not in PHASES:
+        raise WorkloadError(f"phase must be one of {', '.join(PHASES)}, not {phase!r}")
     _positive("batch", batch)
     _positive("seq", seq)
     p = TRANSFORMERS[model]
     d, h, ffn, layers = p["d"], p["heads"], p["ffn"], p["layers"]
-    tokens, dh = batch * seq, d // h
+    dh = d // h
+    if phase == "decode":
+        gemms = (
+            Gemm("qkv", batch, d, 3 * d, layers),
+            Gemm("scores", 1, dh, seq, layers * batch * h, weights=False),  # q K^T, cached K
+            Gemm("context", 1, seq, dh, layers * batch * h, weights=False),  # cached V
+            Gemm("out_proj", batch, d, d, layers),
+            Gemm("ffn_up", batch, d, ffn, layers),
+            Gemm("ffn_down", batch, ffn, d, layers),
+        )
+        name = f"{model} decode"
+        return Workload(f"{name} b{batch} s{seq}", name, "transformer", batch, seq, gemms)
+    tokens = batch * seq
     gemms = (
         Gemm("qkv", tokens, d, 3 * d, layers),
         Gemm("scores", seq, dh, seq, layers * batch * h, weights=False),  # Q K^T per head
