@@ -106,9 +106,13 @@ def _failed(point: _Point, kind: str, error: str, log: str | None = None) -> dic
 
 
 def select_rtl(sweep: Sweep, points: list[_Point], models: dict[str, dict]) -> list[_Point]:
-    """The points the spec asks to simulate, among those the model evaluated and whose
-    simulated MACs are within ``max_macs``."""
-    eligible = [p for p in points if p.id in models and p.simulated_macs <= sweep.max_macs]
+    """The points the spec asks to simulate, among those the model evaluated, whose workload is
+    not marked ``rtl: false`` and whose simulated MACs are within ``max_macs``."""
+    eligible = [
+        p for p in points
+        if p.id in models and p.workload.name not in sweep.model_only
+        and p.simulated_macs <= sweep.max_macs
+    ]  # fmt: skip
     if sweep.rtl == "all":
         return eligible
     if sweep.rtl == "sample":

@@ -17,6 +17,7 @@ Validated whole before anything runs; every error names the file, the line and t
         batch: [1]
       - scalesim: my_topology.csv   # relative to this file; form: conv | gemm (optional)
       - gemm: {m: 64, k: 64, n: 64}
+        rtl: false              # any workload: never simulate it (model only)
     evaluate:
       rtl: sample               # none | all | sample | pareto: which points also run in RTL
       sample: 4                 # how many, for rtl: sample
@@ -80,6 +81,7 @@ class Sweep:
     data: str = "random"
     seed: int = 0
     coefficients: Path | None = None
+    model_only: set[str] = field(default_factory=set)  # workloads marked rtl: false
     raw: dict = field(default_factory=dict)
 
     @property
@@ -197,11 +199,14 @@ def _configs(doc: _Doc, raw) -> list[ArrayConfig]:
     return configs
 
 
-def _workloads(doc: _Doc, raw, base: Path) -> list[Workload]:
+def _workloads(doc: _Doc, raw, base: Path) -> tuple[list[Workload], set[str]]:
+    """The workloads, and the names of those marked ``rtl: false`` (model only)."""
     items = raw if isinstance(raw, list) else None
     if not items:
         raise doc.error(("workloads",), "must be a non-empty list of workloads")
-    out = []
+    out: list[Workload] = []
+    model_only: set[str] = set()
+    simulated: set[str] = set()
     kinds = ("transformer", "cnn", "scalesim", "gemm")
     for i, item in enumerate(items):
         path = ("workloads", i)
@@ -216,8 +221,12 @@ def _workloads(doc: _Doc, raw, base: Path) -> list[Workload]:
             "cnn": ("cnn", "batch"),
             "scalesim": ("scalesim", "batch", "form"),
             "gemm": ("gemm", "name", "count"),
-        }[kind]
+        }[kind] + ("rtl",)
         _mapping(doc, item, path, allowed)
+        rtl = item.get("rtl", True)
+        if not isinstance(rtl, bool):
+            raise doc.error((*path, "rtl"), f"must be true or false, not {rtl!r}")
+        first = len(out)
         batches = [
             _int(doc, b, (*path, "batch"))
             for b in _list(doc, item.get("batch", 1), (*path, "batch"))
@@ -262,7 +271,10 @@ def _workloads(doc: _Doc, raw, base: Path) -> list[Workload]:
                 out.append(Workload(name, name, "gemm", 1, None, (gemm,)))
         except WorkloadError as e:
             raise doc.error(path, str(e)) from None
-    return out
+        (model_only if not rtl else simulated).update(w.name for w in out[first:])
+    # A workload named twice is one point per configuration: simulated if any entry allows it.
+    unique = list({w.name: w for w in out}.values())
+    return unique, model_only - simulated
 
 
 def load_spec(path: str | Path) -> Sweep:
@@ -277,11 +289,13 @@ def load_spec(path: str | Path) -> Sweep:
     for key in ("configs", "workloads"):
         if key not in raw:
             raise doc.error((), f"missing key {key!r}")
+    workloads, model_only = _workloads(doc, raw["workloads"], path.parent)
     sweep = Sweep(
         name=str(raw.get("name", path.stem)),
         path=path,
         configs=_configs(doc, raw["configs"]),
-        workloads=_workloads(doc, raw["workloads"], path.parent),
+        workloads=workloads,
+        model_only=model_only,
         raw=raw,
     )
     ev = _mapping(doc, raw.get("evaluate", {}), ("evaluate",), _EVALUATE_KEYS)

@@ -95,6 +95,21 @@ def test_spec_crosses_configs_and_workloads(tmp_path):
     assert sweep.points == 8 and sweep.rtl == "all"
 
 
+def test_workloads_marked_model_only_are_never_simulated(tmp_path):
+    from sweeps.evaluate import point_id
+    from sweeps.run import _Point, select_rtl
+
+    text = TINY.replace("    count: 3", "    count: 3\n    rtl: false") + (
+        "  - gemm: {m: 8, k: 6, n: 5}\n    rtl: false\n"  # the same point again: still simulated
+    )
+    sweep = load_spec(_spec(tmp_path, text.replace("evaluate:\n  rtl: all\n", "") +
+                            "evaluate:\n  rtl: all\n"))  # fmt: skip
+    assert len(sweep.workloads) == 2 and sweep.model_only == {"gemm 3x9x4"}
+    points = [_Point(point_id(c, w), c, w) for c in sweep.configs for w in sweep.workloads]
+    chosen = select_rtl(sweep, points, {p.id: {} for p in points})
+    assert {p.workload.name for p in chosen} == {"gemm 8x6x5"} and len(chosen) == 2
+
+
 # -- workloads ---------------------------------------------------------------------------------
 
 
