@@ -265,6 +265,30 @@ def _pareto_plot(points: list[dict], front_ids: set, path: Path) -> bool:
 # -- text --------------------------------------------------------------------------------------
 
 
+def _winners_by_array(points: list[dict], figure: str, what: str) -> list[str]:
+    """Per model and array size, the dataflow with the lowest ``figure`` at each batch and
+    sequence, runs of the same winner merged: where the answer changes, and at which batch."""
+    groups = defaultdict(lambda: defaultdict(list))
+    for p in points:
+        w = p["workload"]
+        groups[(w["model"], p["array"], p["precision"])][(w.get("seq") or 0, w["batch"])].append(p)
+    lines = []
+    for (model, array, precision), instances in sorted(groups.items()):
+        if len(instances) < 2:
+            continue
+        runs: list[tuple[str, list[str]]] = []
+        for (seq, batch), pts in sorted(instances.items()):
+            winner = min(pts, key=lambda p: p[figure])["dataflow"].upper()
+            label = f"b{batch}" + (f" s{seq}" if seq else "")
+            if runs and runs[-1][0] == winner:
+                runs[-1][1].append(label)
+            else:
+                runs.append((winner, [label]))
+        text = "; ".join(f"{w} at {', '.join(labels)}" for w, labels in runs)
+        lines.append(f"Lowest {what}, {model} on {array} {precision}: {text}.")
+    return lines
+
+
 def _summary(points: list[dict]) -> list[str]:
     """Which dataflow wins where, from the data."""
     lines = []
@@ -284,6 +308,7 @@ def _summary(points: list[dict]) -> list[str]:
             total = sum(counter.values())
             parts = ", ".join(f"{d.upper()} on {n} of {total}" for d, n in counter.most_common())
             lines.append(f"Lowest {what}, {family} workloads: {parts}.")
+        lines += _winners_by_array(points, figure, what)
     # weight reuse across batch: per dataflow, the range of weight reuse into the array
     reuse = defaultdict(list)
     for p in points:
