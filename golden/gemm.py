@@ -7,11 +7,24 @@ drops its carry produces, whatever the order of the additions.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from rtl.config import ArrayConfig
 
-__all__ = ["operand_range", "wrap", "gemm", "reference", "check_operands"]
+from .quant import INT32_MAX, SHIFT_RANGE, output_range, requantize
+
+__all__ = [
+    "QuantParams",
+    "check_operands",
+    "check_zero_points",
+    "gemm",
+    "operand_range",
+    "reference",
+    "requantized_reference",
+    "wrap",
+]
 
 
 def operand_range(width: int, signed: bool) -> tuple[int, int]:
@@ -80,17 +93,74 @@ def gemm(
     return wrap(c, acc_width, a_signed or b_signed)
 
 
-def reference(config: ArrayConfig, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The output the array of ``config`` must produce for ``A @ B``."""
-    return gemm(
-        a,
-        b,
-        a_width=config.a_width,
-        a_signed=config.a_signed,
-        b_width=config.b_width,
-        b_signed=config.b_signed,
-        acc_width=config.acc_width,
-    )
+def reference(
+    config: ArrayConfig, a: np.ndarray, b: np.ndarray, a_zero: int = 0, b_zero: int = 0
+) -> np.ndarray:
+    """The output the array of ``config`` must produce for ``(A - a_zero) @ (B - b_zero)``
+    (zero points need ``config.zero_points``)."""
+    check_zero_points(config, a_zero, b_zero)
+    a, b = check_operands(config, a, b)
+    c = (a - a_zero).view(np.uint64) @ (b - b_zero).view(np.uint64)
+    return wrap(c, config.acc_width, config.c_signed)
+
+
+def requantized_reference(
+    config: ArrayConfig, a, b, a_zero: int, b_zero: int, params: QuantParams
+) -> np.ndarray:
+    """The requantized outputs (``config.requant``) of ``(A - a_zero) @ (B - b_zero)``."""
+    if not config.requant:
+        raise ValueError(f"{config.name} has no requantization unit (requant=False)")
+    params.check(config, b.shape[1])
+    acc = reference(config, a, b, a_zero, b_zero)
+    return requantize(acc, params.multiplier, params.shift, params.out_zero, config.out_width,
+                      config.out_signed, params.relu)  # fmt: skip
+
+
+def check_zero_points(config: ArrayConfig, a_zero: int, b_zero: int) -> None:
+    """Zero points must be integers in their operand's range, and need ``zero_points``."""
+    for name, z, width, signed in (
+        ("a_zero", a_zero, config.a_width, config.a_signed),
+        ("b_zero", b_zero, config.b_width, config.b_signed),
+    ):
+        if isinstance(z, bool) or not isinstance(z, (int, np.integer)):
+            raise TypeError(f"{name} must be an integer, not {z!r}")
+        lo, hi = operand_range(width, signed)
+        if not lo <= z <= hi:
+            raise ValueError(f"{name} must be in the operand range [{lo}, {hi}], not {z}")
+        if z and not config.zero_points:
+            raise ValueError(f"{name} = {z} needs a configuration with zero_points")
+
+
+@dataclass(frozen=True)
+class QuantParams:
+    """Requantization of one output tensor: per output channel (column of C) a Q31
+    ``multiplier`` and a ``shift``; one output zero point; ReLU or not."""
+
+    multiplier: np.ndarray
+    shift: np.ndarray
+    out_zero: int = 0
+    relu: bool = False
+
+    def check(self, config: ArrayConfig, channels: int) -> None:
+        """Clear errors for parameters the hardware cannot take."""
+        m = np.asarray(self.multiplier)
+        s = np.asarray(self.shift)
+        if m.shape != (channels,) or s.shape != (channels,):
+            raise ValueError(f"multiplier and shift need one value per output channel "
+                             f"({channels}), not shapes {m.shape} and {s.shape}")  # fmt: skip
+        if m.size and (m.min() < 0 or m.max() > INT32_MAX):
+            raise ValueError(f"multipliers must be Q31 values in [0, {INT32_MAX}], "
+                             f"not [{m.min()}, {m.max()}]")  # fmt: skip
+        lo, hi = SHIFT_RANGE
+        if s.size and (s.min() < lo or s.max() > hi):
+            raise ValueError(f"shifts must be in [{lo}, {hi}], not [{s.min()}, {s.max()}]")
+        olo, ohi = output_range(config.out_width, config.out_signed)
+        if not olo <= self.out_zero <= ohi:
+            raise ValueError(f"out_zero must be in the output range [{olo}, {ohi}], "
+                             f"not {self.out_zero}")  # fmt: skip
+        if channels > config.q_depth * config.cols:
+            raise ValueError(f"{channels} output channels exceed the parameter buffer "
+                             f"(q_depth {config.q_depth} x {config.cols} channels)")  # fmt: skip
 
 
 def check_operands(

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ArrayConfig", "Dataflow", "LIMITS", "DEFAULT_DEPTH"]
+__all__ = ["ArrayConfig", "Dataflow", "LIMITS", "DEFAULT_DEPTH", "PRECISIONS"]
 
 
 class Dataflow(enum.StrEnum):
@@ -33,7 +33,18 @@ LIMITS = {
     "a_depth": (1, 1 << 16),
     "b_depth": (1, 1 << 16),
     "c_depth": (1, 1 << 16),
+    "out_width": (2, 16),
+    "q_depth": (1, 1 << 16),
 }
+
+#: Integer precision presets: operand bits and the accumulator that holds any int8 dot product
+#: of up to 2**(acc - 2*bits) terms without wrapping (int4 -> 16, int8 -> 32, int16 -> 48).
+PRECISIONS = {"int4": (4, 16), "int8": (8, 32), "int16": (16, 48)}
+
+#: Largest operand width with zero points: the array sees ``value - zero`` in one more bit.
+ZERO_POINT_MAX_WIDTH = 15
+#: Requantization takes the int32 accumulator of the common int8 runtimes.
+REQUANT_MAX_ACC = 32
 
 #: Buffer depths (in edge-vector words) when none are given.
 DEFAULT_DEPTH = 1024
@@ -72,6 +83,16 @@ class ArrayConfig:
     a_depth, b_depth, c_depth : int
         Words in the A, B and C buffers, 1 to 65536. A word is one array-edge vector (see
         :mod:`rtl.top` for each dataflow's layout); C words are at accumulator width.
+    zero_points : bool
+        Per-tensor zero points of A and B (command fields): the array computes
+        ``(A - za) @ (B - zb)``, subtracting at its edge (operands up to 15 bits).
+    requant : bool
+        An output requantization unit on the host's C read path: per output channel a Q31
+        multiplier and a shift, an output zero point, optional ReLU, saturation to
+        ``out_width`` bits (``out_signed``). Needs ``acc_width <= 32``.
+    out_width, out_signed, q_depth : int, bool, int
+        The requantized output's bits (2 to 16) and signedness; words of the per-channel
+        parameter buffer (``cols`` channels a word, 1 to 65536).
     """
 
     dataflow: Dataflow
@@ -85,6 +106,11 @@ class ArrayConfig:
     a_depth: int = DEFAULT_DEPTH
     b_depth: int = DEFAULT_DEPTH
     c_depth: int = DEFAULT_DEPTH
+    zero_points: bool = False
+    requant: bool = False
+    out_width: int = 8
+    out_signed: bool = True
+    q_depth: int = 256
 
     def __post_init__(self) -> None:
         try:
@@ -95,15 +121,44 @@ class ArrayConfig:
         object.__setattr__(self, "dataflow", dataflow)
         for name in LIMITS:
             _check_int(name, getattr(self, name))
-        _check_bool("a_signed", self.a_signed)
-        _check_bool("b_signed", self.b_signed)
+        for name in ("a_signed", "b_signed", "zero_points", "requant", "out_signed"):
+            _check_bool(name, getattr(self, name))
+        if self.zero_points and max(self.a_width, self.b_width) > ZERO_POINT_MAX_WIDTH:
+            raise ValueError(
+                f"zero_points need a_width and b_width <= {ZERO_POINT_MAX_WIDTH} (the array "
+                f"sees value - zero point in one more bit), not {self.a_width} and {self.b_width}"
+            )
+        if self.requant and self.acc_width > REQUANT_MAX_ACC:
+            raise ValueError(
+                f"requant takes an accumulator of at most {REQUANT_MAX_ACC} bits (int32, as the "
+                f"int8 runtimes), not acc_width = {self.acc_width}"
+            )
 
     # -- derived facts --
 
     @property
     def c_signed(self) -> bool:
-        """Outputs are two's-complement when either operand is signed."""
-        return self.a_signed or self.b_signed
+        """Outputs are two's-complement when either operand is signed (or offset by a zero
+        point, which makes it signed)."""
+        return self.a_signed or self.b_signed or self.zero_points
+
+    @property
+    def mesh_widths(self) -> tuple[int, int]:
+        """Bits of A and B operands inside the array: one more with zero points (signed)."""
+        extra = 1 if self.zero_points else 0
+        return self.a_width + extra, self.b_width + extra
+
+    def mesh_config(self) -> ArrayConfig:
+        """The configuration the mesh and its controller are generated with: the operands as
+        the array sees them (``value - zero point``, signed, one bit wider, with zero points);
+        everything else as given. Without zero points, ``self``."""
+        if not self.zero_points:
+            return self
+        a, b = self.mesh_widths
+        return dataclasses.replace(
+            self, a_width=a, b_width=b, a_signed=True, b_signed=True, zero_points=False,
+            requant=False,
+        )  # fmt: skip
 
     @property
     def pes(self) -> int:
@@ -125,6 +180,12 @@ class ArrayConfig:
         depths = (self.a_depth, self.b_depth, self.c_depth)
         if depths != (DEFAULT_DEPTH,) * 3:
             name += "-d" + ".".join(map(str, depths))
+        if self.zero_points:
+            name += "-zp"
+        if self.requant:
+            name += f"-rq{operand(self.out_width, self.out_signed)}"
+            if self.q_depth != 256:
+                name += f".q{self.q_depth}"
         return name
 
     # -- serialization --
