@@ -228,3 +228,46 @@ def check_command(
                 f"command needs {need[buf]} words of the {buf.upper()} buffer from {buf}_base = "
                 f"{base}, past its end ({buf}_depth = {depth})"
             )
+
+
+# -- requantization: the parameter buffer and the C reads that use it --------------------------
+
+
+def q_words(config: ArrayConfig, multiplier, shift) -> list[list[dict]]:
+    """Per-channel parameters as words of the Q buffer: word ``w`` holds channels
+    ``w*cols .. w*cols+cols-1`` (zeros past the last channel)."""
+    multiplier = np.asarray(multiplier, dtype=np.int64)
+    shift = np.asarray(shift, dtype=np.int64)
+    cols = config.cols
+    words = []
+    for w in range(math.ceil(len(multiplier) / cols)):
+        lanes = []
+        for j in range(cols):
+            ch = w * cols + j
+            inside = ch < len(multiplier)
+            lanes.append({"multiplier": int(multiplier[ch]) if inside else 0,
+                          "shift": int(shift[ch]) if inside else 0})  # fmt: skip
+        words.append(lanes)
+    return words
+
+
+def c_read_requests(config: ArrayConfig, chunk: Chunk) -> list[dict]:
+    """For each C word of ``chunk``, in address order, where its output channels' parameters
+    are: ``q_addr`` and, when every element shares one channel (IS: a word runs along M),
+    ``q_broadcast`` with that channel's ``q_lane``. Chunks along N start at a multiple of
+    ``cols`` in WS and OS, so a word's channels are one whole Q word there."""
+    mc, _, nc = chunk.shape
+    lay = layouts(config)["c"]
+    cols = config.cols
+    requests = []
+    if lay.rowwise:  # word (t, i) = C[i, t*cols : t*cols+cols] at address t * mc + i
+        for t in range(math.ceil(nc / cols)):
+            for _ in range(mc):
+                requests.append({"q_addr": (chunk.n0 + t * cols) // cols, "q_lane": 0,
+                                 "q_broadcast": 0})  # fmt: skip
+    else:  # word (t, n) = C[t*cols : t*cols+cols, n] at address t * nc + n: one channel
+        for _ in range(math.ceil(mc / cols)):
+            for n in range(nc):
+                ch = chunk.n0 + n
+                requests.append({"q_addr": ch // cols, "q_lane": ch % cols, "q_broadcast": 1})
+    return requests

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth import Module, Signal, unsigned
+from amaranth import Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -15,7 +15,10 @@ __all__ = [
     "Accelerator",
     "COUNTERS",
     "COUNTER_BITS",
+    "QUANT_PAIR",
+    "c_read_layout",
     "command_layout",
+    "q_word_layout",
     "counters_layout",
     "word_layouts",
     "write_layout",
@@ -40,20 +43,50 @@ COUNTERS = {
 }
 
 
-def command_layout() -> data.StructLayout:
+def command_layout(config: ArrayConfig | None = None) -> data.StructLayout:
+    """A command; with ``config.zero_points`` it also carries the zero points of A and B."""
     dim = unsigned(DIM_BITS)
     addr = address_shape()
-    return data.StructLayout(
-        {
-            "m": dim,
-            "k": dim,
-            "n": dim,
-            "a_base": addr,
-            "b_base": addr,
-            "c_base": addr,
-            "accumulate": 1,
-        }
-    )
+    fields = {
+        "m": dim,
+        "k": dim,
+        "n": dim,
+        "a_base": addr,
+        "b_base": addr,
+        "c_base": addr,
+        "accumulate": 1,
+    }
+    if config is not None and config.zero_points:
+        fields["a_zero"] = operand_shape(config.a_width, config.a_signed)
+        fields["b_zero"] = operand_shape(config.b_width, config.b_signed)
+    return data.StructLayout(fields)
+
+
+#: Per-channel requantization parameters: a Q31 multiplier in [0, 2**31) and a shift in
+#: [-31, 31] (positive: left), as golden.quant defines them.
+QUANT_PAIR = data.StructLayout({"multiplier": unsigned(31), "shift": signed(6)})
+
+
+def q_word_layout(config: ArrayConfig) -> data.ArrayLayout:
+    """A word of the parameter buffer: the pairs of ``cols`` consecutive output channels."""
+    return data.ArrayLayout(QUANT_PAIR, config.cols)
+
+
+def c_read_layout(config: ArrayConfig):
+    """A host read of C: its address; with ``requant``, also how to requantize the word: the
+    parameter word (``q_addr``), one lane of it for every element (``q_broadcast``, IS) or lane
+    ``j`` for element ``j``, the output zero point and ReLU."""
+    if not config.requant:
+        return address_shape()
+    return data.StructLayout({
+        "addr": address_shape(),
+        "requant": 1,
+        "q_addr": address_shape(),
+        "q_lane": range(max(config.cols, 2)),
+        "q_broadcast": 1,
+        "out_zero": operand_shape(config.out_width, config.out_signed),
+        "relu": 1,
+    })  # fmt: skip
 
 
 def counters_layout() -> data.StructLayout:
@@ -110,19 +143,21 @@ class Accelerator(wiring.Component):
         self._config = config
         words = word_layouts(config)
         addr = address_shape()
-        super().__init__(
-            {
-                "a_write": In(stream.Signature(write_layout(words["a"]))),
-                "b_write": In(stream.Signature(write_layout(words["b"]))),
-                "cmd": In(stream.Signature(command_layout())),
-                "busy": Out(1),
-                "done": Out(1),
-                "error": Out(1),
-                "c_read": In(stream.Signature(addr)),
-                "c_data": Out(stream.Signature(words["c"])),
-                "counters": Out(counters_layout()),
-            }
-        )
+        members = {
+            "a_write": In(stream.Signature(write_layout(words["a"]))),
+            "b_write": In(stream.Signature(write_layout(words["b"]))),
+            "cmd": In(stream.Signature(command_layout(config))),
+            "busy": Out(1),
+            "done": Out(1),
+            "error": Out(1),
+            "c_read": In(stream.Signature(c_read_layout(config))),
+            "c_data": Out(stream.Signature(words["c"])),
+            "counters": Out(counters_layout()),
+        }
+        if config.requant:
+            members["q_write"] = In(stream.Signature(write_layout(q_word_layout(config))))
+        super().__init__(members)
+        del addr
 
     @property
     def config(self) -> ArrayConfig:
@@ -137,11 +172,14 @@ class Accelerator(wiring.Component):
         m.submodules.c_buffer = c_buf = AccumulatorBuffer(word=words["c"], depth=cfg.c_depth)
         wiring.connect(m, wiring.flipped(self.a_write), a_buf.write)
         wiring.connect(m, wiring.flipped(self.b_write), b_buf.write)
-        wiring.connect(m, wiring.flipped(self.c_read), c_buf.read)
-        wiring.connect(m, c_buf.read_data, wiring.flipped(self.c_data))
+        if cfg.requant:
+            self._requant_read_path(m, c_buf)
+        else:
+            wiring.connect(m, wiring.flipped(self.c_read), c_buf.read)
+            wiring.connect(m, c_buf.read_data, wiring.flipped(self.c_data))
 
         # The command: registered on acceptance; a zero dimension is refused at once.
-        cmd = Signal(command_layout(), name="command")
+        cmd = Signal(command_layout(cfg), name="command")
         accept = self.cmd.valid & self.cmd.ready
         dims = self.cmd.payload
         bad = ~dims.m.any() | ~dims.k.any() | ~dims.n.any()
@@ -150,10 +188,16 @@ class Accelerator(wiring.Component):
         with m.If(accept):
             m.d.sync += cmd.eq(self.cmd.payload)
 
+        # The mesh and its controller see the operands minus their zero points (mesh_config).
+        mcfg = cfg.mesh_config()
+        a_data, b_data = a_buf.read_data, b_buf.read_data
+        if cfg.zero_points:
+            a_data = self._offset(m, a_data, cmd.a_zero, "a_offset")
+            b_data = self._offset(m, b_data, cmd.b_zero, "b_offset")
         if cfg.dataflow is Dataflow.OS:
-            m.submodules.array = array = OutputStationaryArray(cfg)
+            m.submodules.array = array = OutputStationaryArray(mcfg)
             m.submodules.controller = ctrl = OutputStationaryController(
-                cfg, a_depth=cfg.a_depth, b_depth=cfg.b_depth, c_depth=cfg.c_depth
+                mcfg, a_depth=cfg.a_depth, b_depth=cfg.b_depth, c_depth=cfg.c_depth
             )
             m.d.comb += [
                 ctrl.dim_p.eq(cmd.m), ctrl.dim_q.eq(cmd.k), ctrl.dim_r.eq(cmd.n),
@@ -161,17 +205,18 @@ class Accelerator(wiring.Component):
                 ctrl.c_base.eq(cmd.c_base),
             ]  # fmt: skip
             reads = {"a": ctrl.a_read, "b": ctrl.b_read}
-            m.d.comb += [ctrl.a_data.eq(a_buf.read_data), ctrl.b_data.eq(b_buf.read_data)]
+            m.d.comb += [ctrl.a_data.eq(a_data), ctrl.b_data.eq(b_data)]
             wiring.connect(m, ctrl.operands, array.operands)
             streamed = array.operands.valid
             preloaded = 0
         else:
-            m.submodules.array = array = StationaryArray(cfg)
+            m.submodules.array = array = StationaryArray(mcfg)
             # IS is WS on the transposed problem: B streams, A stays, C^T comes out.
             ws = cfg.dataflow is Dataflow.WS
             x_buf, s_buf = (a_buf, b_buf) if ws else (b_buf, a_buf)
+            x_data, s_data = (a_data, b_data) if ws else (b_data, a_data)
             m.submodules.controller = ctrl = StationaryController(
-                cfg, x_depth=x_buf.depth, s_depth=s_buf.depth, y_depth=cfg.c_depth
+                mcfg, x_depth=x_buf.depth, s_depth=s_buf.depth, y_depth=cfg.c_depth
             )
             m.d.comb += [
                 ctrl.dim_p.eq(cmd.m if ws else cmd.n),
@@ -180,8 +225,8 @@ class Accelerator(wiring.Component):
                 ctrl.x_base.eq(cmd.a_base if ws else cmd.b_base),
                 ctrl.s_base.eq(cmd.b_base if ws else cmd.a_base),
                 ctrl.y_base.eq(cmd.c_base),
-                ctrl.x_data.eq(x_buf.read_data),
-                ctrl.s_data.eq(s_buf.read_data),
+                ctrl.x_data.eq(x_data),
+                ctrl.s_data.eq(s_data),
             ]
             reads = (
                 {"a": ctrl.x_read, "b": ctrl.s_read} if ws else {"a": ctrl.s_read, "b": ctrl.x_read}
@@ -237,3 +282,89 @@ class Accelerator(wiring.Component):
             with m.Elif(ctrl.busy & seen_stream):
                 m.d.sync += [cnt.drain_cycles.eq(cnt.drain_cycles + 1), gaps.eq(gaps + 1)]
         return m
+
+    @staticmethod
+    def _offset(m: Module, word, zero, name: str):
+        """Every element of a buffer word minus the zero point, one bit wider and signed: the
+        zero point is subtracted once at the array's edge, not in every PE."""
+        width = len(word[0]) + 1
+        out = Signal(data.ArrayLayout(signed(width), word.shape().length), name=name)
+        for i in range(word.shape().length):
+            m.d.comb += out[i].eq(word[i] - zero)
+        return out
+
+    def _requant_read_path(self, m: Module, c_buf) -> None:
+        """Host reads of C through the requantization unit: the parameter word is read in the
+        same cycle as the C word; the read's options are kept alongside."""
+        cfg = self._config
+        m.submodules.q_buffer = q_buf = InputBuffer(word=q_word_layout(cfg), depth=cfg.q_depth)
+        wiring.connect(m, wiring.flipped(self.q_write), q_buf.write)
+        req = self.c_read
+        take = req.valid & req.ready
+        m.d.comb += [
+            c_buf.read.valid.eq(req.valid),
+            c_buf.read.payload.eq(req.payload.addr),
+            req.ready.eq(c_buf.read.ready),
+            q_buf.read_addr.eq(req.payload.q_addr),
+            q_buf.read_en.eq(take),
+        ]
+        opts = Signal(c_read_layout(cfg), name="read_options")
+        with m.If(take):
+            m.d.sync += opts.eq(req.payload)
+        raw = c_buf.read_data
+        m.d.comb += [self.c_data.valid.eq(raw.valid), raw.ready.eq(self.c_data.ready)]
+        pairs = q_buf.read_data
+        shared = Signal(QUANT_PAIR, name="q_shared")
+        m.d.comb += shared.eq(pairs[opts.q_lane])
+        for j in range(cfg.cols):
+            pair = Signal(QUANT_PAIR, name=f"q_pair{j}")
+            m.d.comb += pair.eq(Mux(opts.q_broadcast, shared.as_value(), pairs[j].as_value()))
+            out = requantize(m, raw.payload[j], pair, opts.out_zero, opts.relu, cfg, f"rq{j}")
+            m.d.comb += self.c_data.payload[j].eq(Mux(opts.requant, out, raw.payload[j]))
+
+
+def requantize(m: Module, acc, pair, out_zero, relu, cfg: ArrayConfig, name: str):
+    """One output: ``acc`` (at most 32 bits) requantized by ``pair`` as golden.quant does."""
+    x = Signal(signed(32), name=f"{name}_x")
+    left = Signal(5, name=f"{name}_left")
+    right = Signal(5, name=f"{name}_right")
+    shifted = Signal(signed(32), name=f"{name}_shifted")
+    m.d.comb += [
+        x.eq(acc),
+        left.eq(Mux(pair.shift > 0, pair.shift, 0)),
+        right.eq(Mux(pair.shift < 0, -pair.shift, 0)),
+        shifted.eq((x << left)[:32]),  # wraps in 32 bits
+    ]
+    # SaturatingRoundingDoublingHighMul: the multiplier is below 2**31, so it never saturates.
+    product = Signal(signed(64), name=f"{name}_product")
+    nudged = Signal(signed(65), name=f"{name}_nudged")
+    high = Signal(signed(33), name=f"{name}_high")
+    m.d.comb += [
+        product.eq(shifted * pair.multiplier),
+        nudged.eq(product + Mux(product >= 0, Const(1 << 30), Const(1 - (1 << 30)))),
+        # division by 2**31 truncating toward zero: floor, plus one for an inexact negative
+        high.eq((nudged >> 31) + ((nudged < 0) & nudged[:31].any())),
+    ]
+    # RoundingDivideByPOT: ties away from zero.
+    mask = Signal(32, name=f"{name}_mask")
+    rounded = Signal(signed(34), name=f"{name}_rounded")
+    m.d.comb += [
+        mask.eq((Const(1, 33) << right) - 1),
+        rounded.eq((high >> right) + ((high & mask) > ((mask >> 1) + (high < 0)))),
+    ]
+    lo, hi = _out_range(cfg.out_width, cfg.out_signed)
+    y = Signal(signed(36), name=f"{name}_y")
+    floor = Signal(signed(18), name=f"{name}_floor")
+    result = Signal(signed(18), name=f"{name}_out")
+    m.d.comb += [
+        y.eq(rounded + out_zero),
+        floor.eq(Mux(relu & (out_zero > lo), out_zero, lo)),
+        result.eq(Mux(y < floor, floor, Mux(y > hi, hi, y))),
+    ]
+    return result
+
+
+def _out_range(width: int, is_signed: bool) -> tuple[int, int]:
+    if is_signed:
+        return -(1 << (width - 1)), (1 << (width - 1)) - 1
+    return 0, (1 << width) - 1

@@ -19,8 +19,24 @@ import numpy as np
 from cocotb.triggers import FallingEdge, First, ReadOnly, RisingEdge, Timer, with_timeout
 
 from rtl.config import ArrayConfig
-from rtl.host import check_command, footprint, from_words, layouts, steps, to_words
-from rtl.top import command_layout, counters_layout, word_layouts, write_layout
+from rtl.host import (
+    c_read_requests,
+    check_command,
+    footprint,
+    from_words,
+    layouts,
+    q_words,
+    steps,
+    to_words,
+)
+from rtl.top import (
+    c_read_layout,
+    command_layout,
+    counters_layout,
+    q_word_layout,
+    word_layouts,
+    write_layout,
+)
 
 from .packing import pack, unpack
 
@@ -38,6 +54,10 @@ class Host:
         self.words = word_layouts(CONFIG)
         self.layouts = layouts(CONFIG)
         self.write_layouts = {name: write_layout(self.words[name]) for name in ("a", "b")}
+        if CONFIG.requant:
+            self.write_layouts["q"] = write_layout(q_word_layout(CONFIG))
+        self.zeros = {"a_zero": 0, "b_zero": 0}  # of the GEMM being run (zero_points)
+        self.requant: dict | None = None  # its requantization (requant), or raw accumulators
         self.compute_seconds = 0.0  # wall time spent waiting for `done`
         # Activity counters of an activity build (tb.sim.build_model(activity=True)), by name.
         self.activity = json.loads(os.environ.get("SYSTOLIC_ACTIVITY", "[]"))
@@ -51,7 +71,8 @@ class Host:
 
     async def reset(self) -> None:
         dut = self.dut
-        for port in ("a_write", "b_write", "cmd", "c_read"):
+        ports = ["a_write", "b_write", "cmd", "c_read"] + (["q_write"] if CONFIG.requant else [])
+        for port in ports:
             getattr(dut, f"{port}__valid").value = 0
             getattr(dut, f"{port}__payload").value = 0
         dut.c_data__ready.value = 0
@@ -71,7 +92,8 @@ class Host:
             offer = not self._paused()
             valid.value = int(offer)
             if offer:
-                payload.value = pack(layout, {"addr": i, "data": words[i].tolist()})
+                word = words[i].tolist() if hasattr(words[i], "tolist") else words[i]
+                payload.value = pack(layout, {"addr": i, "data": word})
             await ReadOnly()
             fire = offer and int(ready.value)
             await FallingEdge(self.dut.clk)
@@ -81,16 +103,18 @@ class Host:
     async def command(self, m, k, n, accumulate) -> tuple[dict, bool]:
         """Issue one command (checked on the host first), wait for ``done``."""
         check_command(CONFIG, m, k, n)
-        return await self.issue(
-            {"m": m, "k": k, "n": n, "a_base": 0, "b_base": 0, "c_base": 0,
-             "accumulate": int(accumulate)}
-        )  # fmt: skip
+        cmd = {"m": m, "k": k, "n": n, "a_base": 0, "b_base": 0, "c_base": 0,
+               "accumulate": int(accumulate)}  # fmt: skip
+        if CONFIG.zero_points:
+            cmd |= self.zeros
+        return await self.issue(cmd)
 
     async def issue(self, cmd: dict, timeout_cycles: int | None = None) -> tuple[dict, bool]:
         """Drive ``cmd`` as it is, wait for ``done``; return the counters and the error flag."""
         dut = self.dut
         before = self._read_activity()
-        dut.cmd__payload.value = pack(command_layout(), cmd)
+        cmd = ({"a_zero": 0, "b_zero": 0} if CONFIG.zero_points else {}) | cmd
+        dut.cmd__payload.value = pack(command_layout(CONFIG), cmd)
         dut.cmd__valid.value = 1
         while True:
             await ReadOnly()
@@ -118,16 +142,25 @@ class Host:
         self.toggles = {name: after[name] - before[name] for name in self.activity}
         return counters, bool(int(dut.error.value))
 
-    async def read_c(self, count: int) -> np.ndarray:
-        """Read C words ``0 .. count-1`` through the request and data streams."""
+    async def read_c(self, count: int, options: list[dict] | None = None) -> np.ndarray:
+        """Read C words ``0 .. count-1`` through the request and data streams; ``options``
+        (with ``requant``) says how each word is requantized."""
         dut = self.dut
         layout = self.words["c"]
+        request = c_read_layout(CONFIG)
         requested, got = 0, []
         while len(got) < count:
             ask = requested < count and not self._paused()
             dut.c_read__valid.value = int(ask)
             if ask:
-                dut.c_read__payload.value = requested
+                if CONFIG.requant:
+                    opts = {"requant": 0, "q_addr": 0, "q_lane": 0, "q_broadcast": 0,
+                            "out_zero": 0, "relu": 0}  # fmt: skip
+                    if options is not None:
+                        opts |= options[requested]
+                    dut.c_read__payload.value = pack(request, {"addr": requested, **opts})
+                else:
+                    dut.c_read__payload.value = requested
             take = not self._paused()
             dut.c_data__ready.value = int(take)
             await ReadOnly()
@@ -141,10 +174,16 @@ class Host:
         return np.array(got, dtype=np.int64).reshape(count, layout.length)
 
     async def gemm(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, dict]:
-        """``A @ B`` through the accelerator, tiled by :func:`rtl.host.plan`."""
+        """``A @ B`` through the accelerator, tiled by :func:`rtl.host.plan` (with the zero
+        points in ``self.zeros`` and the requantization in ``self.requant``)."""
         (m, k), n = a.shape, b.shape[1]
         c = np.zeros((m, n), dtype=np.int64)
         offchip = {"a": 0, "b": 0, "c": 0}
+        rq = self.requant
+        if rq is not None:
+            words = q_words(CONFIG, rq["multiplier"], rq["shift"])
+            await self.write("q", words)
+            offchip["q"] = len(words)
         commands = []
         for step in steps(CONFIG, m, k, n):
             ch = step.chunk
@@ -165,7 +204,11 @@ class Host:
                 commands[-1]["toggles"] = self.toggles
             if step.read_c:
                 count = self.layouts["c"].words((mc, nc))
-                words = await self.read_c(count)
+                options = None
+                if rq is not None:
+                    extra = {"requant": 1, "out_zero": rq["out_zero"], "relu": int(rq["relu"])}
+                    options = [r | extra for r in c_read_requests(CONFIG, ch)]
+                words = await self.read_c(count, options)
                 c[ch.m0 : ch.m1, ch.n0 : ch.n1] = from_words(words, self.layouts["c"], (mc, nc))
                 offchip["c"] += count
         return c, {"commands": commands, "offchip_words": offchip}
@@ -184,6 +227,8 @@ async def run_jobs(dut):
     for i, job in enumerate(meta["jobs"]):
         rng = np.random.default_rng([meta["seed"], i])
         host = Host(dut, rng, job["pause"], deadline)
+        host.zeros = {"a_zero": job.get("a_zero", 0), "b_zero": job.get("b_zero", 0)}
+        host.requant = job.get("requant")
         await host.reset()
         start = time.perf_counter()
         c, details = await host.gemm(jobs[f"a{i}"], jobs[f"b{i}"])

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import numpy as np
 
-from golden.gemm import check_operands
+from golden.gemm import QuantParams, check_operands, check_zero_points
 from golden.model import GemmFigures
 from rtl.config import ArrayConfig
 from rtl.top import COUNTERS
 
 from .sim import build_model, run_cocotb
 
-__all__ = ["SimResult", "SimulationError", "run_gemm", "run_gemms"]
+__all__ = ["Quant", "SimResult", "SimulationError", "run_gemm", "run_gemms"]
 
 
 @dataclass
@@ -53,6 +53,30 @@ class SimResult(GemmFigures):
         return self.figures() | {"commands": len(self.commands), "errors": self.errors}
 
 
+@dataclass(frozen=True)
+class Quant:
+    """Quantized arithmetic of one GEMM: zero points of A and B (``zero_points``) and, with
+    ``params`` (``requant``), requantized outputs."""
+
+    a_zero: int = 0
+    b_zero: int = 0
+    params: QuantParams | None = None
+
+    def job(self, config: ArrayConfig, channels: int) -> dict:
+        """The job fields the cocotb driver reads, after checking them against ``config``."""
+        check_zero_points(config, self.a_zero, self.b_zero)
+        job = {"a_zero": int(self.a_zero), "b_zero": int(self.b_zero)}
+        if self.params is not None:
+            if not config.requant:
+                raise ValueError(f"{config.name} has no requantization unit (requant=False)")
+            self.params.check(config, channels)
+            p = self.params
+            job["requant"] = {"multiplier": np.asarray(p.multiplier).tolist(),
+                              "shift": np.asarray(p.shift).tolist(),
+                              "out_zero": int(p.out_zero), "relu": bool(p.relu)}  # fmt: skip
+        return job
+
+
 class SimulationError(RuntimeError):
     """The simulator failed (crash, timeout, a failed test) before finishing every GEMM; the
     results of those it finished are in ``finished`` and its log is at ``log``."""
@@ -73,6 +97,7 @@ def run_gemms(
     activity: bool = False,
     on_result: Callable[[int, SimResult], None] | None = None,
     timeout: float | None = None,
+    quant: list[Quant | None] | None = None,
 ) -> list[SimResult]:
     """Run every ``(A, B)`` on one simulator process of the accelerator for ``config``.
 
@@ -81,7 +106,9 @@ def run_gemms(
     runs the separately built model that counts switching activity (``SimResult.toggles``).
     ``on_result(i, result)`` is called (from a watcher thread) as soon as GEMM ``i`` finishes;
     ``timeout`` bounds the simulation's wall-clock seconds. A failed simulation raises
-    :class:`SimulationError`, which still carries the GEMMs that finished.
+    :class:`SimulationError`, which still carries the GEMMs that finished. ``quant[i]`` gives
+    GEMM ``i`` zero points and a requantization (``SimResult.c`` then holds the requantized
+    outputs).
     """
     if not 0.0 <= pause < 1.0:
         raise ValueError(f"pause must be a probability in [0, 1), not {pause!r}")
@@ -90,7 +117,11 @@ def run_gemms(
     for i, (a, b) in enumerate(operands):
         a, b = check_operands(config, a, b)
         jobs[f"a{i}"], jobs[f"b{i}"] = a, b
-        meta["jobs"].append({"pause": pause})
+        job = {"pause": pause}
+        q = quant[i] if quant else None
+        if q is not None:
+            job |= q.job(config, b.shape[1])
+        meta["jobs"].append(job)
     build = build_model(config, "accelerator", activity=activity)
     groups = json.loads((build.directory / "activity.json").read_text()) if activity else []
     by_counter = {g["counter"]: (g["component"], g["traffic"]) for g in groups}
