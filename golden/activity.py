@@ -191,10 +191,14 @@ def _control(counts: _Counts, c: dict) -> None:
 
 
 def predict_toggles(
-    config: ArrayConfig, a: np.ndarray, b: np.ndarray
+    config: ArrayConfig, a: np.ndarray, b: np.ndarray, a_zero: int = 0, b_zero: int = 0
 ) -> dict[tuple[str, str], int]:
-    """Bit flips per ``(component, traffic)`` of ``A @ B`` run as the host runs it."""
+    """Bit flips per ``(component, traffic)`` of ``(A - a_zero) @ (B - b_zero)`` run as the
+    host runs it (the mesh sees the operands minus their zero points)."""
     (m, k), n = a.shape, b.shape[1]
+    mesh = config.mesh_config()
+    a = np.asarray(a, dtype=np.int64) - a_zero
+    b = np.asarray(b, dtype=np.int64) - b_zero
     counts = _Counts()
     state: dict = {}
     for step in steps(config, m, k, n):
@@ -205,11 +209,11 @@ def predict_toggles(
         counters = command_counters(config, mc, kc, nc, ch.accumulate)
         separate = counters["stall_cycles"] > 0
         if config.dataflow is Dataflow.OS:
-            _output_stationary(config, a_part, b_part, counts, state, separate)
+            _output_stationary(mesh, a_part, b_part, counts, state, separate)
         elif config.dataflow is Dataflow.WS:
-            _stationary(config, a_part, b_part, counts, state, separate)
+            _stationary(mesh, a_part, b_part, counts, state, separate)
         else:
-            _stationary(config, b_part.T, a_part.T, counts, state, separate)
+            _stationary(mesh, b_part.T, a_part.T, counts, state, separate)
         _control(counts, counters)
     return dict(counts)
 

@@ -89,8 +89,8 @@ class Coefficients:
         """pJ per bit flip of ``component``."""
         ref = self.mac["reference_activity"]
         if component == "multiplier":
-            widths = config.a_width + config.b_width
-            return self.multiply(config.a_width, config.b_width) / (ref * widths)
+            a, b = config.mesh_widths  # with zero points, one bit wider than the buffers
+            return self.multiply(a, b) / (ref * (a + b))
         if component == "accumulator":
             return self.toggle["accumulator"] + self.mac["add_32bit"] / (ref * 32)
         return self.toggle[component]

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rtl.config import ArrayConfig
+from rtl.config import ArrayConfig, value_range
 
-from .quant import INT32_MAX, SHIFT_RANGE, output_range, requantize
+from .quant import INT32_MAX, SHIFT_RANGE, requantize
 
 __all__ = [
     "QuantParams",
@@ -29,9 +29,7 @@ __all__ = [
 
 def operand_range(width: int, signed: bool) -> tuple[int, int]:
     """Smallest and largest value of a ``width``-bit operand."""
-    if signed:
-        return -(1 << (width - 1)), (1 << (width - 1)) - 1
-    return 0, (1 << width) - 1
+    return value_range(width, signed)
 
 
 def wrap(x: np.ndarray, width: int, signed: bool) -> np.ndarray:
@@ -154,7 +152,7 @@ class QuantParams:
         lo, hi = SHIFT_RANGE
         if s.size and (s.min() < lo or s.max() > hi):
             raise ValueError(f"shifts must be in [{lo}, {hi}], not [{s.min()}, {s.max()}]")
-        olo, ohi = output_range(config.out_width, config.out_signed)
+        olo, ohi = value_range(config.out_width, config.out_signed)
         if not olo <= self.out_zero <= ohi:
             raise ValueError(f"out_zero must be in the output range [{olo}, {ohi}], "
                              f"not {self.out_zero}")  # fmt: skip

@@ -6,8 +6,11 @@ gemmlowp): an int32 accumulator ``x`` is scaled by a Q31 ``multiplier`` and a po
 
 - ``x << max(shift, 0)``, wrapping in 32 bits (the runtimes leave overflow undefined; real
   multipliers are below one, so their shifts are not positive);
-- ``SaturatingRoundingDoublingHighMul``: ``round(x * multiplier / 2**31)``, ties away from zero,
-  saturating the one overflow (``INT32_MIN * INT32_MIN``) to ``INT32_MAX``;
+- ``SaturatingRoundingDoublingHighMul``: ``x * multiplier / 2**31`` to nearest, saturating the one
+  overflow (``INT32_MIN * INT32_MIN``) to ``INT32_MAX``. Its nudge (``2**30``, or ``1 - 2**30``
+  below zero, then truncation) is usually described as rounding half away from zero, but an
+  exact negative tie goes up (-2.5 -> -2): ties toward +infinity. The runtimes do exactly this,
+  so the hardware does too;
 - ``RoundingDivideByPOT`` by ``max(-shift, 0)``: ties away from zero;
 - plus the output zero point, optional ReLU (clamp at the zero point), saturation to the output
   range.
@@ -19,12 +22,14 @@ import math
 
 import numpy as np
 
+from rtl.config import value_range
+
 __all__ = [
     "INT32_MAX",
     "INT32_MIN",
     "MULTIPLIER_MIN",
+    "per_channel_params",
     "SHIFT_RANGE",
-    "output_range",
     "quantize_multiplier",
     "requantize",
     "rounding_divide_by_pot",
@@ -43,8 +48,8 @@ def _wrap32(x: np.ndarray) -> np.ndarray:
 
 
 def srdhm(a, b) -> np.ndarray:
-    """SaturatingRoundingDoublingHighMul of int32 values: ``round(a * b / 2**31)``, ties away
-    from zero, ``INT32_MIN * INT32_MIN`` saturating to ``INT32_MAX``."""
+    """SaturatingRoundingDoublingHighMul of int32 values: ``a * b / 2**31`` to nearest, ties
+    toward +infinity (gemmlowp's nudge), ``INT32_MIN * INT32_MIN`` saturating to ``INT32_MAX``."""
     a = np.asarray(a, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
     ab = a * b  # |ab| <= 2**62: exact in int64
@@ -64,10 +69,6 @@ def rounding_divide_by_pot(x, exponent) -> np.ndarray:
     return (x >> exponent) + (remainder > threshold)
 
 
-def output_range(width: int, signed: bool) -> tuple[int, int]:
-    return (-(1 << (width - 1)), (1 << (width - 1)) - 1) if signed else (0, (1 << width) - 1)
-
-
 def requantize(
     acc, multiplier, shift, out_zero: int, out_width: int, out_signed: bool, relu: bool = False
 ) -> np.ndarray:
@@ -79,7 +80,7 @@ def requantize(
     right = np.maximum(-shift, 0)
     scaled = srdhm(_wrap32(x << left), multiplier)
     y = rounding_divide_by_pot(scaled, right) + out_zero
-    lo, hi = output_range(out_width, out_signed)
+    lo, hi = value_range(out_width, out_signed)
     if relu:
         lo = max(lo, out_zero)
     return np.clip(y, lo, hi)
@@ -102,3 +103,17 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
     if exponent > SHIFT_RANGE[1]:
         raise ValueError(f"requantization scale {real!r} is too large (shift {exponent} > 31)")
     return q, exponent
+
+
+def per_channel_params(acc, out_width: int, out_signed: bool, out_zero: int = 0, relu=False):
+    """Requantization parameters that map each channel's (column's) largest accumulator
+    magnitude onto the output range: min/max calibration of the outputs, per channel."""
+    from .gemm import QuantParams
+
+    lo, hi = value_range(out_width, out_signed)
+    span = min(hi - out_zero, out_zero - lo) if out_signed else hi - out_zero
+    span = max(span, 1)
+    peak = np.abs(np.asarray(acc, dtype=np.int64)).max(axis=0)
+    pairs = [quantize_multiplier(span / max(int(p), 1)) for p in np.atleast_1d(peak)]
+    return QuantParams(np.array([m for m, _ in pairs]), np.array([s for _, s in pairs]),
+                       out_zero, relu)  # fmt: skip

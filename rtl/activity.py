@@ -116,6 +116,7 @@ def datapath_flop_bits(config: ArrayConfig) -> dict[str, int]:
     """Register bits of the mesh by component (``pipeline``, ``accumulator``, ``stationary``,
     ``edge``), from its structure: what the clock reaches every cycle. (Equal to the flops that
     :func:`probes` finds in the Verilog; a test holds the two together.)"""
+    config = config.mesh_config()  # operands as the array sees them
     rows, cols, acc = config.rows, config.cols, config.acc_width
     skew_rows = rows * (rows - 1) // 2  # registers of the triangular skews
     skew_cols = cols * (cols - 1) // 2

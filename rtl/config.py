@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ArrayConfig", "Dataflow", "LIMITS", "DEFAULT_DEPTH", "PRECISIONS"]
+__all__ = ["ArrayConfig", "Dataflow", "LIMITS", "DEFAULT_DEPTH", "PRECISIONS", "value_range"]
 
 
 class Dataflow(enum.StrEnum):
@@ -48,6 +48,13 @@ REQUANT_MAX_ACC = 32
 
 #: Buffer depths (in edge-vector words) when none are given.
 DEFAULT_DEPTH = 1024
+
+
+def value_range(width: int, signed: bool) -> tuple[int, int]:
+    """Smallest and largest value of a ``width``-bit integer, two's complement when ``signed``."""
+    if signed:
+        return -(1 << (width - 1)), (1 << (width - 1)) - 1
+    return 0, (1 << width) - 1
 
 
 def _check_int(name: str, value: Any) -> None:

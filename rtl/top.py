@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 
 from .array import OutputStationaryArray, StationaryArray, operand_shape
 from .buffers import AccumulatorBuffer, InputBuffer, address_shape
-from .config import ArrayConfig, Dataflow
+from .config import ArrayConfig, Dataflow, value_range
 from .controller import DIM_BITS, OutputStationaryController, StationaryController
 
 __all__ = [
@@ -315,7 +315,12 @@ class Accelerator(wiring.Component):
         m.d.comb += [self.c_data.valid.eq(raw.valid), raw.ready.eq(self.c_data.ready)]
         pairs = q_buf.read_data
         shared = Signal(QUANT_PAIR, name="q_shared")
-        m.d.comb += shared.eq(pairs[opts.q_lane])
+        with m.Switch(opts.q_lane):  # a case per lane (a dynamic index is a wide shift)
+            for j in range(cfg.cols - 1):
+                with m.Case(j):
+                    m.d.comb += shared.eq(pairs[j])
+            with m.Default():  # the last lane (the host never names one past it)
+                m.d.comb += shared.eq(pairs[cfg.cols - 1])
         for j in range(cfg.cols):
             pair = Signal(QUANT_PAIR, name=f"q_pair{j}")
             m.d.comb += pair.eq(Mux(opts.q_broadcast, shared.as_value(), pairs[j].as_value()))
@@ -352,7 +357,7 @@ def requantize(m: Module, acc, pair, out_zero, relu, cfg: ArrayConfig, name: str
         mask.eq((Const(1, 33) << right) - 1),
         rounded.eq((high >> right) + ((high & mask) > ((mask >> 1) + (high < 0)))),
     ]
-    lo, hi = _out_range(cfg.out_width, cfg.out_signed)
+    lo, hi = value_range(cfg.out_width, cfg.out_signed)
     y = Signal(signed(36), name=f"{name}_y")
     floor = Signal(signed(18), name=f"{name}_floor")
     result = Signal(signed(18), name=f"{name}_out")
@@ -362,9 +367,3 @@ def requantize(m: Module, acc, pair, out_zero, relu, cfg: ArrayConfig, name: str
         result.eq(Mux(y < floor, floor, Mux(y > hi, hi, y))),
     ]
     return result
-
-
-def _out_range(width: int, is_signed: bool) -> tuple[int, int]:
-    if is_signed:
-        return -(1 << (width - 1)), (1 << (width - 1)) - 1
-    return 0, (1 << width) - 1

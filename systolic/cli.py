@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from rtl.config import DEFAULT_DEPTH, LIMITS, ArrayConfig, Dataflow
+from rtl.config import DEFAULT_DEPTH, LIMITS, PRECISIONS, ArrayConfig, Dataflow
 
 __all__ = ["main"]
 
@@ -74,6 +74,28 @@ def add_config_options(p: argparse.ArgumentParser) -> None:
         help=f"accumulator and output bits ({_range('acc_width')}, default 32); sums "
         "wrap around at this width",
     )
+    g.add_argument(
+        "--precision",
+        choices=list(PRECISIONS),
+        help="operand and accumulator bits together: int4 (acc 16), int8 (acc 32, the "
+        "default), int16 (acc 48); --a-width, --b-width, --acc-width override",
+    )
+    g.add_argument(
+        "--zero-points",
+        action="store_true",
+        default=None,
+        help="per-tensor zero points of A and B in hardware (subtracted at the array edge)",
+    )
+    g.add_argument(
+        "--requant",
+        action="store_true",
+        default=None,
+        help="a per-channel output requantization unit on the C read path (acc <= 32 bits)",
+    )
+    g.add_argument("--out-width", type=int, metavar="BITS",
+                   help=f"requantized output bits ({_range('out_width')}, default 8)")  # fmt: skip
+    g.add_argument("--out-unsigned", action="store_true", default=None,
+                   help="requantized outputs are unsigned")  # fmt: skip
     for buf, what in (("a", "A (activations)"), ("b", "B (weights)"), ("c", "C (outputs)")):
         g.add_argument(
             f"--{buf}-depth",
@@ -93,13 +115,18 @@ def config_from_args(args: argparse.Namespace) -> ArrayConfig:
             raise UsageError(
                 f"systolic {args.command}: cannot read --config {args.config}: {e.strerror}"
             ) from None
-    keys = ("dataflow", "rows", "cols", "a_width", "b_width", "acc_width")
-    for key in (*keys, "a_depth", "b_depth", "c_depth"):
+    if args.precision is not None:
+        bits, acc = PRECISIONS[args.precision]
+        values |= {"a_width": bits, "b_width": bits, "acc_width": acc}
+    keys = ("dataflow", "rows", "cols", "a_width", "b_width", "acc_width", "out_width")
+    for key in (*keys, "a_depth", "b_depth", "c_depth", "zero_points", "requant"):
         if getattr(args, key) is not None:
             values[key] = getattr(args, key)
-    for key in ("a_signed", "b_signed"):
+    for key in ("a_signed", "b_signed", "out_signed"):
         if getattr(args, key.replace("signed", "unsigned")):
             values[key] = False
+    if getattr(args, "a_zero", None) or getattr(args, "b_zero", None):
+        values["zero_points"] = True  # zero points given: the hardware must take them
     for key in ("dataflow", "rows", "cols"):
         if key not in values:
             raise UsageError(
@@ -174,24 +201,41 @@ def cmd_sim(args: argparse.Namespace) -> int:
     import numpy as np
 
     from golden.data import random_operands
-    from golden.gemm import reference
+    from golden.gemm import check_zero_points, reference, requantized_reference
+    from golden.quant import per_channel_params
     from rtl.host import chunk_sizes
-    from tb.gemm import run_gemm
+    from tb.gemm import Quant, run_gemm
 
     config = config_from_args(args)
     chunk_sizes(config, args.m, args.k, args.n)  # buffers too small: a clear error, before building
+    check_zero_points(config, args.a_zero, args.b_zero)
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**31)
     rng = np.random.default_rng(seed)
     ((a, b),) = random_operands(rng, config, [(args.m, args.k, args.n)], args.data)
     coefficients = _coefficients(args) if args.energy else None
-    result = run_gemm(config, a, b, pause=args.pause, seed=seed, activity=args.energy)
-    expected = reference(config, a, b)
+    expected = reference(config, a, b, args.a_zero, args.b_zero)
+    params = None
+    if config.requant:  # per-channel scales that map each column's range onto the output's
+        params = per_channel_params(expected, config.out_width, config.out_signed,
+                                    args.out_zero, args.relu)  # fmt: skip
+        params.check(config, args.n)
+        expected = requantized_reference(config, a, b, args.a_zero, args.b_zero, params)
+    quant = Quant(args.a_zero, args.b_zero, params)
+    result = run_gemm(config, a, b, pause=args.pause, seed=seed, activity=args.energy,
+                      quant=[quant])  # fmt: skip
     mismatches = int(np.count_nonzero(result.c != expected))
     summary = result.summary() | {
         "seed": seed,
         "data": args.data.text,
         "bit_exact": mismatches == 0,
         "mismatches": mismatches,
+        "quant": {
+            "a_zero": args.a_zero,
+            "b_zero": args.b_zero,
+            "requant": config.requant,
+            "out_zero": args.out_zero,
+            "relu": args.relu,
+        },  # fmt: skip
     }
     report = None
     if args.energy:
@@ -454,6 +498,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="{random,zeros,sparse:P}",
         help="operand data: uniform random (default), all zeros, or random with a fraction P "
         "of zeros",
+    )
+    sim.add_argument("--a-zero", type=int, default=0, metavar="Z",
+                     help="zero point of A (implies --zero-points; default 0)")  # fmt: skip
+    sim.add_argument("--b-zero", type=int, default=0, metavar="Z",
+                     help="zero point of B (implies --zero-points; default 0)")  # fmt: skip
+    sim.add_argument("--out-zero", type=int, default=0, metavar="Z",
+                     help="output zero point, with --requant (default 0)")  # fmt: skip
+    sim.add_argument(
+        "--relu",
+        action="store_true",
+        help="ReLU in the requantization (clamp at the output zero point)",
     )
     sim.add_argument(
         "--pause",

@@ -9,10 +9,15 @@ from tb.lint import lint
 from .configs import SIM_CONFIGS
 
 LINT_ONLY = [ArrayConfig(d, 32, 32) for d in ("ws", "os")] + [ArrayConfig("is", 16, 9)]
+#: The quantized integer path: zero points at the edge and the requantization unit.
+QUANT = [
+    ArrayConfig("ws", 4, 4, a_signed=False, zero_points=True, requant=True),
+    ArrayConfig("is", 3, 5, zero_points=True, requant=True, out_signed=False, out_width=4),
+]
 
 
 @pytest.mark.parametrize("kind", ["array", "accelerator"])
-@pytest.mark.parametrize("config", SIM_CONFIGS + LINT_ONLY, ids=lambda c: c.name)
+@pytest.mark.parametrize("config", SIM_CONFIGS + LINT_ONLY + QUANT, ids=lambda c: c.name)
 def test_lint_clean(config, kind, tmp_path):
     paths = write_design(config, tmp_path, kind)
     result = lint(paths["verilog"], TOPS[kind])
