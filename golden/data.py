@@ -75,6 +75,23 @@ class DataKind:
             values[rng.random(shape) < self.zero_fraction] = 0
         return values
 
+    def bf16_matrix(self, rng, shape) -> np.ndarray:
+        """bf16 bit patterns of standard normal values (zeros as this kind says)."""
+        from .bf16 import bf16_bits
+
+        values = rng.standard_normal(shape)
+        if self.zero_fraction:
+            values[rng.random(shape) < self.zero_fraction] = 0.0
+        return bf16_bits(values)
+
+    def operand(self, rng, shape, config: ArrayConfig, which: str) -> np.ndarray:
+        """Operand ``which`` (``"a"`` or ``"b"``) of ``config``: integers in its range, or bf16
+        bit patterns of normal values for ``number="bf16"``."""
+        if config.number == "bf16":
+            return self.bf16_matrix(rng, shape)
+        return self.matrix(rng, shape, getattr(config, f"{which}_width"),
+                           getattr(config, f"{which}_signed"))  # fmt: skip
+
 
 def random_operands(
     rng: np.random.Generator,
@@ -86,9 +103,6 @@ def random_operands(
     unless ``data`` says otherwise)."""
     data = data or DataKind()
     return [
-        (
-            data.matrix(rng, (m, k), config.a_width, config.a_signed),
-            data.matrix(rng, (k, n), config.b_width, config.b_signed),
-        )
+        (data.operand(rng, (m, k), config, "a"), data.operand(rng, (k, n), config, "b"))
         for m, k, n in shapes
     ]

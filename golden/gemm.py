@@ -98,6 +98,10 @@ def reference(
     (zero points need ``config.zero_points``)."""
     check_zero_points(config, a_zero, b_zero)
     a, b = check_operands(config, a, b)
+    if config.number == "bf16":
+        from .bf16 import bf16_gemm
+
+        return bf16_gemm(a, b, bf16_order(config, a.shape[0], a.shape[1], b.shape[1]))
     c = (a - a_zero).view(np.uint64) @ (b - b_zero).view(np.uint64)
     return wrap(c, config.acc_width, config.c_signed)
 
@@ -112,6 +116,19 @@ def requantized_reference(
     acc = reference(config, a, b, a_zero, b_zero)
     return requantize(acc, params.multiplier, params.shift, params.out_zero, config.out_width,
                       config.out_signed, params.relu)  # fmt: skip
+
+
+def bf16_order(config: ArrayConfig, m: int, k: int, n: int) -> list[tuple[int, int]]:
+    """The K ranges the bf16 hardware sums separately and then adds into C in order: tiles of
+    ``rows`` (WS, IS: one term per PE row, the last zero-padded), or the host's K chunks (OS:
+    a whole command's K in one PE)."""
+    from rtl.config import Dataflow
+    from rtl.host import chunk_sizes
+
+    if config.dataflow is Dataflow.OS:
+        size = chunk_sizes(config, m, k, n)["k"]
+        return [(k0, min(k, k0 + size)) for k0 in range(0, k, size)]
+    return [(k0, k0 + config.rows) for k0 in range(0, k, config.rows)]
 
 
 def check_zero_points(config: ArrayConfig, a_zero: int, b_zero: int) -> None:

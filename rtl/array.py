@@ -12,6 +12,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .config import ArrayConfig, Dataflow
+from .fp import arithmetic
 from .pe import OutputStationaryPE, StationaryPE
 
 __all__ = ["Flow", "StationaryArray", "OutputStationaryArray"]
@@ -182,6 +183,7 @@ class StationaryArray(_Array):
                 stream_shape=self.streaming_shape(cfg),
                 stationary_shape=self.stationary_shape(cfg),
                 acc_shape=self.acc_shape(cfg),
+                arithmetic=arithmetic(cfg),
             ),
         )
         stream = self.stream
@@ -268,6 +270,7 @@ class OutputStationaryArray(_Array):
                 a_shape=layout["a"].shape.elem_shape,
                 b_shape=layout["b"].shape.elem_shape,
                 acc_shape=acc_shape,
+                arithmetic=arithmetic(cfg),
             ),
         )
         ops = self.operands

@@ -12,7 +12,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .array import Flow
-from .pe import wrapping_add
+from .fp import IntegerArithmetic
 
 __all__ = ["ADDR_BITS", "InputBuffer", "AccumulatorBuffer", "address_shape"]
 
@@ -99,7 +99,8 @@ class AccumulatorBuffer(_Buffer):
         being emptied in the same cycle; its word appears in ``read_data`` the next cycle.
     """
 
-    def __init__(self, *, word: data.ArrayLayout, depth: int):
+    def __init__(self, *, word: data.ArrayLayout, depth: int, arithmetic=IntegerArithmetic):
+        self._arith = arithmetic
         super().__init__(
             word,
             depth,
@@ -128,8 +129,8 @@ class AccumulatorBuffer(_Buffer):
         m.d.comb += [old.addr.eq(upd.payload.addr), old.en.eq(upd.valid)]
         m.d.sync += [pending.eq(upd.payload), pending_valid.eq(upd.valid)]
         for i in range(self._word.length):
-            base = Mux(pending.accumulate, old.data[i], 0)
-            m.d.comb += wp.data[i].eq(wrapping_add(pending.data[i], base))
+            total = self._arith.add(m, old.data[i], pending.data[i], f"sum{i}")
+            m.d.comb += wp.data[i].eq(Mux(pending.accumulate, total, pending.data[i]))
         m.d.comb += [wp.addr.eq(pending.addr), wp.en.eq(pending_valid)]
 
         # Host reads: a one-entry output register in front of the SRAM's own data register.

@@ -41,6 +41,9 @@ LIMITS = {
 #: of up to 2**(acc - 2*bits) terms without wrapping (int4 -> 16, int8 -> 32, int16 -> 48).
 PRECISIONS = {"int4": (4, 16), "int8": (8, 32), "int16": (16, 48)}
 
+#: Number formats: integers, or bf16 operands with fp32 accumulation.
+NUMBERS = ("int", "bf16")
+
 #: Largest operand width with zero points: the array sees ``value - zero`` in one more bit.
 ZERO_POINT_MAX_WIDTH = 15
 #: Requantization takes the int32 accumulator of the common int8 runtimes.
@@ -90,6 +93,9 @@ class ArrayConfig:
     a_depth, b_depth, c_depth : int
         Words in the A, B and C buffers, 1 to 65536. A word is one array-edge vector (see
         :mod:`rtl.top` for each dataflow's layout); C words are at accumulator width.
+    number : str
+        ``"int"`` (integers of the widths above) or ``"bf16"``: bf16 operands, fp32 accumulation
+        (see :mod:`golden.bf16`); bf16 fixes the widths at 16, 16 and 32 bits.
     zero_points : bool
         Per-tensor zero points of A and B (command fields): the array computes
         ``(A - za) @ (B - zb)``, subtracting at its edge (operands up to 15 bits).
@@ -115,6 +121,7 @@ class ArrayConfig:
     c_depth: int = DEFAULT_DEPTH
     zero_points: bool = False
     requant: bool = False
+    number: str = "int"
     out_width: int = 8
     out_signed: bool = True
     q_depth: int = 256
@@ -130,6 +137,16 @@ class ArrayConfig:
             _check_int(name, getattr(self, name))
         for name in ("a_signed", "b_signed", "zero_points", "requant", "out_signed"):
             _check_bool(name, getattr(self, name))
+        if self.number not in NUMBERS:
+            raise ValueError(f"number must be one of {', '.join(map(repr, NUMBERS))}, "
+                             f"not {self.number!r}")  # fmt: skip
+        if self.number == "bf16":
+            if self.zero_points or self.requant:
+                raise ValueError("number 'bf16' takes no zero_points or requant (integer only)")
+            # bf16 operands and fp32 sums travel as bit patterns
+            for name, value in (("a_width", 16), ("b_width", 16), ("acc_width", 32),
+                                ("a_signed", False), ("b_signed", False)):  # fmt: skip
+                object.__setattr__(self, name, value)
         if self.zero_points and max(self.a_width, self.b_width) > ZERO_POINT_MAX_WIDTH:
             raise ValueError(
                 f"zero_points need a_width and b_width <= {ZERO_POINT_MAX_WIDTH} (the array "
@@ -147,7 +164,7 @@ class ArrayConfig:
     def c_signed(self) -> bool:
         """Outputs are two's-complement when either operand is signed (or offset by a zero
         point, which makes it signed)."""
-        return self.a_signed or self.b_signed or self.zero_points
+        return (self.a_signed or self.b_signed or self.zero_points) and self.number == "int"
 
     @property
     def mesh_widths(self) -> tuple[int, int]:
@@ -184,6 +201,8 @@ class ArrayConfig:
         b = operand(self.b_width, self.b_signed)
         precision = a if a == b else f"a{a}-b{b}"
         name = f"{self.dataflow.value}-{self.rows}x{self.cols}-{precision}-acc{self.acc_width}"
+        if self.number == "bf16":
+            name = f"{self.dataflow.value}-{self.rows}x{self.cols}-bf16"
         depths = (self.a_depth, self.b_depth, self.c_depth)
         if depths != (DEFAULT_DEPTH,) * 3:
             name += "-d" + ".".join(map(str, depths))

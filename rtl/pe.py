@@ -11,16 +11,9 @@ from amaranth import Module, Mux, Shape, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["StationaryPE", "OutputStationaryPE", "wrapping_add"]
+from .fp import IntegerArithmetic
 
-
-def wrapping_add(a, b):
-    """``a + b`` modulo ``2**len(a)``: the carry out is dropped, as a two's-complement adder does.
-
-    Both operands must already have the accumulator's width, so the generated Verilog adds operands
-    of equal width (no implicit extension for lint to flag).
-    """
-    return (a + b)[: len(a)]
+__all__ = ["StationaryPE", "OutputStationaryPE"]
 
 
 class StationaryPE(wiring.Component):
@@ -43,9 +36,13 @@ class StationaryPE(wiring.Component):
         """What travels east: the streaming operand and its flags."""
         return data.StructLayout({"x": stream_shape, "valid": 1, "bank": 1})
 
-    def __init__(self, *, stream_shape: Shape, stationary_shape: Shape, acc_shape: Shape):
+    def __init__(
+        self, *, stream_shape: Shape, stationary_shape: Shape, acc_shape: Shape,
+        arithmetic=IntegerArithmetic,
+    ):  # fmt: skip
         self._stationary_shape = Shape.cast(stationary_shape)
         self._acc_shape = Shape.cast(acc_shape)
+        self._arith = arithmetic
         lane = self.lane_layout(stream_shape)
         super().__init__(
             {
@@ -71,12 +68,10 @@ class StationaryPE(wiring.Component):
         x = self.west
         # The multiplier's operands, named so toggle counts can find them (rtl.activity).
         mul_a, mul_b = Signal.like(x.x, name="mul_a"), Signal.like(w[0], name="mul_b")
-        product = Signal(self._acc_shape, name="product")
-        m.d.comb += [mul_a.eq(x.x), mul_b.eq(Mux(x.bank, w[1], w[0])), product.eq(mul_a * mul_b)]
-        m.d.sync += [
-            self.east.eq(x),
-            self.psum_out.eq(wrapping_add(self.psum_in, Mux(x.valid, product, 0))),
-        ]
+        m.d.comb += [mul_a.eq(x.x), mul_b.eq(Mux(x.bank, w[1], w[0]))]
+        product = self._arith.multiply(m, mul_a, mul_b, self._acc_shape, "product")
+        total = self._arith.add(m, self.psum_in, product, "sum")
+        m.d.sync += [self.east.eq(x), self.psum_out.eq(Mux(x.valid, total, self.psum_in))]
         return m
 
 
@@ -97,8 +92,11 @@ class OutputStationaryPE(wiring.Component):
         """What travels east: the A operand and its flags."""
         return data.StructLayout({"a": a_shape, "valid": 1, "last": 1})
 
-    def __init__(self, *, a_shape: Shape, b_shape: Shape, acc_shape: Shape):
+    def __init__(
+        self, *, a_shape: Shape, b_shape: Shape, acc_shape: Shape, arithmetic=IntegerArithmetic
+    ):
         self._acc_shape = Shape.cast(acc_shape)
+        self._arith = arithmetic
         lane = self.lane_layout(a_shape)
         super().__init__(
             {
@@ -116,11 +114,13 @@ class OutputStationaryPE(wiring.Component):
         acc = Signal(self._acc_shape, name="acc_reg")
         m.d.comb += self.acc.eq(acc)
         mul_a, mul_b = Signal.like(a.a, name="mul_a"), Signal.like(self.b_in, name="mul_b")
-        product = Signal(self._acc_shape, name="product")
-        m.d.comb += [mul_a.eq(a.a), mul_b.eq(self.b_in), product.eq(mul_a * mul_b)]
-        kept = Mux(self.east.last, 0, acc)
+        m.d.comb += [mul_a.eq(a.a), mul_b.eq(self.b_in)]
+        product = self._arith.multiply(m, mul_a, mul_b, self._acc_shape, "product")
+        kept = Signal(self._acc_shape, name="kept")
+        m.d.comb += kept.eq(Mux(self.east.last, 0, acc))
+        total = self._arith.add(m, kept, product, "sum")
         m.d.sync += [
-            acc.eq(wrapping_add(kept, Mux(a.valid, product, 0))),
+            acc.eq(Mux(a.valid, total, kept)),
             self.east.a.eq(a.a),
             self.east.valid.eq(a.valid),
             self.east.last.eq(a.valid & a.last),

@@ -10,6 +10,7 @@ from .array import OutputStationaryArray, StationaryArray, operand_shape
 from .buffers import AccumulatorBuffer, InputBuffer, address_shape
 from .config import ArrayConfig, Dataflow, value_range
 from .controller import DIM_BITS, OutputStationaryController, StationaryController
+from .fp import arithmetic
 
 __all__ = [
     "Accelerator",
@@ -169,7 +170,9 @@ class Accelerator(wiring.Component):
         words = word_layouts(cfg)
         m.submodules.a_buffer = a_buf = InputBuffer(word=words["a"], depth=cfg.a_depth)
         m.submodules.b_buffer = b_buf = InputBuffer(word=words["b"], depth=cfg.b_depth)
-        m.submodules.c_buffer = c_buf = AccumulatorBuffer(word=words["c"], depth=cfg.c_depth)
+        m.submodules.c_buffer = c_buf = AccumulatorBuffer(
+            word=words["c"], depth=cfg.c_depth, arithmetic=arithmetic(cfg)
+        )
         wiring.connect(m, wiring.flipped(self.a_write), a_buf.write)
         wiring.connect(m, wiring.flipped(self.b_write), b_buf.write)
         if cfg.requant:
