@@ -27,9 +27,9 @@ def bf16_mul(m: Module, a, b, name: str):
     """fp32 bits of the product of bf16 bits ``a`` and ``b`` (exact, see module)."""
     sa, ea, fa = a[15], a[7:15], a[0:7]
     sb, eb, fb = b[15], b[7:15], b[0:7]
-    a_zero, b_zero = ea == 0, eb == 0  # zero or subnormal: zero
-    a_inf, b_inf = (ea == 0xFF) & (fa == 0), (eb == 0xFF) & (fb == 0)
-    a_nan, b_nan = (ea == 0xFF) & (fa != 0), (eb == 0xFF) & (fb != 0)
+    a_zero, b_zero = ~ea.any(), ~eb.any()  # zero or subnormal: zero
+    a_inf, b_inf = (ea == 0xFF) & ~fa.any(), (eb == 0xFF) & ~fb.any()
+    a_nan, b_nan = (ea == 0xFF) & fa.any(), (eb == 0xFF) & fb.any()
     sign = Signal(name=f"{name}_sign")
     nan = Signal(name=f"{name}_nan")
     inf = Signal(name=f"{name}_inf")
@@ -62,9 +62,9 @@ def fp32_add(m: Module, x, y, name: str):
     """fp32 bits of ``x + y``, rounded to nearest even, subnormals flushed (see module)."""
     sx, ex, fx = x[31], x[23:31], x[0:23]
     sy, ey, fy = y[31], y[23:31], y[0:23]
-    x_zero, y_zero = ex == 0, ey == 0
-    x_inf, y_inf = (ex == 0xFF) & (fx == 0), (ey == 0xFF) & (fy == 0)
-    x_nan, y_nan = (ex == 0xFF) & (fx != 0), (ey == 0xFF) & (fy != 0)
+    x_zero, y_zero = ~ex.any(), ~ey.any()
+    x_inf, y_inf = (ex == 0xFF) & ~fx.any(), (ey == 0xFF) & ~fy.any()
+    x_nan, y_nan = (ex == 0xFF) & fx.any(), (ey == 0xFF) & fy.any()
 
     # order by magnitude: L is the larger
     x_big = Signal(name=f"{name}_xbig")
@@ -138,7 +138,7 @@ def fp32_add(m: Module, x, y, name: str):
         m.d.comb += out.eq(y)
     with m.Elif(y_zero):
         m.d.comb += out.eq(x)
-    with m.Elif(total == 0):  # x + (-x)
+    with m.Elif(~total.any()):  # x + (-x)
         m.d.comb += out.eq(0)
     with m.Elif(er >= 0xFF):
         m.d.comb += out.eq(_pack(sl, Const(0xFF, 8), Const(0, 23)))

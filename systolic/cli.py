@@ -76,9 +76,10 @@ def add_config_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--precision",
-        choices=list(PRECISIONS),
+        choices=[*PRECISIONS, "bf16"],
         help="operand and accumulator bits together: int4 (acc 16), int8 (acc 32, the "
-        "default), int16 (acc 48); --a-width, --b-width, --acc-width override",
+        "default), int16 (acc 48), or bf16 (fp32 accumulation); --a-width, --b-width, "
+        "--acc-width override the integer ones",
     )
     g.add_argument(
         "--zero-points",
@@ -115,7 +116,9 @@ def config_from_args(args: argparse.Namespace) -> ArrayConfig:
             raise UsageError(
                 f"systolic {args.command}: cannot read --config {args.config}: {e.strerror}"
             ) from None
-    if args.precision is not None:
+    if args.precision == "bf16":
+        values["number"] = "bf16"
+    elif args.precision is not None:
         bits, acc = PRECISIONS[args.precision]
         values |= {"a_width": bits, "b_width": bits, "acc_width": acc}
     keys = ("dataflow", "rows", "cols", "a_width", "b_width", "acc_width", "out_width")

@@ -13,6 +13,8 @@ LINT_ONLY = [ArrayConfig(d, 32, 32) for d in ("ws", "os")] + [ArrayConfig("is", 
 QUANT = [
     ArrayConfig("ws", 4, 4, a_signed=False, zero_points=True, requant=True),
     ArrayConfig("is", 3, 5, zero_points=True, requant=True, out_signed=False, out_width=4),
+    ArrayConfig("ws", 3, 3, number="bf16"),
+    ArrayConfig("os", 2, 4, number="bf16"),
 ]
 
 
