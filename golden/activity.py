@@ -51,6 +51,22 @@ def _pad(mat: np.ndarray, rows: int, cols: int) -> np.ndarray:
     return out
 
 
+def _running_sums(config, x, w, axis: int, mask) -> np.ndarray:
+    """Bit patterns of the running sums of ``x * w`` along ``axis``: wrapped integers, or for
+    bf16 the fp32 sums in the hardware's order (golden.bf16)."""
+    if config.number != "bf16":
+        return np.cumsum(x * w, axis=axis).astype(np.uint64) & mask
+    from .bf16 import fp32_add, product
+
+    terms = np.moveaxis(product(x, w), axis, 0)
+    sums = np.empty_like(terms)
+    total = np.zeros(terms.shape[1:], dtype=np.int64)  # +0
+    for i, term in enumerate(terms):
+        total = fp32_add(total, term)
+        sums[i] = total
+    return np.moveaxis(sums, 0, axis).astype(np.uint64)
+
+
 class _Counts(dict):
     def add(self, component: str, traffic: str, flips) -> None:
         key = (component, traffic)
@@ -113,8 +129,7 @@ def _stationary(config, x, s, counts, state, separate):
     for ri, qi in tiles:
         xt = xp[:, qi * rows : qi * rows + rows]
         st = sp[qi * rows : qi * rows + rows, ri * cols : ri * cols + cols]
-        partial = np.cumsum(xt[:, :, None] * st[None, :, :], axis=1)  # (P, rows, cols)
-        bits = partial.astype(np.uint64) & mask
+        bits = _running_sums(config, xt[:, :, None], st[None, :, :], axis=1, mask=mask)
         psum += _flips(bits, prev)
         results += _flips(bits[:, rows - 1, :], prev[rows - 1])
         prev = bits[-1]
@@ -162,8 +177,7 @@ def _output_stationary(config, a, b, counts, state, separate):
     for mi, ni in tiles:
         at = ap[mi * rows : mi * rows + rows]
         bt = bp[:, ni * cols : ni * cols + cols]
-        running = np.cumsum(at.T[:, :, None] * bt[:, None, :], axis=0)  # (K, rows, cols)
-        bits = running.astype(np.uint64) & mask
+        bits = _running_sums(config, at.T[:, :, None], bt[:, None, :], axis=0, mask=mask)
         flips += _flips(bits, prev)
         prev = bits[-1]
         if separate:

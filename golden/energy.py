@@ -51,7 +51,14 @@ LEVELS = ("array", "buffer", "offchip")
 # What a coefficients file holds: section -> figure names (each a {value, source} table).
 _SCHEMA = {
     "clock_mhz": None,
-    "mac": ("multiply_8bit", "add_32bit", "reference_activity", "multiply_width_exponent"),
+    "mac": (
+        "multiply_8bit",
+        "add_32bit",
+        "reference_activity",
+        "multiply_width_exponent",
+        "multiply_bf16",
+        "add_fp32",
+    ),
     "toggle": COMPONENTS[1:],  # every component but the multiplier, priced from mac
     "sram": ("points", "write_factor"),
     "dram": ("access_64bit",),
@@ -88,11 +95,14 @@ class Coefficients:
     def per_toggle(self, component: str, config: ArrayConfig) -> float:
         """pJ per bit flip of ``component``."""
         ref = self.mac["reference_activity"]
+        bf16 = config.number == "bf16"
         if component == "multiplier":
             a, b = config.mesh_widths  # with zero points, one bit wider than the buffers
-            return self.multiply(a, b) / (ref * (a + b))
+            energy = self.mac["multiply_bf16"] if bf16 else self.multiply(a, b)
+            return energy / (ref * (a + b))
         if component == "accumulator":
-            return self.toggle["accumulator"] + self.mac["add_32bit"] / (ref * 32)
+            adder = self.mac["add_fp32"] if bf16 else self.mac["add_32bit"]
+            return self.toggle["accumulator"] + adder / (ref * 32)
         return self.toggle[component]
 
     def sram_access(self, width_bits: int, depth: int) -> float:
@@ -287,7 +297,7 @@ def energy(
         if component == "multiplier":
             add(component, "compute", "array", flips * co.per_toggle(component, config))
         elif component == "accumulator":
-            adder = co.per_toggle(component, config) - co.toggle["accumulator"]
+            adder = co.per_toggle(component, config) - co.toggle["accumulator"]  # the rest
             add(component, "compute", "array", flips * adder)
             add(component, klass, "array", flips * co.toggle["accumulator"])
         elif component == "control" or klass == "control":
