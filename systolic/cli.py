@@ -444,6 +444,23 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_accuracy(args: argparse.Namespace) -> int:
+    from tb.accuracy import run_accuracy
+
+    experiment = run_accuracy(args.samples, args.rows, args.seed)
+    if args.json:
+        print(json.dumps({"float_accuracy": experiment.float_accuracy,
+                          "test_samples": experiment.test_samples,
+                          "results": [vars(r) for r in experiment.results]}, indent=2))  # fmt: skip
+    else:
+        print(
+            f"MLP 64-48-10 on a generated 10-class task, {experiment.test_samples} test "
+            f"samples, through the simulated {args.rows}x{args.rows} WS accelerator:"
+        )
+        print(experiment.table())
+    return 0 if all(r.rtl_equals_golden for r in experiment.results) else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="systolic",
@@ -613,6 +630,21 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("results", type=Path, help="a results.jsonl written by systolic sweep")
     rep.add_argument("--out", type=Path, metavar="DIR", help="where to write the report")
     rep.set_defaults(func=cmd_report)
+
+    acc = sub.add_parser(
+        "accuracy",
+        help="accuracy retention of int8, int4 and bf16 against float, through the RTL",
+        description="Train a small MLP in numpy on generated data, quantize it (per-tensor "
+        "asymmetric activations, per-channel symmetric weights, requantization with ReLU), run "
+        "it through the simulated accelerator in int8, int4 and bf16, and print test accuracy, "
+        "retention relative to float, pJ/MAC from RTL toggles and whether the RTL matched "
+        "golden/ bit for bit (exit 1 if not).",
+    )
+    acc.add_argument("--samples", type=_positive, default=1000, help="test samples (1000)")
+    acc.add_argument("--rows", type=_positive, default=8, help="array rows = cols (8)")
+    acc.add_argument("--seed", type=int, default=0, help="data and training seed (0)")
+    acc.add_argument("--json", action="store_true", help="print the results as JSON")
+    acc.set_defaults(func=cmd_accuracy)
     return parser
 
 

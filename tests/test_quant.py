@@ -249,3 +249,33 @@ def test_cli_sim_precision_zero_points_and_requant():
     out = json.loads(r.stdout)
     assert out["bit_exact"] and out["quant"]["a_zero"] == 200 and out["quant"]["requant"]
     assert out["config"] == "ws-2x3-au8-bi8-acc32-zp-rqi8"
+
+
+# -- calibration and accuracy retention --------------------------------------------------------
+
+
+def test_calibration_represents_zero_and_the_range(seed):
+    from golden.calibrate import choose_scale, dequantize, quantize
+
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((200, 6)) * np.array([0.1, 1, 10, 100, 1000, 1e-3]) + 0.5
+    for kwargs in [{}, {"per_channel": True}, {"method": "percentile", "percentile": 99.0},
+                   {"per_channel": True, "symmetric": True}]:  # fmt: skip
+        s = choose_scale(x, 8, signed=True, **kwargs)
+        q = quantize(x, s)
+        assert q.min() >= -128 and q.max() <= 127
+        assert np.all(dequantize(quantize(np.zeros(6), s), s) == 0)  # zero is exact
+        if kwargs.get("method") != "percentile":  # min/max: every value within half a step
+            assert np.all(np.abs(dequantize(q, s) - x) <= s.scale / 2 + 1e-12)
+
+
+def test_accuracy_retention_through_the_rtl():
+    from tb.accuracy import run_accuracy
+
+    experiment = run_accuracy(test_samples=300, rows=4)
+    print(experiment.table())
+    assert experiment.float_accuracy > 0.8  # the task is learnable, and not trivially
+    by_name = {r.precision: r for r in experiment.results}
+    assert all(r.rtl_equals_golden for r in experiment.results)
+    assert by_name["int8"].retention >= 0.97 and by_name["bf16"].retention >= 0.98
+    assert by_name["int4"].pj_per_mac < by_name["int8"].pj_per_mac
