@@ -167,6 +167,15 @@ class ArrayConfig:
         return (self.a_signed or self.b_signed or self.zero_points) and self.number == "int"
 
     @property
+    def precision(self) -> str:
+        """``bf16``, ``int8`` (equal integer widths) or ``a8b4`` (different ones)."""
+        if self.number == "bf16":
+            return "bf16"
+        if self.a_width == self.b_width:
+            return f"int{self.a_width}"
+        return f"a{self.a_width}b{self.b_width}"
+
+    @property
     def mesh_widths(self) -> tuple[int, int]:
         """Bits of A and B operands inside the array: one more with zero points (signed)."""
         extra = 1 if self.zero_points else 0

@@ -86,7 +86,7 @@ def summarize(
         "dataflow": config.dataflow.value,
         "array": f"{config.rows}x{config.cols}",
         "pes": config.pes,
-        "precision": f"int{config.a_width}",
+        "precision": config.precision,
         "workload": {k: v for k, v in workload.to_dict().items() if k != "gemms"},
         "macs": macs,
         "cycles": cycles,

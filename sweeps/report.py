@@ -11,6 +11,8 @@ import math
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import numpy as np
+
 from .pareto import OBJECTIVES, group_key, pareto_front
 from .run import load_results
 
@@ -330,6 +332,40 @@ def _summary(points: list[dict]) -> list[str]:
     return lines
 
 
+def _precision_table(points: list[dict]) -> tuple[list[str], list[list[str]], list[str]]:
+    """Per workload and precision, the lowest energy per inference over configurations and its
+    pJ/MAC; and, per precision, the geometric-mean ratio of that energy to the first
+    precision's. Empty when the sweep has one precision."""
+    precisions = sorted({p["precision"] for p in points}, key=lambda s: (s == "bf16", len(s), s))
+    if len(precisions) < 2:
+        return [], [], []
+    best: dict[tuple[str, str], dict] = {}
+    for p in points:
+        key = (p["workload"]["name"], p["precision"])
+        if key not in best or p["energy_per_inference_pj"] < best[key]["energy_per_inference_pj"]:
+            best[key] = p
+    head = ["workload"] + [f"{q}: uJ/inference (pJ/MAC)" for q in precisions]
+    rows, ratios = [], defaultdict(list)
+    for name in sorted({p["workload"]["name"] for p in points}):
+        row = [name]
+        for q in precisions:
+            p = best.get((name, q))
+            cell = "-"
+            if p is not None:
+                cell = f"{_fmt(p['energy_per_inference_pj'] / 1e6)} ({p['pj_per_mac']:.2f})"
+            row.append(cell)
+            base = best.get((name, precisions[0]))
+            if p is not None and base is not None:
+                ratios[q].append(p["energy_per_inference_pj"] / base["energy_per_inference_pj"])
+        rows.append(row)
+    lines = [
+        f"{q}: energy per inference {math.exp(np.mean(np.log(ratios[q]))):.2f}x that of "
+        f"{precisions[0]} (geometric mean over {len(ratios[q])} workloads, best configuration of "
+        f"each)." for q in precisions[1:] if ratios[q]
+    ]  # fmt: skip
+    return head, rows, lines
+
+
 def _fmt(value, digits=3) -> str:
     if value is None:
         return "-"
@@ -407,6 +443,8 @@ def write_report(results: Path, out: Path | None = None) -> dict[str, Path]:
     kinds = Counter(p["evaluated"] for p in points)
     rtl = [p for p in points if p["evaluated"] == "rtl"]
     summary = _summary(points)
+    precision_head, precision_rows, precision_lines = _precision_table(points)
+    summary += precision_lines
     if rtl:
         worst = max(rtl, key=lambda p: abs(p["model_diff"]["energy_percent"]))
         cycles_equal = sum(p["model_diff"]["cycles"] == 0 for p in rtl)
@@ -459,6 +497,10 @@ def write_report(results: Path, out: Path | None = None) -> dict[str, Path]:
     md += [f"- {line}" for line in summary]
     for name, path in plots.items():
         md += ["", f"## {name.capitalize()}", "", captions[name], "", f"![{name}]({path.name})"]
+    if precision_rows:
+        md += ["", "## Precision", "", "Lowest energy per inference of each workload at each "
+               "precision (its pJ/MAC in brackets).", ""]  # fmt: skip
+        md += _md_table(precision_head, precision_rows)
     md += ["", "## Pareto front", ""] + _md_table(front_head, front_rows)
     md += ["", "## Every point", ""] + _md_table(head, rows)
     if fail_rows:
@@ -487,6 +529,8 @@ def write_report(results: Path, out: Path | None = None) -> dict[str, Path]:
             f"<h2>{name.capitalize()}</h2><p>{html.escape(captions[name])}</p>"
             f'<img alt="{name}" src="data:image/png;base64,{data}">'
         )
+    if precision_rows:
+        parts.append("<h2>Precision</h2>" + table(precision_head, precision_rows))
     parts.append("<h2>Pareto front</h2>" + table(front_head, front_rows))
     parts.append("<h2>Every point</h2>" + table(head, rows))
     if fail_rows:

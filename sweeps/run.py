@@ -111,7 +111,7 @@ def select_rtl(sweep: Sweep, points: list[_Point], models: dict[str, dict]) -> l
     eligible = [
         p for p in points
         if p.id in models and p.workload.name not in sweep.model_only
-        and p.simulated_macs <= sweep.max_macs
+        and p.config.precision in sweep.rtl_precision and p.simulated_macs <= sweep.max_macs
     ]  # fmt: skip
     if sweep.rtl == "all":
         return eligible

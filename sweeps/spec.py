@@ -6,7 +6,7 @@ Validated whole before anything runs; every error names the file, the line and t
     configs:                    # lists are crossed
       dataflow: [ws, os, is]
       array: [8x8, 16x16]       # ROWSxCOLS
-      precision: [int8]         # int4, int8 or int16 operands (accumulators 16, 32, 48 bits)
+      precision: [int8, bf16]   # int4, int8, int16 (accumulators 16, 32, 48 bits) or bf16
       depth: [4096]             # words of each buffer
     workloads:
       - transformer: bert-base  # bert-base, bert-large, gpt2-small
@@ -23,6 +23,7 @@ Validated whole before anything runs; every error names the file, the line and t
       sample: 4                 # how many, for rtl: sample
       max_macs: 300000000       # RTL only where the simulated MACs are at most this
       timeout: 900              # seconds per simulator process
+      rtl_precision: [int8]     # only these precisions' configurations run RTL (default: all)
     data: random                # operand data: random, zeros, sparse:P
     seed: 0
     coefficients: my.toml       # energy coefficients (default: golden/coefficients/horowitz45.toml)
@@ -37,7 +38,7 @@ from pathlib import Path
 import yaml
 
 from golden.data import DataKind
-from rtl.config import ArrayConfig
+from rtl.config import PRECISIONS, ArrayConfig
 
 from .workloads import (
     CNNS,
@@ -51,15 +52,16 @@ from .workloads import (
 )
 from .workloads import transformer as transformer_workload
 
-__all__ = ["PRECISIONS", "RTL_MODES", "SpecError", "Sweep", "load_spec"]
+__all__ = ["PRECISION_NAMES", "RTL_MODES", "SpecError", "Sweep", "load_spec"]
 
 #: Operand and accumulator widths of each precision name.
-PRECISIONS = {"int4": (4, 16), "int8": (8, 32), "int16": (16, 48)}
+#: Precision names of the spec: the integer presets of rtl.config, and bf16.
+PRECISION_NAMES = (*PRECISIONS, "bf16")
 RTL_MODES = ("none", "all", "sample", "pareto")
 
 _TOP_KEYS = ("name", "configs", "workloads", "evaluate", "data", "seed", "coefficients")
 _CONFIG_KEYS = ("dataflow", "array", "precision", "depth")
-_EVALUATE_KEYS = ("rtl", "sample", "max_macs", "timeout")
+_EVALUATE_KEYS = ("rtl", "sample", "max_macs", "timeout", "rtl_precision")
 
 
 class SpecError(ValueError):
@@ -82,6 +84,7 @@ class Sweep:
     seed: int = 0
     coefficients: Path | None = None
     model_only: set[str] = field(default_factory=set)  # workloads marked rtl: false
+    rtl_precision: set[str] = field(default_factory=lambda: set(PRECISION_NAMES))
     raw: dict = field(default_factory=dict)
 
     @property
@@ -167,28 +170,24 @@ def _configs(doc: _Doc, raw) -> list[ArrayConfig]:
             raise doc.error(where, f"must be ROWSxCOLS like 8x8, not {text!r}")
         arrays.append((int(shape[0]), int(shape[1])))
     for p in axes["precision"]:
-        if p not in PRECISIONS:
+        if p not in PRECISION_NAMES:
             raise doc.error(
-                (*path, "precision"), f"must be one of {', '.join(PRECISIONS)}, not {p!r}"
+                (*path, "precision"), f"must be one of {', '.join(PRECISION_NAMES)}, not {p!r}"
             )
     configs = []
     for dataflow, (rows, cols), precision, depth in itertools.product(
         axes["dataflow"], arrays, axes["precision"], axes["depth"]
     ):
-        width, acc = PRECISIONS[precision]
+        if precision == "bf16":
+            arith = {"number": "bf16"}
+        else:
+            width, acc = PRECISIONS[precision]
+            arith = {"a_width": width, "b_width": width, "acc_width": acc}
         try:
             configs.append(
                 ArrayConfig(
-                    dataflow,
-                    rows,
-                    cols,
-                    a_width=width,
-                    b_width=width,
-                    acc_width=acc,
-                    a_depth=depth,
-                    b_depth=depth,
-                    c_depth=depth,
-                )
+                    dataflow, rows, cols, a_depth=depth, b_depth=depth, c_depth=depth, **arith
+                )  # fmt: skip
             )
         except (ValueError, TypeError) as e:
             text = str(e)
@@ -305,6 +304,14 @@ def load_spec(path: str | Path) -> Sweep:
             ("evaluate", "rtl"), f"must be one of {', '.join(RTL_MODES)}, not {sweep.rtl!r}"
         )
     sweep.sample = _int(doc, ev.get("sample", 4), ("evaluate", "sample"))
+    rtl_precision = _list(doc, ev.get("rtl_precision", list(PRECISION_NAMES)),
+                          ("evaluate", "rtl_precision"))  # fmt: skip
+    for p in rtl_precision:
+        if p not in PRECISION_NAMES:
+            names = ", ".join(PRECISION_NAMES)
+            raise doc.error(("evaluate", "rtl_precision"),
+                            f"must list precisions among {names}, not {p!r}")  # fmt: skip
+    sweep.rtl_precision = set(rtl_precision)
     max_macs = ev.get("max_macs", sweep.max_macs)
     if isinstance(max_macs, float) and max_macs.is_integer():
         max_macs = int(max_macs)
