@@ -55,7 +55,7 @@ def _systolic(*args, env=None):
         ("array: [2x2]", "array: [1x0]",
          ":4: configs.array: cols must be an integer between 1 and 64"),
         ("depth: [256]", "depth: [256]\n  precision: [int7]",
-         ":6: configs.precision: must be one of int4, int8, int16, not 'int7'"),
+         ":6: configs.precision: must be one of int4, int8, int16, bf16, not 'int7'"),
         ("{m: 8, k: 6, n: 5}", "{m: 8, k: six, n: 5}",
          ":7: workloads.0.gemm.k: must be an integer >= 1, not 'six'"),
         ("{m: 8, k: 6, n: 5}", "{m: 8, k: 6}", ":7: workloads.0.gemm: missing key 'n'"),
