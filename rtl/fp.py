@@ -10,7 +10,7 @@ one interface (multiply, accumulate), so a mesh is generated once for either num
 
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth import Cat, Const, Module, Mux, Signal, signed
 
 from .config import ArrayConfig
 
@@ -179,6 +179,3 @@ class BF16Arithmetic:
 def arithmetic(config: ArrayConfig):
     """The arithmetic of ``config``'s number format."""
     return BF16Arithmetic if config.number == "bf16" else IntegerArithmetic
-
-
-del unsigned

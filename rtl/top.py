@@ -143,7 +143,6 @@ class Accelerator(wiring.Component):
             raise TypeError(f"config must be an ArrayConfig, not {config!r}")
         self._config = config
         words = word_layouts(config)
-        addr = address_shape()
         members = {
             "a_write": In(stream.Signature(write_layout(words["a"]))),
             "b_write": In(stream.Signature(write_layout(words["b"]))),
@@ -158,7 +157,6 @@ class Accelerator(wiring.Component):
         if config.requant:
             members["q_write"] = In(stream.Signature(write_layout(q_word_layout(config))))
         super().__init__(members)
-        del addr
 
     @property
     def config(self) -> ArrayConfig:
