@@ -21,6 +21,7 @@ __all__ = ["points_of", "write_report"]
 TRAFFIC = ("activation", "weight", "psum", "output", "compute", "overhead")
 COLORS = {"ws": "tab:blue", "os": "tab:orange", "is": "tab:green"}
 MARKERS = {"ws": "o", "os": "s", "is": "^"}  # lines that coincide stay visible
+PRECISION_MARKERS = {"int8": "o", "int16": "s", "bf16": "^", "int4": "v"}
 
 
 def points_of(records: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -227,6 +228,7 @@ def _pareto_plot(points: list[dict], front_ids: set, path: Path) -> bool:
                 p["energy_per_inference_pj"] / 1e6,
                 s=20 + 180 * p["throughput_inf_s"] / tmax,
                 color=COLORS[p["dataflow"]],
+                marker=PRECISION_MARKERS.get(p["precision"], "D"),
                 alpha=0.95 if on else 0.18,
                 edgecolors="black" if on else "none",
             )
@@ -252,6 +254,10 @@ def _pareto_plot(points: list[dict], front_ids: set, path: Path) -> bool:
     handles = [
         plt.Line2D([], [], marker="o", ls="", color=c, label=d.upper()) for d, c in COLORS.items()
     ]
+    precisions = sorted({p["precision"] for p in points})
+    if len(precisions) > 1:
+        handles += [plt.Line2D([], [], marker=PRECISION_MARKERS.get(q, "D"), ls="", color="gray",
+                               label=q) for q in precisions]  # fmt: skip
     fig.legend(
         handles=handles,
         loc="upper right",
