@@ -270,3 +270,11 @@ def test_report_command(tmp_path):
     assert r.returncode == 0, r.stderr
     assert (out / "report.md").exists()
     assert json.loads((out / "results.jsonl").read_text().splitlines()[0])["kind"] == "model"
+
+
+@pytest.mark.parametrize("name", ["default", "large"])
+def test_shipped_specs_are_valid(name):
+    spec = Path(__file__).parent.parent / "sweeps" / "specs" / f"{name}.yaml"
+    sweep = load_spec(spec)
+    assert sweep.points == len(sweep.configs) * len(sweep.workloads) > 0
+    assert {c.precision for c in sweep.configs} >= {"int8", "bf16"}
