@@ -282,6 +282,13 @@ def _print_sim(s: dict, mismatches: int, size: int) -> None:
     print(f"{s['config']}: {s['m']}x{s['k']}x{s['n']} GEMM, seed {s['seed']}{data}: {verdict}")
     if s["errors"]:
         print(f"  the accelerator flagged an error on {s['errors']} command(s)")
+    q = s["quant"]
+    if q["a_zero"] or q["b_zero"] or q["requant"]:
+        text = f"  zero points A {q['a_zero']}, B {q['b_zero']}"
+        if q["requant"]:
+            text += (f"; outputs requantized per channel (output zero point {q['out_zero']}"
+                     f"{', ReLU' if q['relu'] else ''})")  # fmt: skip
+        print(text)
     _print_figures(s)
 
 
