@@ -306,13 +306,13 @@ def _print_energy(report) -> None:
         f"{report.pj_per_mac:.3f} pJ/MAC, {report.power_mw:,.1f} mW average at "
         f"{report.clock_mhz:g} MHz"
     )
-    print(f"    {'by component':24}{'nJ':>10} {'share':>7}")
+    print(f"    {'by component':24}{'nJ':>13} {'share':>7}")
     for name, pj in report.components.items():
-        print(f"    {name:24}{pj / 1e3:>10,.2f} {100 * pj / total:>6.1f}%")
-    print(f"    by traffic {'':9} {'array':>10} {'buffer':>10} {'off-chip':>10} {'share':>7}")
+        print(f"    {name:24}{pj / 1e3:>13,.2f} {100 * pj / total:>6.1f}%")
+    print(f"    by traffic {'':9} {'array':>13} {'buffer':>13} {'off-chip':>13} {'share':>7}")
     for klass, levels in report.traffic.items():
         cells = [levels.get(level) for level in ("array", "buffer", "offchip")]
-        text = " ".join(f"{'' if v is None else f'{v / 1e3:,.2f}':>10}" for v in cells)
+        text = " ".join(f"{'' if v is None else f'{v / 1e3:,.2f}':>13}" for v in cells)
         print(f"    {klass:24}{text} {100 * sum(levels.values()) / total:>6.1f}%")
     print("    (nJ; array = registers and datapath, buffer = on-chip SRAM and its ports)")
 
@@ -323,11 +323,21 @@ def cmd_model(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     pred = predict(config, args.m, args.k, args.n)
     summary = pred.summary()
+    report = None
+    if args.energy:
+        from golden.activity import estimate_toggles
+        from golden.energy import figures_energy
+
+        toggles = estimate_toggles(config, args.m, args.k, args.n, data=args.data.text)
+        report = figures_energy(pred, toggles, _coefficients(args), source="model")
+        summary["energy"] = report.to_dict() | {"data": args.data.text}
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
     print(f"{config.name}: {args.m}x{args.k}x{args.n} GEMM (model, no simulation)")
     _print_figures(summary)
+    if report is not None:
+        _print_energy(report)
     return 0
 
 
@@ -567,6 +577,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_config_options(model)
     add_shape_options(model, required=True)
+    model.add_argument(
+        "--energy",
+        action="store_true",
+        help="also estimate the energy: bit flips predicted on a sample of operands of --data, "
+        "scaled to the whole GEMM (golden.activity.estimate_toggles)",
+    )
+    model.add_argument(
+        "--data",
+        type=_data_kind,
+        default="random",
+        metavar="{random,zeros,sparse:P}",
+        help="operand data the energy estimate assumes (default random)",
+    )
+    model.add_argument(
+        "--coefficients",
+        type=Path,
+        metavar="FILE",
+        help="energy coefficients (TOML; default golden/coefficients/horowitz45.toml)",
+    )
     model.add_argument("--json", action="store_true", help="print the prediction as JSON")
     model.set_defaults(func=cmd_model)
 

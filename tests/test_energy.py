@@ -230,3 +230,16 @@ def test_cli_bad_coefficients_file(tmp_path):
     assert r.returncode == 2
     assert "toggle.edge: value must be >= 0" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_cli_model_energy_follows_the_data():
+    def energy(data):
+        r = _systolic("model", "--dataflow", "ws", "--rows", "8", "--cols", "8", "--m", "256",
+                      "--k", "512", "--n", "384", "--energy", "--data", data, "--json")  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        e = json.loads(r.stdout)["energy"]
+        assert e["source"] == "model" and e["data"] == data
+        assert sum(e["components_pj"].values()) == pytest.approx(e["total_pj"])
+        return e["activity_pj"]
+
+    assert energy("random") > energy("sparse:0.5") > energy("zeros")
