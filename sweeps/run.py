@@ -172,6 +172,7 @@ def _rtl_group(
             seed=sweep.seed,
             name="sweep",
             activity=True,
+            backdoor=True,  # same words and counts as the write streams, without a handshake each
             on_result=finish,
             timeout=sweep.timeout,
         )

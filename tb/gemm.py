@@ -98,6 +98,7 @@ def run_gemms(
     on_result: Callable[[int, SimResult], None] | None = None,
     timeout: float | None = None,
     quant: list[Quant | None] | None = None,
+    backdoor: bool = False,
 ) -> list[SimResult]:
     """Run every ``(A, B)`` on one simulator process of the accelerator for ``config``.
 
@@ -108,7 +109,8 @@ def run_gemms(
     ``timeout`` bounds the simulation's wall-clock seconds. A failed simulation raises
     :class:`SimulationError`, which still carries the GEMMs that finished. ``quant[i]`` gives
     GEMM ``i`` zero points and a requantization (``SimResult.c`` then holds the requantized
-    outputs).
+    outputs). ``backdoor`` loads A and B words straight into the buffer memories instead of
+    through the write streams (same words, same off-chip counts; for long sweeps).
     """
     if not 0.0 <= pause < 1.0:
         raise ValueError(f"pause must be a probability in [0, 1), not {pause!r}")
@@ -152,7 +154,8 @@ def run_gemms(
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     env = {"SYSTOLIC_JOBS": str(jobs_file), "SYSTOLIC_RESULTS": str(run_dir),
-           "SYSTOLIC_ACTIVITY": json.dumps(list(by_counter))}  # fmt: skip
+           "SYSTOLIC_ACTIVITY": json.dumps(list(by_counter)),
+           "SYSTOLIC_BACKDOOR": "1" if backdoor else "0"}  # fmt: skip
     if timeout is not None:
         env["SYSTOLIC_DEADLINE"] = str(time.time() + timeout)
     failure = None

@@ -24,7 +24,15 @@ from rtl.generate import LINT_WAIVERS, TOPS, design_ports, design_verilog
 
 from . import toolchain
 
-__all__ = ["ACTIVITY_PREFIX", "BUILD_ROOT", "Build", "TestRun", "build_model", "run_cocotb"]
+__all__ = [
+    "ACTIVITY_PREFIX",
+    "BACKDOOR_PREFIX",
+    "BUILD_ROOT",
+    "Build",
+    "TestRun",
+    "build_model",
+    "run_cocotb",
+]
 
 _RTL_DIR = LINT_WAIVERS.parent  # the generator package
 
@@ -57,6 +65,17 @@ def _wrapper(top: str, ports: list[tuple[str, str, int]], counters: str = "") ->
         f"  {top} dut(\n    .clk(clk),\n{conns}\n  );\n{counters}endmodule\n"
     )
 
+
+#: Backdoor loads of the A and B buffers, for long sweeps: a rising edge on ``backdoor_a``
+#: loads ``backdoor_a.hex`` (in the simulator's working directory) into the A buffer from
+#: address 0, in one step instead of one handshake per word (tb.accel_tests.Host.write).
+BACKDOOR_PREFIX = "backdoor_"
+_BACKDOOR = "".join(
+    f"  reg {BACKDOOR_PREFIX}{b} = 1'b0;\n"
+    f'  always @(posedge {BACKDOOR_PREFIX}{b}) $readmemh("{BACKDOOR_PREFIX}{b}.hex", '
+    f"dut.{b}_buffer.mem);\n"
+    for b in "ab"
+)
 
 #: Prefix of the activity counters' names in ``SIM_TOP`` (``act_<component>__<traffic>``).
 ACTIVITY_PREFIX = "act_"
@@ -104,8 +123,13 @@ def _activity_counters(probes: list[Probe]) -> tuple[str, list[dict]]:
 # Only the wrapper's ports (and its clock, read-only) are visible to cocotb through VPI. The
 # runner always passes --public-flat-rw, which makes every signal public and slows the model
 # several times; the negation after it undoes that, and this control file adds the ports back.
-def _public_ports(ports: list[tuple[str, str, int]], readable: tuple[str, ...] = ()) -> str:
+def _public_ports(
+    ports: list[tuple[str, str, int]],
+    readable: tuple[str, ...] = (),
+    writable: tuple[str, ...] = (),
+) -> str:
     lines = [f'public_flat_rd -module "{SIM_TOP}" -var "{name}"' for name in ("clk", *readable)]
+    lines += [f'public_flat_rw -module "{SIM_TOP}" -var "{name}"' for name in writable]
     for name, direction, _ in ports:
         access = "rw" if direction == "in" else "rd"
         lines.append(f'public_flat_{access} -module "{SIM_TOP}" -var "{name}"')
@@ -197,10 +221,14 @@ def build_model(
         verilog = design_verilog(config, kind)
         ports = design_ports(config, kind)
         counters, groups = _activity_counters(probes(config, verilog)) if activity else ("", [])
+        writable: tuple[str, ...] = ()
+        if kind == "accelerator":
+            counters += _BACKDOOR
+            writable = tuple(f"{BACKDOOR_PREFIX}{b}" for b in "ab")
         (sources / f"{top}.v").write_text(verilog)
         (sources / f"{SIM_TOP}.v").write_text(_wrapper(top, ports, counters))
         readable = tuple(g["counter"] for g in groups)
-        (sources / "public.vlt").write_text(_public_ports(ports, readable))
+        (sources / "public.vlt").write_text(_public_ports(ports, readable, writable))
         (sources / "config.json").write_text(config.to_json() + "\n")
         if activity:
             (directory / "activity.json").write_text(json.dumps(groups, indent=1) + "\n")
