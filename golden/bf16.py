@@ -21,6 +21,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+from rtl.fp import NAN32  # the one quiet NaN the hardware produces
+
 __all__ = [
     "NAN32",
     "bf16_bits",
@@ -31,7 +33,6 @@ __all__ = [
     "product",
 ]
 
-NAN32 = 0x7FC00000
 _EXP_MIN = -126  # smallest normal fp32 exponent
 
 

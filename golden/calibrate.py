@@ -16,9 +16,8 @@ import numpy as np
 from rtl.config import value_range
 
 from .gemm import QuantParams
-from .quant import quantize_multiplier
 
-__all__ = ["Scale", "choose_scale", "dequantize", "quantize", "requant_params"]
+__all__ = ["Scale", "choose_scale", "dequantize", "output_params", "quantize", "requant_params"]
 
 
 @dataclass(frozen=True)
@@ -92,6 +91,13 @@ def requant_params(inputs: Scale, weights: Scale, output: Scale, relu: bool = Fa
     if np.ndim(output.zero_point) != 0:
         raise ValueError("the output needs one zero point (a per-tensor scale)")
     real = np.broadcast_to(inputs.scale * weights.scale / output.scale, np.shape(weights.scale))
-    pairs = [quantize_multiplier(float(r)) for r in np.atleast_1d(real)]
-    return QuantParams(np.array([m for m, _ in pairs]), np.array([s for _, s in pairs]),
-                       int(output.zero_point), relu)  # fmt: skip
+    return QuantParams.from_scales(real, int(output.zero_point), relu)
+
+
+def output_params(acc, out_width: int, out_signed: bool, out_zero: int = 0, relu=False):
+    """Requantization that maps each channel's (column's) largest accumulator magnitude onto
+    the output range: min/max calibration of the outputs, per channel."""
+    lo, hi = value_range(out_width, out_signed)
+    span = max(min(hi - out_zero, out_zero - lo) if out_signed else hi - out_zero, 1)
+    peak = np.abs(np.asarray(acc, dtype=np.int64)).max(axis=0)
+    return QuantParams.from_scales(span / np.maximum(peak, 1), out_zero, relu)

@@ -31,6 +31,7 @@ from rtl.top import word_layouts
 __all__ = [
     "DEFAULT_COEFFICIENTS",
     "ENERGY_COMPONENTS",
+    "TRAFFIC_CLASSES",
     "Coefficients",
     "CoefficientsError",
     "EnergyReport",
@@ -46,6 +47,8 @@ DEFAULT_COEFFICIENTS = Path(__file__).parent / "coefficients" / "horowitz45.toml
 ENERGY_COMPONENTS = (*COMPONENTS, "sram", "dram", "clock", "leakage")
 #: The traffic split: data classes by level, then compute and overhead.
 DATA_TRAFFIC = ("activation", "weight", "psum", "output")
+#: Every class of the traffic split.
+TRAFFIC_CLASSES = (*DATA_TRAFFIC, "compute", "overhead")
 LEVELS = ("array", "buffer", "offchip")
 
 # What a coefficients file holds: section -> figure names (each a {value, source} table).

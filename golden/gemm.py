@@ -7,13 +7,14 @@ drops its carry produces, whatever the order of the additions.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
 from rtl.config import ArrayConfig, value_range
 
-from .quant import INT32_MAX, SHIFT_RANGE, requantize
+from .quant import INT32_MAX, SHIFT_RANGE, quantize_multiplier, requantize
 
 __all__ = [
     "QuantParams",
@@ -27,9 +28,8 @@ __all__ = [
 ]
 
 
-def operand_range(width: int, signed: bool) -> tuple[int, int]:
-    """Smallest and largest value of a ``width``-bit operand."""
-    return value_range(width, signed)
+#: Smallest and largest value of a ``width``-bit operand.
+operand_range = value_range
 
 
 def wrap(x: np.ndarray, width: int, signed: bool) -> np.ndarray:
@@ -137,7 +137,7 @@ def check_zero_points(config: ArrayConfig, a_zero: int, b_zero: int) -> None:
         ("a_zero", a_zero, config.a_width, config.a_signed),
         ("b_zero", b_zero, config.b_width, config.b_signed),
     ):
-        if isinstance(z, bool) or not isinstance(z, (int, np.integer)):
+        if isinstance(z, bool) or not isinstance(z, numbers.Integral):
             raise TypeError(f"{name} must be an integer, not {z!r}")
         lo, hi = operand_range(width, signed)
         if not lo <= z <= hi:
@@ -155,6 +155,13 @@ class QuantParams:
     shift: np.ndarray
     out_zero: int = 0
     relu: bool = False
+
+    @classmethod
+    def from_scales(cls, real, out_zero: int = 0, relu: bool = False) -> QuantParams:
+        """Per-channel multipliers and shifts for the real scales ``real`` (one per channel)."""
+        pairs = [quantize_multiplier(float(r)) for r in np.atleast_1d(real)]
+        return cls(np.array([m for m, _ in pairs]), np.array([s for _, s in pairs]),
+                   int(out_zero), relu)  # fmt: skip
 
     def check(self, config: ArrayConfig, channels: int) -> None:
         """Clear errors for parameters the hardware cannot take."""

@@ -27,8 +27,6 @@ from rtl.config import value_range
 __all__ = [
     "INT32_MAX",
     "INT32_MIN",
-    "MULTIPLIER_MIN",
-    "per_channel_params",
     "SHIFT_RANGE",
     "quantize_multiplier",
     "requantize",
@@ -39,8 +37,6 @@ __all__ = [
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 #: Shifts the hardware takes: left up to 31, right up to 31.
 SHIFT_RANGE = (-31, 31)
-#: Multipliers are Q31 values in [0.5, 1) as QuantizeMultiplier makes them, or 0 (a zero scale).
-MULTIPLIER_MIN = 1 << 30
 
 
 def _wrap32(x: np.ndarray) -> np.ndarray:
@@ -103,17 +99,3 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
     if exponent > SHIFT_RANGE[1]:
         raise ValueError(f"requantization scale {real!r} is too large (shift {exponent} > 31)")
     return q, exponent
-
-
-def per_channel_params(acc, out_width: int, out_signed: bool, out_zero: int = 0, relu=False):
-    """Requantization parameters that map each channel's (column's) largest accumulator
-    magnitude onto the output range: min/max calibration of the outputs, per channel."""
-    from .gemm import QuantParams
-
-    lo, hi = value_range(out_width, out_signed)
-    span = min(hi - out_zero, out_zero - lo) if out_signed else hi - out_zero
-    span = max(span, 1)
-    peak = np.abs(np.asarray(acc, dtype=np.int64)).max(axis=0)
-    pairs = [quantize_multiplier(span / max(int(p), 1)) for p in np.atleast_1d(peak)]
-    return QuantParams(np.array([m for m, _ in pairs]), np.array([s for _, s in pairs]),
-                       out_zero, relu)  # fmt: skip

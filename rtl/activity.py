@@ -20,13 +20,11 @@ from dataclasses import dataclass
 from .config import ArrayConfig, Dataflow
 from .generate import TOPS
 
-__all__ = ["COMPONENTS", "TRAFFIC", "Probe", "datapath_flop_bits", "probes", "stream_traffic"]
+__all__ = ["COMPONENTS", "Probe", "datapath_flop_bits", "probes", "stream_traffic"]
 
 COMPONENTS = (
     "multiplier", "accumulator", "pipeline", "stationary", "edge", "buffer", "control",
 )  # fmt: skip
-#: Whose data a net carries; ``compute`` and ``control`` are not data traffic.
-TRAFFIC = ("activation", "weight", "psum", "output", "compute", "control")
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import numpy as np
 
+from golden.energy import TRAFFIC_CLASSES
+
 from .pareto import OBJECTIVES, group_key, pareto_front
 from .run import load_results
 
 __all__ = ["points_of", "write_report"]
 
-TRAFFIC = ("activation", "weight", "psum", "output", "compute", "overhead")
 COLORS = {"ws": "tab:blue", "os": "tab:orange", "is": "tab:green"}
 MARKERS = {"ws": "o", "os": "s", "is": "^"}  # lines that coincide stay visible
 PRECISION_MARKERS = {"int8": "o", "int16": "s", "bf16": "^", "int4": "v"}
@@ -133,7 +134,7 @@ def _traffic_plot(points: list[dict], path: Path) -> bool:
     fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(keys) + 2), 4.8))
     bottom = [0.0] * len(keys)
     cmap = plt.get_cmap("tab10")
-    for i, klass in enumerate(TRAFFIC):
+    for i, klass in enumerate(TRAFFIC_CLASSES):
         values = [groups[k][klass] / macs[k] for k in keys]
         ax.bar(range(len(keys)), values, bottom=bottom, label=klass, color=cmap(i))
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
@@ -153,7 +154,7 @@ def _utilization_plot(points: list[dict], path: Path) -> bool:
     """PE utilization of every distinct GEMM against its smallest dimension."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 4.8))
-    seen = set()
+    seen, labelled = set(), set()
     any_point = False
     for p in points:
         for g in p["gemms"]:
@@ -162,8 +163,8 @@ def _utilization_plot(points: list[dict], path: Path) -> bool:
                 continue
             seen.add(key)
             any_point = True
-            label = _label(p) if _label(p) not in seen else None
-            seen.add(_label(p))
+            label = _label(p) if _label(p) not in labelled else None
+            labelled.add(_label(p))
             ax.scatter(
                 min(g["shape"]),
                 100 * g["utilization"],

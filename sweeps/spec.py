@@ -85,7 +85,6 @@ class Sweep:
     coefficients: Path | None = None
     model_only: set[str] = field(default_factory=set)  # workloads marked rtl: false
     rtl_precision: set[str] = field(default_factory=lambda: set(PRECISION_NAMES))
-    raw: dict = field(default_factory=dict)
 
     @property
     def points(self) -> int:
@@ -295,7 +294,6 @@ def load_spec(path: str | Path) -> Sweep:
         configs=_configs(doc, raw["configs"]),
         workloads=workloads,
         model_only=model_only,
-        raw=raw,
     )
     ev = _mapping(doc, raw.get("evaluate", {}), ("evaluate",), _EVALUATE_KEYS)
     sweep.rtl = ev.get("rtl", "none")

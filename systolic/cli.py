@@ -193,6 +193,28 @@ def _probability(text: str) -> float:
     return value
 
 
+def add_energy_options(p: argparse.ArgumentParser, energy_help: str) -> None:
+    """``--energy`` and ``--coefficients FILE``."""
+    p.add_argument("--energy", action="store_true", help=energy_help)
+    p.add_argument(
+        "--coefficients",
+        type=Path,
+        metavar="FILE",
+        help="energy coefficients (TOML; default golden/coefficients/horowitz45.toml)",
+    )
+
+
+def add_data_option(p: argparse.ArgumentParser, data_help: str) -> None:
+    """``--data {random,zeros,sparse:P}``."""
+    p.add_argument(
+        "--data",
+        type=_data_kind,
+        default="random",
+        metavar="{random,zeros,sparse:P}",
+        help=data_help,
+    )
+
+
 def add_shape_options(p: argparse.ArgumentParser, *, required: bool) -> None:
     """``--m --k --n``: the GEMM ``C[M,N] = A[M,K] @ B[K,N]``."""
     p.add_argument("--m", type=_positive, required=required, help="rows of A and C")
@@ -203,9 +225,9 @@ def add_shape_options(p: argparse.ArgumentParser, *, required: bool) -> None:
 def cmd_sim(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from golden.calibrate import output_params
     from golden.data import random_operands
     from golden.gemm import check_zero_points, reference, requantized_reference
-    from golden.quant import per_channel_params
     from rtl.host import chunk_sizes
     from tb.gemm import Quant, run_gemm
 
@@ -219,7 +241,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
     expected = reference(config, a, b, args.a_zero, args.b_zero)
     params = None
     if config.requant:  # per-channel scales that map each column's range onto the output's
-        params = per_channel_params(expected, config.out_width, config.out_signed,
+        params = output_params(expected, config.out_width, config.out_signed,
                                     args.out_zero, args.relu)  # fmt: skip
         params.check(config, args.n)
         expected = requantized_reference(config, a, b, args.a_zero, args.b_zero, params)
@@ -528,13 +550,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_options(sim)
     add_shape_options(sim, required=True)
     sim.add_argument("--seed", type=int, help="random seed of the operands (default: random)")
-    sim.add_argument(
-        "--data",
-        type=_data_kind,
-        default="random",
-        metavar="{random,zeros,sparse:P}",
-        help="operand data: uniform random (default), all zeros, or random with a fraction P "
-        "of zeros",
+    add_data_option(
+        sim,
+        "operand data: uniform random (default), all zeros, or random with a fraction P of zeros",
     )
     sim.add_argument("--a-zero", type=int, default=0, metavar="Z",
                      help="zero point of A (implies --zero-points; default 0)")  # fmt: skip
@@ -553,17 +571,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.0,
         help="probability that the host pauses a stream in a cycle (default 0)",
     )
-    sim.add_argument(
-        "--energy",
-        action="store_true",
-        help="also count switching activity (a separate, instrumented build, ~1.5x slower) "
-        "and print the energy by component and by traffic class",
-    )
-    sim.add_argument(
-        "--coefficients",
-        type=Path,
-        metavar="FILE",
-        help="energy coefficients (TOML; default golden/coefficients/horowitz45.toml)",
+    add_energy_options(
+        sim,
+        "also count switching activity (a separate, instrumented build, 1.4-4x slower) and "
+        "print the energy by component and by traffic class",
     )
     sim.add_argument("--json", action="store_true", help="print the result as JSON")
     sim.set_defaults(func=cmd_sim)
@@ -577,25 +588,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_config_options(model)
     add_shape_options(model, required=True)
-    model.add_argument(
-        "--energy",
-        action="store_true",
-        help="also estimate the energy: bit flips predicted on a sample of operands of --data, "
+    add_energy_options(
+        model,
+        "also estimate the energy: bit flips predicted on a sample of operands of --data, "
         "scaled to the whole GEMM (golden.activity.estimate_toggles)",
     )
-    model.add_argument(
-        "--data",
-        type=_data_kind,
-        default="random",
-        metavar="{random,zeros,sparse:P}",
-        help="operand data the energy estimate assumes (default random)",
-    )
-    model.add_argument(
-        "--coefficients",
-        type=Path,
-        metavar="FILE",
-        help="energy coefficients (TOML; default golden/coefficients/horowitz45.toml)",
-    )
+    add_data_option(model, "operand data the energy estimate assumes (default random)")
     model.add_argument("--json", action="store_true", help="print the prediction as JSON")
     model.set_defaults(func=cmd_model)
 
@@ -621,17 +619,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="add SCALE-Sim's cycles as a third column (needs pip install '.[scalesim]'; "
         "slow on large GEMMs)",
     )
-    cmp.add_argument(
-        "--energy",
-        action="store_true",
-        help="also compare the model's energy (toggles predicted from the operands) with the "
+    add_energy_options(
+        cmp,
+        "also compare the model's energy (toggles predicted from the operands) with the "
         "toggle-based energy of the RTL",
-    )
-    cmp.add_argument(
-        "--coefficients",
-        type=Path,
-        metavar="FILE",
-        help="energy coefficients (TOML; default golden/coefficients/horowitz45.toml)",
     )
     cmp.add_argument("--json", action="store_true", help="print the comparison as JSON")
     cmp.set_defaults(func=cmd_compare)

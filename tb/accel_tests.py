@@ -67,7 +67,7 @@ class Host:
         self.toggles: dict[str, int] = {}  # of the last command
 
     def _read_activity(self) -> dict[str, int]:
-        return {name: int(getattr(self.dut, name).value) for name in self.activity}
+        return {name: getattr(self.dut, name).value.to_unsigned() for name in self.activity}
 
     def _paused(self) -> bool:
         return self.pause > 0 and self.rng.random() < self.pause

@@ -25,7 +25,7 @@ from golden.bf16 import bf16_bits, bits_to_float
 from golden.calibrate import choose_scale, quantize, requant_params
 from golden.energy import figures_energy
 from golden.gemm import reference, requantized_reference
-from rtl.config import ArrayConfig
+from rtl.config import PRECISIONS, ArrayConfig
 
 from .gemm import Quant, run_gemms
 
@@ -107,7 +107,7 @@ def _integer(bits: int, x_cal, x_test, w1, w2, h_cal, labels, rows: int):
         rows,
         a_width=bits,
         b_width=bits,
-        acc_width=16 if bits <= 4 else 32,
+        acc_width=PRECISIONS[f"int{bits}"][1],
         a_signed=False,
         zero_points=True,
         requant=True,

@@ -51,9 +51,9 @@ _TIMESCALE = ("1ns", "1ps")
 CLOCK_PERIOD_NS = 10
 
 
-def _wrapper(top: str, ports: list[tuple[str, str, int]], counters: str = "") -> str:
+def _wrapper(top: str, ports: list[tuple[str, str, int]], extra: str = "") -> str:
     """``SIM_TOP``: the design with a free-running clock, its other ports passed through, and
-    optionally activity ``counters`` (Verilog from :func:`_activity_counters`)."""
+    ``extra`` Verilog (activity counters, backdoor loads) inside."""
     decls = ",\n".join(
         f"  {'input' if d == 'in' else 'output'} wire [{w - 1}:0] {name}" for name, d, w in ports
     )
@@ -62,7 +62,7 @@ def _wrapper(top: str, ports: list[tuple[str, str, int]], counters: str = "") ->
     return (
         f"`timescale 1ns/1ps\nmodule {SIM_TOP}(\n{decls}\n);\n"
         f"  reg clk = 1'b0;\n  always #{half} clk = ~clk;\n"
-        f"  {top} dut(\n    .clk(clk),\n{conns}\n  );\n{counters}endmodule\n"
+        f"  {top} dut(\n    .clk(clk),\n{conns}\n  );\n{extra}endmodule\n"
     )
 
 
