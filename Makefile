@@ -39,8 +39,8 @@ test: $(STAMP)
 	$(BIN)/pytest -n $(JOBS) $(PYTEST_ARGS)
 
 bench: $(STAMP)
-	$(BIN)/python -m tb.bench $(BENCH_ARGS)
-	$(BIN)/python -m tb.energy_bench $(BENCH_ARGS)
+	$(BIN)/python -m systolic.experiments.bench $(BENCH_ARGS)
+	$(BIN)/python -m systolic.experiments.energy_bench $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

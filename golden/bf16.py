@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
-
-from rtl.fp import NAN32  # the one quiet NaN the hardware produces
+from systolic.contract.interface import NAN32
 
 __all__ = [
     "NAN32",
@@ -104,7 +103,7 @@ def product(a_bits, b_bits) -> np.ndarray:
 def bf16_gemm(a_bits: np.ndarray, b_bits: np.ndarray, order: list[tuple[int, int]]) -> np.ndarray:
     """``A @ B`` of bf16 bit patterns as fp32 bit patterns, summing K in ``order``: a list of
     ``(k0, k1)`` ranges, each summed from ``+0`` term by term, the ranges then added into C
-    one after another (see module and :func:`rtl.host` for the hardware's order)."""
+    one after another (see module and :mod:`contract.plan` for the hardware's order)."""
     a_bits = np.asarray(a_bits, dtype=np.int64)
     b_bits = np.asarray(b_bits, dtype=np.int64)
     m, n = a_bits.shape[0], b_bits.shape[1]

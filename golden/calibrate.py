@@ -12,10 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from rtl.config import value_range
-
-from .gemm import QuantParams
+from systolic.contract.config import value_range
+from systolic.golden.requant import RequantParams
 
 __all__ = ["Scale", "choose_scale", "dequantize", "output_params", "quantize", "requant_params"]
 
@@ -84,14 +82,16 @@ def dequantize(q: np.ndarray, s: Scale) -> np.ndarray:
     return (np.asarray(q, dtype=np.float64) - s.zero_point) * s.scale
 
 
-def requant_params(inputs: Scale, weights: Scale, output: Scale, relu: bool = False) -> QuantParams:
+def requant_params(
+    inputs: Scale, weights: Scale, output: Scale, relu: bool = False
+) -> RequantParams:
     """The requantization that turns the int32 accumulators of ``inputs @ weights`` (weights
     per output channel) into ``output``'s integers: multiplier and shift per channel for
     ``inputs.scale * weights.scale / output.scale``."""
     if np.ndim(output.zero_point) != 0:
         raise ValueError("the output needs one zero point (a per-tensor scale)")
     real = np.broadcast_to(inputs.scale * weights.scale / output.scale, np.shape(weights.scale))
-    return QuantParams.from_scales(real, int(output.zero_point), relu)
+    return RequantParams.from_scales(real, int(output.zero_point), relu)
 
 
 def output_params(acc, out_width: int, out_signed: bool, out_zero: int = 0, relu=False):
@@ -100,4 +100,4 @@ def output_params(acc, out_width: int, out_signed: bool, out_zero: int = 0, relu
     lo, hi = value_range(out_width, out_signed)
     span = max(min(hi - out_zero, out_zero - lo) if out_signed else hi - out_zero, 1)
     peak = np.abs(np.asarray(acc, dtype=np.int64)).max(axis=0)
-    return QuantParams.from_scales(span / np.maximum(peak, 1), out_zero, relu)
+    return RequantParams.from_scales(span / np.maximum(peak, 1), out_zero, relu)

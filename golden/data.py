@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
+from systolic.contract.config import ArrayConfig, value_range
 
-from .gemm import operand_range
-
-if TYPE_CHECKING:
-    from rtl.config import ArrayConfig
+from .bf16 import bf16_bits
 
 __all__ = [
     "DataKind",
@@ -22,7 +18,7 @@ __all__ = [
 
 def corner_values(width: int, signed: bool) -> list[int]:
     """0, 1, the extremes and (signed) -1: INT_MIN, INT_MAX, or UINT_MAX for unsigned."""
-    lo, hi = operand_range(width, signed)
+    lo, hi = value_range(width, signed)
     return sorted({0, 1, lo, hi} | ({-1} if signed else set()))
 
 
@@ -30,7 +26,7 @@ def random_matrix(
     rng: np.random.Generator, shape: tuple[int, int], width: int, signed: bool
 ) -> np.ndarray:
     """Uniform over the whole operand range."""
-    lo, hi = operand_range(width, signed)
+    lo, hi = value_range(width, signed)
     return rng.integers(lo, hi, size=shape, endpoint=True, dtype=np.int64)
 
 
@@ -77,8 +73,6 @@ class DataKind:
 
     def bf16_matrix(self, rng, shape) -> np.ndarray:
         """bf16 bit patterns of standard normal values (zeros as this kind says)."""
-        from .bf16 import bf16_bits
-
         values = rng.standard_normal(shape)
         if self.zero_fraction:
             values[rng.random(shape) < self.zero_fraction] = 0.0

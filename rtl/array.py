@@ -10,8 +10,9 @@ from __future__ import annotations
 from amaranth import Module, Shape, Signal, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
+from systolic.contract import timing
+from systolic.contract.config import ArrayConfig, Dataflow
 
-from .config import ArrayConfig, Dataflow
 from .fp import arithmetic
 from .pe import OutputStationaryPE, StationaryPE
 
@@ -156,22 +157,18 @@ class StationaryArray(_Array):
 
     @property
     def latency(self) -> int:
-        """``rows + cols - 1``: a vector entering in cycle ``t`` meets PE ``(r, c)`` in cycle
-        ``t + r + c`` (``r`` skew and ``c`` PE registers); the partial sum leaves the bottom of
-        column ``c`` in cycle ``t + rows + c``, and ``cols - 1 - c`` de-skew registers align every
-        column at ``t + rows + cols - 1``."""
-        return self._config.rows + self._config.cols - 1
+        """``rows + cols - 1`` (:func:`contract.timing.latency`)."""
+        return timing.latency(self._config)
 
     @property
     def preload_cycles(self) -> int:
-        """``rows``: one row of the stationary tile shifts in per cycle."""
-        return self._config.rows
+        """``rows`` (:func:`contract.timing.preload_cycles`)."""
+        return timing.preload_cycles(self._config)
 
     @property
     def bank_release(self) -> int:
-        """``rows + cols - 2``: the last vector of a bank reaches the far corner PE that many cycles
-        after entering; a preload that starts then overwrites nothing still in use."""
-        return self._config.rows + self._config.cols - 2
+        """``rows + cols - 2`` (:func:`contract.timing.bank_release`)."""
+        return timing.bank_release(self._config)
 
     def elaborate(self, platform):
         m = Module()
@@ -248,15 +245,13 @@ class OutputStationaryArray(_Array):
 
     @property
     def latency(self) -> int:
-        """``cols``: the ``last`` step reaches PE ``(r, c)`` after ``r + c`` skew and PE
-        registers, its accumulator is read one cycle later, and column ``c`` is de-skewed by
-        ``cols - 1 - c``: ``r + c + 1 + cols - 1 - c = cols + r``."""
-        return self._config.cols
+        """``cols`` to result row 0, ``cols + r`` to row ``r`` (:func:`contract.timing.latency`)."""
+        return timing.latency(self._config)
 
     @property
     def drain_cycles(self) -> int:
-        """``rows``: a column's output path carries one finished row per cycle."""
-        return self._config.rows
+        """``rows`` (:func:`contract.timing.drain_cycles`)."""
+        return timing.drain_cycles(self._config)
 
     def elaborate(self, platform):
         m = Module()

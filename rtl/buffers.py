@@ -10,17 +10,16 @@ from amaranth import Module, Mux, Shape, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
+from systolic.contract.interface import ADDR_BITS
 
 from .array import Flow
 from .fp import IntegerArithmetic
 
-__all__ = ["ADDR_BITS", "InputBuffer", "AccumulatorBuffer", "address_shape"]
-
-#: Width of every buffer address in commands and streams (depths go up to 65536 words).
-ADDR_BITS = 16
+__all__ = ["InputBuffer", "AccumulatorBuffer", "address_shape"]
 
 
 def address_shape() -> Shape:
+    """Buffer addresses: :data:`contract.interface.ADDR_BITS` bits."""
     return unsigned(ADDR_BITS)
 
 

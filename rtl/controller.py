@@ -1,9 +1,11 @@
 """Tiling controllers: the loop nest over array-sized tiles of a GEMM held in the buffers.
 
-Both controllers read their operands from the buffers with one cycle of latency, feed the mesh,
-and send each result vector to the accumulator buffer with its address. Loop bounds are compared
-against the command's dimensions as the loops run, so a ragged last tile (a dimension that is not
-a multiple of the array) costs no division hardware.
+Both controllers read their operands from the buffers with one cycle of latency
+(:data:`contract.timing.READ_LATENCY`: ``valid`` is registered beside the SRAM's read), feed the
+mesh, send each result vector to the accumulator buffer with its address, and hold ``busy`` one
+cycle past the last update (:data:`contract.timing.DONE_DELAY`, the ``finishing`` register).
+Loop bounds are compared against the command's dimensions as the loops run, so a ragged last
+tile (a dimension that is not a multiple of the array) costs no division hardware.
 """
 
 from __future__ import annotations
@@ -11,15 +13,14 @@ from __future__ import annotations
 from amaranth import Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
+from systolic.contract import timing
+from systolic.contract.config import ArrayConfig
+from systolic.contract.interface import ADDR_BITS, DIM_BITS
 
 from .array import Flow, OutputStationaryArray, StationaryArray
-from .buffers import ADDR_BITS, address_shape
-from .config import ArrayConfig
+from .buffers import address_shape
 
-__all__ = ["DIM_BITS", "StationaryController", "OutputStationaryController"]
-
-#: Width of the M, K, N fields of a command.
-DIM_BITS = 16
+__all__ = ["StationaryController", "OutputStationaryController"]
 
 # Internal address arithmetic is wider than a buffer address, so that an address past the end of a
 # buffer is seen (and flagged) instead of wrapping around silently.
@@ -100,11 +101,8 @@ class StationaryController(_Controller):
 
     @property
     def release_wait(self) -> int:
-        """Issue cycles from a bank's last stream read to the first preload read that may reuse
-        it: ``max(bank_release, 1)`` (the bank's busy flag clears one cycle after that read)."""
-        from .describe import describe
-
-        return max(describe(self._config).bank_release, 1)
+        """``max(bank_release, 1)`` (:func:`contract.timing.release_wait`)."""
+        return timing.release_wait(self._config)
 
     def elaborate(self, platform):
         m = Module()

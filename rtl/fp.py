@@ -11,12 +11,10 @@ one interface (multiply, accumulate), so a mesh is generated once for either num
 from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal, signed
-
-from .config import ArrayConfig
+from systolic.contract.config import ArrayConfig
+from systolic.contract.interface import NAN32
 
 __all__ = ["BF16Arithmetic", "IntegerArithmetic", "arithmetic", "bf16_mul", "fp32_add"]
-
-NAN32 = 0x7FC00000
 
 
 def _pack(sign, exponent, fraction):

@@ -1,4 +1,10 @@
-"""Turn an :class:`ArrayConfig` into Verilog files."""
+# amaranth: UnusedElaboratable=no
+"""Turn an :class:`ArrayConfig` into Verilog: the one place that picks a configuration's design.
+
+Tools also build components only to read their signatures (the simulation wrapper's ports); the
+comment on the first line tells Amaranth that such instances, never elaborated, are not
+forgotten submodules.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +13,13 @@ from pathlib import Path
 from amaranth import Value
 from amaranth.back import verilog
 from amaranth.lib.wiring import In
+from systolic.contract.config import ArrayConfig, Dataflow, check_buildable
+from systolic.contract.interface import TOPS
 
-from .config import ArrayConfig
-from .describe import describe_design
+from .array import OutputStationaryArray, StationaryArray
+from .top import Accelerator
 
-__all__ = ["TOPS", "LINT_WAIVERS", "design_verilog", "design_ports", "write_design"]
-
-#: Verilog top-module name of each design: the bare mesh, and the accelerator around it.
-TOPS = {"array": "systolic_array", "accelerator": "systolic_accelerator"}
-
-#: The one Verilator control file of lint waivers, each documented inside it.
-LINT_WAIVERS = Path(__file__).with_name("lint_waivers.vlt")
+__all__ = ["design", "design_ports", "design_verilog", "write_design"]
 
 
 def _check_kind(kind: str) -> None:
@@ -25,19 +27,29 @@ def _check_kind(kind: str) -> None:
         raise ValueError(f"design must be one of {', '.join(map(repr, TOPS))}, not {kind!r}")
 
 
+def design(config: ArrayConfig, kind: str = "accelerator"):
+    """The mesh (``kind="array"``) or the whole accelerator (``"accelerator"``) of ``config``,
+    after checking that the generator builds it (:func:`contract.config.check_buildable`)."""
+    _check_kind(kind)
+    check_buildable(config)
+    if kind == "accelerator":
+        return Accelerator(config)
+    if config.dataflow is Dataflow.OS:
+        return OutputStationaryArray(config)
+    return StationaryArray(config)
+
+
 def design_verilog(config: ArrayConfig, kind: str = "accelerator") -> str:
     """Verilog of the design, top module ``TOPS[kind]``."""
-    _check_kind(kind)
-    return verilog.convert(describe_design(config, kind), name=TOPS[kind], emit_src=False)
+    return verilog.convert(design(config, kind), name=TOPS[kind], emit_src=False)
 
 
 def design_ports(config: ArrayConfig, kind: str = "accelerator") -> list[tuple[str, str, int]]:
     """``(name, "in" | "out", width)`` of every port of the design's top module except the
     clock: ``rst`` and the signature's members joined with ``__`` (``cmd__valid``, ...)."""
-    _check_kind(kind)
-    design = describe_design(config, kind)
+    top = design(config, kind)
     ports = [("rst", "in", 1)]
-    for path, member, value in design.signature.flatten(design):
+    for path, member, value in top.signature.flatten(top):
         direction = "in" if member.flow == In else "out"
         ports.append(("__".join(map(str, path)), direction, len(Value.cast(value))))
     return ports

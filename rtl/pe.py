@@ -66,7 +66,7 @@ class StationaryPE(wiring.Component):
         m.d.comb += self.w_out.eq(Mux(self.load_bank, w[1], w[0]))
 
         x = self.west
-        # The multiplier's operands, named so toggle counts can find them (rtl.activity).
+        # The multiplier's operands, named so toggle counts can find them (sim/probes.py).
         mul_a, mul_b = Signal.like(x.x, name="mul_a"), Signal.like(w[0], name="mul_b")
         m.d.comb += [mul_a.eq(x.x), mul_b.eq(Mux(x.bank, w[1], w[0]))]
         product = self._arith.multiply(m, mul_a, mul_b, self._acc_shape, "product")

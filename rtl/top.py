@@ -5,17 +5,23 @@ from __future__ import annotations
 from amaranth import Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
+from systolic.contract.config import ArrayConfig, Dataflow, value_range
+from systolic.contract.interface import (
+    COUNTER_BITS,
+    COUNTERS,
+    DIM_BITS,
+    MULTIPLIER_BITS,
+    SHIFT_BITS,
+)
+from systolic.contract.layouts import layouts
 
 from .array import OutputStationaryArray, StationaryArray, operand_shape
 from .buffers import AccumulatorBuffer, InputBuffer, address_shape
-from .config import ArrayConfig, Dataflow, value_range
-from .controller import DIM_BITS, OutputStationaryController, StationaryController
+from .controller import OutputStationaryController, StationaryController
 from .fp import arithmetic
 
 __all__ = [
     "Accelerator",
-    "COUNTERS",
-    "COUNTER_BITS",
     "QUANT_PAIR",
     "c_read_layout",
     "command_layout",
@@ -24,24 +30,6 @@ __all__ = [
     "word_layouts",
     "write_layout",
 ]
-
-#: Width of every performance counter.
-COUNTER_BITS = 48
-
-#: The performance counters, reset when a command is accepted. Every busy cycle is exactly one of
-#: stream, fill, stall or drain: ``cycles = stream + fill + stall + drain``.
-COUNTERS = {
-    "cycles": "cycles from the command's acceptance to done (busy cycles)",
-    "stream_cycles": "cycles in which the array took a streamed vector (useful work)",
-    "preload_cycles": "cycles in which a stationary row shifted into the array (WS/IS)",
-    "fill_cycles": "busy cycles before the first streamed vector",
-    "stall_cycles": "busy cycles without a streamed vector between the first and the last one",
-    "drain_cycles": "busy cycles after the last streamed vector (pipeline drain, write-back)",
-    "a_reads": "words read from the A buffer by the controller",
-    "b_reads": "words read from the B buffer by the controller",
-    "c_reads": "words read from the C buffer to accumulate into",
-    "c_writes": "words written to the C buffer",
-}
 
 
 def command_layout(config: ArrayConfig | None = None) -> data.StructLayout:
@@ -63,9 +51,10 @@ def command_layout(config: ArrayConfig | None = None) -> data.StructLayout:
     return data.StructLayout(fields)
 
 
-#: Per-channel requantization parameters: a Q31 multiplier in [0, 2**31) and a shift in
-#: [-31, 31] (positive: left), as golden.quant defines them.
-QUANT_PAIR = data.StructLayout({"multiplier": unsigned(31), "shift": signed(6)})
+#: Per-channel requantization parameters (contract.interface): a Q31 multiplier and a shift.
+QUANT_PAIR = data.StructLayout(
+    {"multiplier": unsigned(MULTIPLIER_BITS), "shift": signed(SHIFT_BITS)}
+)
 
 
 def q_word_layout(config: ArrayConfig) -> data.ArrayLayout:
@@ -100,18 +89,10 @@ def write_layout(word: data.ArrayLayout) -> data.StructLayout:
 
 
 def word_layouts(config: ArrayConfig) -> dict[str, data.ArrayLayout]:
-    """Buffer words: A along K (WS) or M (OS: ``rows`` long, IS: ``cols`` long); B along N
-    (WS, OS: ``cols`` long) or K (IS: ``rows`` long); C along N (WS, OS) or M (IS), ``cols``
-    long, at accumulator width."""
-    is_ = config.dataflow is Dataflow.IS
+    """The A, B and C buffer words of :func:`contract.layouts.layouts` as Amaranth layouts."""
     return {
-        "a": data.ArrayLayout(
-            operand_shape(config.a_width, config.a_signed), config.cols if is_ else config.rows
-        ),
-        "b": data.ArrayLayout(
-            operand_shape(config.b_width, config.b_signed), config.rows if is_ else config.cols
-        ),
-        "c": StationaryArray.result_layout(config),
+        name: data.ArrayLayout(operand_shape(word.width, word.signed), word.tile)
+        for name, word in layouts(config).items()
     }
 
 
@@ -132,7 +113,7 @@ class Accelerator(wiring.Component):
     c_read : stream addr, c_data : stream word
         Host reads of C, with back-pressure.
     counters : out
-        :data:`COUNTERS`, valid once ``done`` has pulsed.
+        :data:`contract.interface.COUNTERS`, valid once ``done`` has pulsed.
 
     Buffer layouts are those of :class:`~rtl.controller.StationaryController` (WS, IS) and
     :class:`~rtl.controller.OutputStationaryController` (OS), in GEMM terms.
@@ -330,7 +311,7 @@ class Accelerator(wiring.Component):
 
 
 def requantize(m: Module, acc, pair, out_zero, relu, cfg: ArrayConfig, name: str):
-    """One output: ``acc`` (at most 32 bits) requantized by ``pair`` as golden.quant does."""
+    """One output: ``acc`` (at most 32 bits) requantized by ``pair`` as golden/requant.py does."""
     x = Signal(signed(32), name=f"{name}_x")
     left = Signal(5, name=f"{name}_left")
     right = Signal(5, name=f"{name}_right")

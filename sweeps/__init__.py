@@ -1,2 +1,2 @@
-"""Design-space sweeps over dataflow x array shape x precision x workload (arriving with the sweep
-issue; see README.md)."""
+"""Design-space sweeps over dataflow x array shape x precision x workload: spec, workloads,
+evaluation, the resumable runner and the report."""

@@ -15,15 +15,13 @@ import hashlib
 import json
 
 import numpy as np
-
-from golden.activity import estimate_toggles
-from golden.data import DataKind
-from golden.energy import Coefficients, EnergyReport, figures_energy
-from golden.gemm import reference
-from golden.model import predict
-from rtl.config import ArrayConfig
-
-from .workloads import Workload
+from systolic.contract.config import ArrayConfig
+from systolic.golden.data import DataKind
+from systolic.golden.reference import reference
+from systolic.models.cycles import predict
+from systolic.models.energy import Coefficients, EnergyReport, figures_energy
+from systolic.models.toggles import estimate_toggles
+from systolic.sweeps.workloads import Workload
 
 __all__ = ["model_record", "point_id", "rtl_operands", "summarize"]
 
@@ -48,7 +46,7 @@ def summarize(
     per_gemm: list[tuple[object, EnergyReport]],
     clock_mhz: float,
 ) -> dict:
-    """The figures of a point from each GEMM's :class:`golden.model.GemmFigures` and energy."""
+    """The figures of a point from each GEMM's :class:`contract.figures.GemmFigures` and energy."""
     counters: dict = {}
     offchip: dict = {}
     components: dict = {}
@@ -149,7 +147,7 @@ def rtl_record(
     coefficients: Coefficients,
     model: dict,
 ) -> dict:
-    """A point from its simulated GEMMs (:class:`tb.gemm.SimResult` with toggles)."""
+    """A point from its simulated GEMMs (:class:`sim.simulate.SimResult` with toggles)."""
     per_gemm = [(r, figures_energy(r, r.toggles, coefficients, source="toggles")) for r in results]
     record = summarize(config, workload, per_gemm, coefficients.clock_mhz)
     exact = all(

@@ -13,11 +13,8 @@ configuration run all its GEMMs, configurations in parallel on a process pool.
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
 import random
-import signal
 import sys
 import time
 from collections import defaultdict
@@ -26,58 +23,23 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 
-from golden.energy import Coefficients, load_coefficients
-from rtl.config import ArrayConfig
+from systolic.contract.config import ArrayConfig, check_buildable
+from systolic.models.energy import Coefficients, load_coefficients
+from systolic.sim.simulate import SimulationError, run_gemms
 
 from .evaluate import model_record, point_id, rtl_operands, rtl_record
 from .pareto import pareto_front
+from .results import append_record, load_results
 from .spec import Sweep
 from .workloads import Workload
 
-__all__ = ["SweepInterrupted", "load_results", "run_sweep", "select_rtl"]
+__all__ = ["SweepInterrupted", "run_sweep", "select_rtl"]
 
 RESULTS = "results.jsonl"
 
 
 class SweepInterrupted(RuntimeError):
     """The sweep stopped before every point finished; what finished is saved."""
-
-
-def load_results(path: Path) -> list[dict]:
-    """Every complete line of a results file (a line cut short by a kill is ignored)."""
-    if not path.exists():
-        return []
-    records = []
-    for line in path.read_text().splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return records
-
-
-def _append(path: Path, record: dict) -> None:
-    line = json.dumps(record, sort_keys=True) + "\n"
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        f.write(line)
-        f.flush()
-        os.fsync(f.fileno())
-    _test_kill_hook(record)
-
-
-_appended = 0
-
-
-def _test_kill_hook(record: dict) -> None:
-    """For the resume test: ``SYSTOLIC_SWEEP_KILL_AFTER=N`` kills this process (SIGKILL, no
-    cleanup) right after it appended its N-th RTL record."""
-    global _appended
-    limit = os.environ.get("SYSTOLIC_SWEEP_KILL_AFTER")
-    if limit and record["kind"] == "rtl":
-        _appended += 1
-        if _appended >= int(limit):
-            os.kill(os.getpid(), signal.SIGKILL)
 
 
 @dataclass
@@ -107,11 +69,13 @@ def _failed(point: _Point, kind: str, error: str, log: str | None = None) -> dic
 
 def select_rtl(sweep: Sweep, points: list[_Point], models: dict[str, dict]) -> list[_Point]:
     """The points the spec asks to simulate, among those the model evaluated, whose workload is
-    not marked ``rtl: false`` and whose simulated MACs are within ``max_macs``."""
+    not marked ``rtl: false``, whose simulated MACs are within ``max_macs`` and whose
+    configuration the RTL generator builds (larger ones stay model-only)."""
     eligible = [
         p for p in points
         if p.id in models and p.workload.name not in sweep.model_only
         and p.config.precision in sweep.rtl_precision and p.simulated_macs <= sweep.max_macs
+        and _buildable(p.config)
     ]  # fmt: skip
     if sweep.rtl == "all":
         return eligible
@@ -124,6 +88,14 @@ def select_rtl(sweep: Sweep, points: list[_Point], models: dict[str, dict]) -> l
     return []
 
 
+def _buildable(config: ArrayConfig) -> bool:
+    try:
+        check_buildable(config)
+    except ValueError:
+        return False
+    return True
+
+
 def _rtl_group(
     config: ArrayConfig,
     points: list[_Point],
@@ -133,8 +105,6 @@ def _rtl_group(
     results: Path,
 ) -> None:
     """Worker: simulate every point of one configuration in one simulator process."""
-    from tb.gemm import SimulationError, run_gemms
-
     operands, owner = [], []
     for p in points:
         ops = rtl_operands(config, p.workload, sweep.data, sweep.seed)
@@ -163,7 +133,7 @@ def _rtl_group(
         record.update({"id": p.id, "kind": "rtl", "status": "ok" if ok else "failed"})
         if not ok:
             record["error"] = "C differs from the golden model"
-        _append(results, record)
+        append_record(results, record)
 
     try:
         run_gemms(
@@ -179,11 +149,11 @@ def _rtl_group(
     except SimulationError as e:
         for p in points:
             if p.id not in recorded:
-                _append(results, _failed(p, "rtl", str(e), str(e.log)))
+                append_record(results, _failed(p, "rtl", str(e), str(e.log)))
     except Exception as e:  # a build failure or another error: every point left fails
         for p in points:
             if p.id not in recorded:
-                _append(results, _failed(p, "rtl", f"{type(e).__name__}: {e}"))
+                append_record(results, _failed(p, "rtl", f"{type(e).__name__}: {e}"))
 
 
 class _Progress:
@@ -267,7 +237,7 @@ def run_sweep(
         except ValueError as e:  # e.g. buffers too small for one tile of a GEMM
             record = _failed(p, "model", str(e))
             failed += 1
-        _append(results, record)
+        append_record(results, record)
         finished += 1
         bar.show(finished, failed)
     bar.end()

@@ -36,11 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-
-from golden.data import DataKind
-from rtl.config import PRECISIONS, ArrayConfig
-
-from .workloads import (
+from systolic.contract.config import PRECISIONS, ArrayConfig
+from systolic.golden.data import DataKind
+from systolic.models.energy import CoefficientsError, load_coefficients
+from systolic.sweeps.workloads import (
     CNNS,
     PHASES,
     TRANSFORMERS,
@@ -50,12 +49,11 @@ from .workloads import (
     cnn,
     read_scalesim_topology,
 )
-from .workloads import transformer as transformer_workload
+from systolic.sweeps.workloads import transformer as transformer_workload
 
 __all__ = ["PRECISION_NAMES", "RTL_MODES", "SpecError", "Sweep", "load_spec"]
 
-#: Operand and accumulator widths of each precision name.
-#: Precision names of the spec: the integer presets of rtl.config, and bf16.
+#: Precision names of the spec: the integer presets of contract.config, and bf16.
 PRECISION_NAMES = (*PRECISIONS, "bf16")
 RTL_MODES = ("none", "all", "sample", "pareto")
 
@@ -328,8 +326,6 @@ def load_spec(path: str | Path) -> Sweep:
     sweep.seed = _int(doc, raw.get("seed", 0), ("seed",), lo=0)
     if "coefficients" in raw:
         sweep.coefficients = path.parent / str(raw["coefficients"])
-        from golden.energy import CoefficientsError, load_coefficients
-
         try:
             load_coefficients(sweep.coefficients)
         except CoefficientsError as e:

@@ -1,0 +1,1 @@
+"""systolic: generate, verify and measure systolic-array accelerators (see docs/architecture.md)."""

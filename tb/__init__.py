@@ -1,0 +1,1 @@
+"""cocotb testbenches: the code that runs inside the simulator (driven by sim/)."""

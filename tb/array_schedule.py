@@ -10,11 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from golden.gemm import reference
-from rtl.config import ArrayConfig, Dataflow
-from rtl.describe import describe
-from rtl.generate import design_ports
+from systolic.contract.config import ArrayConfig, Dataflow
+from systolic.golden.reference import reference
+from systolic.rtl.generate import design, design_ports
 
 from .packing import pack
 
@@ -93,7 +91,7 @@ def _bubbles(rng, rate: float) -> int:
 
 
 def _schedule_stationary(config, tiles, rng, bubble_rate) -> Schedule:
-    array = describe(config)
+    array = design(config, "array")
     preload_layout = array.preload_layout(config)
     stream_layout = array.stream_layout(config)
     sched = Schedule(config)
@@ -129,7 +127,7 @@ def _schedule_stationary(config, tiles, rng, bubble_rate) -> Schedule:
 
 
 def _schedule_os(config, tiles, rng, bubble_rate) -> Schedule:
-    array = describe(config)
+    array = design(config, "array")
     layout = array.operands_layout(config)
     sched = Schedule(config)
     t = 0

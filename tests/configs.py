@@ -1,6 +1,6 @@
 """The configurations the Verilator tests build: shared by the simulation and lint tests."""
 
-from rtl.config import ArrayConfig, Dataflow
+from systolic.contract.config import ArrayConfig, Dataflow
 
 SHAPES = [(1, 1), (2, 3), (3, 2), (4, 4), (8, 8), (1, 32), (32, 1)]
 

@@ -7,14 +7,14 @@ for any correct design, whatever the model says.
 
 import numpy as np
 import pytest
-
-from golden.data import random_operands
-from golden.gemm import reference
-from golden.model import command_counters, predict
-from rtl.config import ArrayConfig, Dataflow
-from rtl.host import check_command, footprint, plan
-from tb.gemm import run_gemms
-from tb.sim import build_model, run_cocotb
+from systolic.contract.config import ArrayConfig, Dataflow
+from systolic.contract.layouts import footprint
+from systolic.contract.plan import check_command, plan
+from systolic.golden.data import random_operands
+from systolic.golden.reference import reference
+from systolic.models.cycles import command_counters, predict
+from systolic.sim.build import build_model, run_cocotb
+from systolic.sim.simulate import run_gemms
 
 from .conftest import SEED
 
@@ -105,10 +105,10 @@ def test_stream_pauses(dataflow, seed):
 @pytest.mark.parametrize("dataflow", list(Dataflow), ids=lambda d: d.value)
 def test_hardware_flags_malformed_commands(dataflow):
     """Zero dimensions and addresses past a buffer's end raise `error` and still finish
-    (see tb/accel_tests.py::malformed_commands)."""
+    (see tb/accelerator_tb.py::malformed_commands)."""
     config = ArrayConfig(dataflow, 2, 3, **DEPTHS)
-    run = run_cocotb(build_model(config), "tb.accel_tests", testcase="malformed_commands",
-                     name="malformed")  # fmt: skip
+    run = run_cocotb(build_model(config), "systolic.tb.accelerator_tb",
+                     testcase="malformed_commands", name="malformed")  # fmt: skip
     assert (run.tests, run.failed) == (1, 0), f"see {run.log}"
 
 

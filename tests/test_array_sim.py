@@ -2,8 +2,7 @@
 cycle (the cocotb tests in tb/array_tests.py check each output vector and its arrival cycle)."""
 
 import pytest
-
-from tb.sim import build_model, run_cocotb
+from systolic.sim.build import build_model, run_cocotb
 
 from .configs import SIM_CONFIGS
 from .conftest import SEED
@@ -12,7 +11,9 @@ from .conftest import SEED
 @pytest.mark.parametrize("config", SIM_CONFIGS, ids=lambda c: c.name)
 def test_mesh_matches_golden(config, seed):
     build = build_model(config, "array")
-    run = run_cocotb(build, "tb.array_tests", env={"SYSTOLIC_SEED": str(seed)}, name=f"s{seed}")
+    run = run_cocotb(
+        build, "systolic.tb.array_tb", env={"SYSTOLIC_SEED": str(seed)}, name=f"s{seed}"
+    )
     assert run.tests == 3, f"expected 3 cocotb tests, {run.tests} ran; see {run.log}"
     assert run.failed == 0, (
         f"{run.failed} of {run.tests} cocotb tests failed on {config.name}; see {run.log}; "

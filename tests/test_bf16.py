@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from golden.bf16 import NAN32, bf16_bits, bits_to_float, fp32_add, from_bf16_bits, product
-from golden.data import random_operands
-from golden.gemm import reference
-from rtl.config import ArrayConfig
-from tb.gemm import run_gemms
+from systolic.contract.config import ArrayConfig
+from systolic.golden.bf16 import NAN32, bf16_bits, bits_to_float, fp32_add, from_bf16_bits, product
+from systolic.golden.data import random_operands
+from systolic.golden.reference import reference
+from systolic.sim.simulate import run_gemms
 
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1.0 + 2.0**-7, -1.5, 3.0e38, -3.0e38,
             2.0**-126, -(2.0**-126), 2.0**-70, 2.0**70, 2.0**-24, 2.0**-25, 1e-39]  # fmt: skip

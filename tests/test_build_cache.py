@@ -1,7 +1,7 @@
 """A compiled model is reused for the same design and never for a different one."""
 
-from rtl.config import ArrayConfig
-from tb.sim import build_model
+from systolic.contract.config import ArrayConfig
+from systolic.sim.build import build_model
 
 
 def test_second_build_is_cached(tmp_path):

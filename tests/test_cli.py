@@ -5,8 +5,7 @@ import subprocess
 import sys
 
 import pytest
-
-from rtl.config import ArrayConfig
+from systolic.contract.config import ArrayConfig
 
 
 def systolic(*args, cwd=None):
@@ -60,7 +59,11 @@ def test_generate_from_config_file(tmp_path):
         ),
         (
             ["generate", "--dataflow", "ws", "--rows", "0", "--cols", "2"],
-            "rows must be an integer between 1 and 64, not 0",
+            "rows must be an integer between 1 and 512, not 0",
+        ),
+        (
+            ["generate", "--dataflow", "ws", "--rows", "65", "--cols", "2"],
+            "rows = 65 is beyond what the RTL generator builds (1 to 64); the analytical model",
         ),
         (
             ["generate", "--dataflow", "ws", "--rows", "2", "--cols", "2", "--b-width", "40"],
@@ -130,7 +133,11 @@ def test_sim_checks_against_golden_and_reports(tmp_path):
         ),
         (
             ["--m", "2", "--k", "2", "--n", "2", "--c-depth", "0"],
-            "c_depth must be an integer between 1 and 65536, not 0",
+            "c_depth must be an integer between 1 and 16777216, not 0",
+        ),
+        (
+            ["--m", "2", "--k", "2", "--n", "2", "--c-depth", "65537"],
+            "c_depth = 65537 is beyond what the RTL generator builds (1 to 65536)",
         ),
         (
             ["--m", "2", "--k", "2", "--n", "2", "--data", "sparse:-1"],
@@ -158,8 +165,9 @@ def test_model_prints_prediction_without_simulating():
 
 
 def test_compare_shapes_file_and_exit_status(tmp_path, monkeypatch, capsys):
+    from systolic.experiments import compare as compare_module
+
     from systolic.cli import main
-    from tb import compare as compare_module
 
     shapes = tmp_path / "shapes.txt"
     shapes.write_text("# M,K,N\n5,7,3\n\n2, 9, 4  # ragged\n")

@@ -1,8 +1,7 @@
 import json
 
 import pytest
-
-from rtl.config import ArrayConfig, Dataflow
+from systolic.contract.config import ArrayConfig, Dataflow, check_buildable
 
 
 def test_defaults_and_name():
@@ -65,11 +64,12 @@ def test_frozen():
     ("kwargs", "error", "message"),
     [
         (dict(dataflow="ss"), ValueError, "dataflow must be one of 'ws', 'os', 'is', not 'ss'"),
-        (dict(rows=0), ValueError, "rows must be an integer between 1 and 64, not 0"),
-        (dict(rows=65), ValueError, "rows must be an integer between 1 and 64, not 65"),
-        (dict(cols=-3), ValueError, "cols must be an integer between 1 and 64, not -3"),
-        (dict(cols=2.0), TypeError, "cols must be an integer between 1 and 64, not 2.0"),
-        (dict(rows=True), TypeError, "rows must be an integer between 1 and 64, not True"),
+        (dict(rows=0), ValueError, "rows must be an integer between 1 and 512, not 0"),
+        (dict(rows=513), ValueError, "rows must be an integer between 1 and 512, not 513"),
+        (dict(cols=-3), ValueError, "cols must be an integer between 1 and 512, not -3"),
+        (dict(cols=2.0), TypeError, "cols must be an integer between 1 and 512, not 2.0"),
+        (dict(rows=True), TypeError, "rows must be an integer between 1 and 512, not True"),
+        (dict(a_depth=0), ValueError, "a_depth must be an integer between 1 and 16777216, not 0"),
         (dict(a_width=1), ValueError, "a_width must be an integer between 2 and 16, not 1"),
         (dict(a_width=17), ValueError, "a_width must be an integer between 2 and 16, not 17"),
         (dict(b_width=0), ValueError, "b_width must be an integer between 2 and 16, not 0"),
@@ -96,3 +96,21 @@ def test_from_dict_rejects_unknown_and_missing_keys():
         ArrayConfig.from_json("{rows: 2")
     with pytest.raises(TypeError, match="mapping, not list"):
         ArrayConfig.from_dict([1, 2])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name", "value", "hi"),
+    [
+        (dict(rows=65), "rows", 65, 64),
+        (dict(cols=256, rows=256), "rows", 256, 64),
+        (dict(c_depth=(1 << 16) + 1), "c_depth", 65537, 65536),
+    ],
+)
+def test_rtl_builds_a_smaller_range_than_the_model(kwargs, name, value, hi):
+    """The model takes 256 x 256 arrays and deep buffers; the generator refuses them by name."""
+    config = ArrayConfig("ws", **(dict(rows=2, cols=2) | kwargs))  # valid for the model
+    with pytest.raises(ValueError) as info:
+        check_buildable(config)
+    assert str(info.value).startswith(f"{name} = {value} is beyond what the RTL generator builds "
+                                      f"(1 to {hi})")  # fmt: skip
+    check_buildable(ArrayConfig("os", 64, 64, a_depth=1 << 16))  # the largest one it builds

@@ -9,20 +9,20 @@ import sys
 
 import numpy as np
 import pytest
-
-from golden.activity import predict_toggles
-from golden.data import DataKind, random_operands
-from golden.energy import (
+from systolic.contract.activity import datapath_flop_bits
+from systolic.contract.config import ArrayConfig
+from systolic.golden.data import DataKind, random_operands
+from systolic.models.energy import (
     DEFAULT_COEFFICIENTS,
     CoefficientsError,
     figures_energy,
     load_coefficients,
     model_energy,
 )
-from rtl.activity import datapath_flop_bits, probes
-from rtl.config import ArrayConfig
-from rtl.generate import design_verilog
-from tb.gemm import run_gemm, run_gemms
+from systolic.models.toggles import predict_toggles
+from systolic.rtl.generate import design_verilog
+from systolic.sim.probes import probes
+from systolic.sim.simulate import run_gemm, run_gemms
 
 # -- toggle counts under a known stimulus ------------------------------------------------------
 

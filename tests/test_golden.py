@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
-
-from golden.data import corner_values
-from golden.gemm import gemm, operand_range, wrap
+from systolic.contract.config import value_range
+from systolic.golden.data import corner_values
+from systolic.golden.reference import gemm, wrap
 
 
 def _python_gemm(a, b, acc_width, signed):
@@ -34,9 +34,9 @@ def _python_gemm(a, b, acc_width, signed):
 )
 def test_matches_python_integers(seed, aw, asg, bw, bsg, acc):
     rng = np.random.default_rng(seed)
-    lo, hi = operand_range(aw, asg)
+    lo, hi = value_range(aw, asg)
     a = rng.integers(lo, hi, (5, 7), endpoint=True)
-    lo, hi = operand_range(bw, bsg)
+    lo, hi = value_range(bw, bsg)
     b = rng.integers(lo, hi, (7, 3), endpoint=True)
     got = gemm(a, b, a_width=aw, a_signed=asg, b_width=bw, b_signed=bsg, acc_width=acc)
     assert got.tolist() == _python_gemm(a, b, acc, asg or bsg)
@@ -90,7 +90,7 @@ def test_operands_out_of_range_are_rejected():
 
 
 def test_data_kinds(seed):
-    from golden.data import DataKind
+    from systolic.golden.data import DataKind
 
     rng = np.random.default_rng(seed)
     assert not DataKind("zeros").matrix(rng, (50, 60), 8, True).any()
@@ -111,7 +111,7 @@ def test_data_kinds(seed):
     ],
 )
 def test_bad_data_kinds(text, message):
-    from golden.data import DataKind
+    from systolic.golden.data import DataKind
 
     with pytest.raises(ValueError) as info:
         DataKind(text)

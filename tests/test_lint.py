@@ -1,10 +1,10 @@
 """Generated Verilog passes `verilator --lint-only -Wall` under the documented waivers."""
 
 import pytest
-
-from rtl.config import ArrayConfig
-from rtl.generate import TOPS, write_design
-from tb.lint import lint
+from systolic.contract.config import ArrayConfig
+from systolic.contract.interface import TOPS
+from systolic.rtl.generate import write_design
+from systolic.sim.lint import lint
 
 from .configs import SIM_CONFIGS
 

@@ -8,11 +8,11 @@ import time
 
 import numpy as np
 import pytest
-
-from golden.model import command_counters, predict, stationary_stream_start
-from rtl.config import ArrayConfig, Dataflow
-from rtl.host import footprint, steps
-from rtl.top import COUNTERS
+from systolic.contract.config import ArrayConfig, Dataflow
+from systolic.contract.interface import COUNTERS
+from systolic.contract.layouts import footprint
+from systolic.contract.plan import steps
+from systolic.models.cycles import command_counters, predict, stationary_stream_start
 
 
 def _recurrence(rows, p, tiles, release_wait):

@@ -11,12 +11,11 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
-
-from golden.data import random_operands
-from golden.gemm import reference
-from rtl.config import ArrayConfig, Dataflow
-from rtl.host import chunk_sizes
-from tb.gemm import run_gemms
+from systolic.contract.config import ArrayConfig, Dataflow
+from systolic.contract.plan import chunk_sizes
+from systolic.golden.data import random_operands
+from systolic.golden.reference import reference
+from systolic.sim.simulate import run_gemms
 
 from .conftest import SEED
 from .test_accelerator import check_against_model

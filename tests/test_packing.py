@@ -1,7 +1,6 @@
 from amaranth import signed, unsigned
 from amaranth.lib import data
-
-from tb.packing import pack, unpack
+from systolic.tb.packing import pack, unpack
 
 
 def test_struct_of_arrays_round_trip():

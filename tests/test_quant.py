@@ -11,19 +11,19 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-
-from golden.data import random_operands
-from golden.gemm import QuantParams, reference, requantized_reference
-from golden.quant import (
+from systolic.contract.config import PRECISIONS, ArrayConfig
+from systolic.golden.data import random_operands
+from systolic.golden.reference import reference, requantized_reference
+from systolic.golden.requant import (
     INT32_MAX,
     INT32_MIN,
+    RequantParams,
     quantize_multiplier,
     requantize,
     rounding_divide_by_pot,
     srdhm,
 )
-from rtl.config import PRECISIONS, ArrayConfig
-from tb.gemm import Quant, run_gemm, run_gemms
+from systolic.sim.simulate import Quantization, run_gemm, run_gemms
 
 
 def _round_half_away(q: Fraction) -> int:
@@ -95,13 +95,13 @@ def _accumulators_as_gemm(targets: list[int], channels: int):
     return a, b
 
 
-def _corner_params(channels: int, rng) -> QuantParams:
+def _corner_params(channels: int, rng) -> RequantParams:
     multipliers = [0, 1, 1 << 30, INT32_MAX, (1 << 30) + 12345, 1 << 30, 1 << 30, INT32_MAX]
     shifts = [0, 0, -1, 0, -31, 31, 7, -7]
     extra = channels - len(multipliers)
     multipliers += rng.integers(1 << 30, 1 << 31, extra).tolist()
     shifts += rng.integers(-31, 8, extra).tolist()
-    return QuantParams(np.array(multipliers[:channels]), np.array(shifts[:channels]))
+    return RequantParams(np.array(multipliers[:channels]), np.array(shifts[:channels]))
 
 
 @pytest.mark.parametrize("config", [RQ, RQ_U8], ids=lambda c: c.name)
@@ -129,9 +129,9 @@ def test_requantization_corners_bit_exact(config, seed):
     a, b = _accumulators_as_gemm(targets, channels)
     base = _corner_params(channels, rng)
     cases = [
-        Quant(params=base),
-        Quant(
-            params=QuantParams(
+        Quantization(params=base),
+        Quantization(
+            params=RequantParams(
                 base.multiplier, base.shift, out_zero=-7 if config.out_signed else 200, relu=True
             )
         ),  # fmt: skip
@@ -167,7 +167,7 @@ def test_extreme_zero_points_bit_exact(config, seed):
     shapes = [(9, 13, 7), (5, 20, 11), (8, 8, 8)]
     operands = random_operands(rng, config, shapes)
     zeros = [(hi_a, lo_b), (lo_a, hi_b), (int(rng.integers(lo_a, hi_a)), 0)]
-    results = run_gemms(config, operands, quant=[Quant(za, zb) for za, zb in zeros])
+    results = run_gemms(config, operands, quant=[Quantization(za, zb) for za, zb in zeros])
     for (a, b), (za, zb), res in zip(operands, zeros, results, strict=True):
         expected = reference(config, a, b, za, zb)
         assert np.array_equal(res.c, expected), (za, zb)
@@ -182,9 +182,9 @@ def test_zero_points_and_requantization_together(seed):
     za, zb = int(rng.integers(0, 256)), int(rng.integers(-128, 128))
     acc = reference(config, a, b, za, zb)
     scales = [quantize_multiplier(255 / (2 * np.abs(acc[:, j]).max() + 1)) for j in range(7)]
-    params = QuantParams(np.array([m for m, _ in scales]), np.array([s for _, s in scales]),
+    params = RequantParams(np.array([m for m, _ in scales]), np.array([s for _, s in scales]),
                          out_zero=128)  # fmt: skip
-    res = run_gemm(config, a, b, quant=[Quant(za, zb, params)])
+    res = run_gemm(config, a, b, quant=[Quantization(za, zb, params)])
     assert np.array_equal(res.c, requantized_reference(config, a, b, za, zb, params))
 
 
@@ -220,15 +220,15 @@ def test_invalid_quantization_is_refused():
         reference(zp, a, a, 0, 128)
     ones = np.ones(2, dtype=np.int64)
     for params, message in [
-        (QuantParams(ones, ones[:1]), "one value per output channel"),
-        (QuantParams(-ones, 0 * ones), r"multipliers must be Q31 values in \[0, 2147483647\]"),
-        (QuantParams(ones, 40 * ones), r"shifts must be in \[-31, 31\]"),
-        (QuantParams(ones, 0 * ones, out_zero=300), r"out_zero must be in the output range"),
+        (RequantParams(ones, ones[:1]), "one value per output channel"),
+        (RequantParams(-ones, 0 * ones), r"multipliers must be Q31 values in \[0, 2147483647\]"),
+        (RequantParams(ones, 40 * ones), r"shifts must be in \[-31, 31\]"),
+        (RequantParams(ones, 0 * ones, out_zero=300), r"out_zero must be in the output range"),
     ]:
         with pytest.raises(ValueError, match=message):
             requantized_reference(zp, a, a, 0, 0, params)
     with pytest.raises(ValueError, match="has no requantization unit"):
-        requantized_reference(plain, a, a, 0, 0, QuantParams(ones, 0 * ones))
+        requantized_reference(plain, a, a, 0, 0, RequantParams(ones, 0 * ones))
 
 
 def test_requantize_is_per_channel():
@@ -255,7 +255,7 @@ def test_cli_sim_precision_zero_points_and_requant():
 
 
 def test_calibration_represents_zero_and_the_range(seed):
-    from golden.calibrate import choose_scale, dequantize, quantize
+    from systolic.golden.calibrate import choose_scale, dequantize, quantize
 
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((200, 6)) * np.array([0.1, 1, 10, 100, 1000, 1e-3]) + 0.5
@@ -270,7 +270,7 @@ def test_calibration_represents_zero_and_the_range(seed):
 
 
 def test_accuracy_retention_through_the_rtl():
-    from tb.accuracy import run_accuracy
+    from systolic.experiments.accuracy import run_accuracy
 
     experiment = run_accuracy(test_samples=300, rows=4)
     print(experiment.table())

@@ -5,9 +5,8 @@ import subprocess
 import sys
 
 import pytest
-
-from rtl.config import ArrayConfig
-from tb.scalesim import scalesim_cycles
+from systolic.contract.config import ArrayConfig
+from systolic.experiments.scalesim import scalesim_cycles
 
 
 @pytest.mark.parametrize(

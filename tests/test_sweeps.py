@@ -12,11 +12,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from sweeps.pareto import dominates, pareto_front
-from sweeps.run import load_results
-from sweeps.spec import SpecError, load_spec
-from sweeps.workloads import WorkloadError, cnn, read_scalesim_topology, transformer
+from systolic.sweeps.pareto import dominates, pareto_front
+from systolic.sweeps.results import load_results
+from systolic.sweeps.spec import SpecError, load_spec
+from systolic.sweeps.workloads import WorkloadError, cnn, read_scalesim_topology, transformer
 
 TINY = """\
 name: tiny
@@ -53,7 +52,7 @@ def _systolic(*args, env=None):
         ("name: tiny", "nmae: tiny", ":1: nmae: unknown key; expected one of name, configs"),
         ("array: [2x2]", "array: [2by2]", ":4: configs.array.0: must be ROWSxCOLS like 8x8"),
         ("array: [2x2]", "array: [1x0]",
-         ":4: configs.array: cols must be an integer between 1 and 64"),
+         ":4: configs.array: cols must be an integer between 1 and 512"),
         ("depth: [256]", "depth: [256]\n  precision: [int7]",
          ":6: configs.precision: must be one of int4, int8, int16, bf16, not 'int7'"),
         ("{m: 8, k: 6, n: 5}", "{m: 8, k: six, n: 5}",
@@ -96,8 +95,8 @@ def test_spec_crosses_configs_and_workloads(tmp_path):
 
 
 def test_workloads_marked_model_only_are_never_simulated(tmp_path):
-    from sweeps.evaluate import point_id
-    from sweeps.run import _Point, select_rtl
+    from systolic.sweeps.evaluate import point_id
+    from systolic.sweeps.run import _Point, select_rtl
 
     text = TINY.replace("    count: 3", "    count: 3\n    rtl: false") + (
         "  - gemm: {m: 8, k: 6, n: 5}\n    rtl: false\n"  # the same point again: still simulated
@@ -234,19 +233,20 @@ def test_resume_after_a_killed_worker(tmp_path):
 
 
 def test_a_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path):
-    # One 4000x32x32 GEMM as a single command: ~1 M cycles on 2x2, far past the 0.5 s deadline
-    # (checked every 100 k cycles), and 64 k cycles on 8x8, which finishes before any check.
+    # One 90x90x90 GEMM as a single command: 182 k cycles on 2x2, past the 0.2 s deadline at its
+    # first check (every 100 k cycles; the simulator's start alone takes longer), and 13 k cycles
+    # on 8x8, which finishes before any check. Buffers of 4096 words hold it whole.
     spec = _spec(tmp_path, """\
         name: failing
         configs:
           dataflow: [ws]
           array: [2x2, 8x8]
-          depth: [65536]
+          depth: [4096]
         workloads:
-          - gemm: {m: 4000, k: 32, n: 32}
+          - gemm: {m: 90, k: 90, n: 90}
         evaluate:
           rtl: all
-          timeout: 0.5
+          timeout: 0.2
         """)  # fmt: skip
     out = tmp_path / "out"
     r = _systolic("sweep", str(spec), "--out", str(out), "--jobs", "1")

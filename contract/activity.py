@@ -1,0 +1,57 @@
+"""What switching activity is counted: the component and traffic classes, and the mesh's register
+bits per component.
+
+Components: ``multiplier`` (operand bits), ``accumulator`` (``psum_out``/``acc_reg``: the adder's
+output register), ``pipeline`` (registers passing operands between PEs), ``stationary``
+(``w0``/``w1``), ``edge`` (skew and de-skew registers at the mesh borders), ``buffer`` (registers
+of the buffers' ports) and ``control`` (controller, command and counters). The simulation's
+probes (sim/probes.py) tag every register of the Verilog with one; the toggle model
+(models/toggles.py) predicts the same groups; the energy model prices them.
+"""
+
+from __future__ import annotations
+
+from .config import ArrayConfig, Dataflow
+
+__all__ = ["COMPONENTS", "datapath_flop_bits", "stream_traffic"]
+
+COMPONENTS = (
+    "multiplier", "accumulator", "pipeline", "stationary", "edge", "buffer", "control",
+)  # fmt: skip
+
+
+def stream_traffic(config: ArrayConfig) -> tuple[str, str]:
+    """``(streaming, stationary)`` operand of the WS/IS mesh, or ``(a lane, b lane)`` for OS."""
+    if config.dataflow is Dataflow.IS:
+        return "weight", "activation"
+    return "activation", "weight"
+
+
+def datapath_flop_bits(config: ArrayConfig) -> dict[str, int]:
+    """Register bits of the mesh by component (``pipeline``, ``accumulator``, ``stationary``,
+    ``edge``), from its structure: what the clock reaches every cycle. (Equal to the flops that
+    sim/probes.py finds in the Verilog; a test holds the two together.)"""
+    config = config.mesh_config()  # operands as the array sees them
+    rows, cols, acc = config.rows, config.cols, config.acc_width
+    skew_rows = rows * (rows - 1) // 2  # registers of the triangular skews
+    skew_cols = cols * (cols - 1) // 2
+    pes = rows * cols
+    if config.dataflow is Dataflow.OS:
+        lane = config.a_width + 2  # a, valid, last
+        return {
+            "pipeline": pes * (lane + config.b_width),
+            "accumulator": pes * acc,
+            "stationary": 0,
+            "edge": skew_rows * lane + skew_cols * (config.b_width + acc),
+        }
+    ws = config.dataflow is Dataflow.WS
+    stream, stationary = (
+        (config.a_width, config.b_width) if ws else (config.b_width, config.a_width)
+    )
+    lane = stream + 2  # x, valid, bank
+    return {
+        "pipeline": pes * lane,
+        "accumulator": pes * acc,
+        "stationary": pes * 2 * stationary,
+        "edge": skew_rows * lane + skew_cols * acc,
+    }

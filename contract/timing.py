@@ -1,0 +1,101 @@
+"""Timing of the meshes and their controllers: the formulas the generator implements.
+
+The Amaranth components expose these as properties that delegate here; the analytical model
+(models/cycles.py) sums them; the RTL tests measure that the hardware keeps them. Cycle numbers
+count from the first busy cycle, the one after a command is accepted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .config import ArrayConfig, Dataflow
+
+__all__ = [
+    "DONE_DELAY",
+    "READ_LATENCY",
+    "MeshTiming",
+    "bank_release",
+    "drain_cycles",
+    "latency",
+    "mesh_timing",
+    "preload_cycles",
+    "release_wait",
+]
+
+#: A buffer read issued in cycle ``t`` reaches the mesh in cycle ``t + READ_LATENCY``: the
+#: SRAM's read port registers its word, and the controllers register the matching ``valid``.
+READ_LATENCY = 1
+
+#: ``busy`` stays high this many cycles after the cycle in which the last result reached the C
+#: buffer (the controller's ``finishing`` register), so the counters see the final update.
+DONE_DELAY = 1
+
+
+def latency(config: ArrayConfig) -> int:
+    """Cycles from a vector entering the mesh to its result vector leaving it.
+
+    WS/IS: ``rows + cols - 1``. A vector entering in cycle ``t`` meets PE ``(r, c)`` in cycle
+    ``t + r + c`` (``r`` skew and ``c`` PE registers); the partial sum leaves the bottom of column
+    ``c`` in cycle ``t + rows + c``, and ``cols - 1 - c`` de-skew registers align every column at
+    ``t + rows + cols - 1``.
+
+    OS: ``cols``, to result row 0 (row ``r`` leaves ``r`` cycles later). The ``last`` step
+    reaches PE ``(r, c)`` after ``r + c`` skew and PE registers, its accumulator is read one
+    cycle later, and column ``c`` is de-skewed by ``cols - 1 - c``:
+    ``r + c + 1 + cols - 1 - c = cols + r``.
+    """
+    if config.dataflow is Dataflow.OS:
+        return config.cols
+    return config.rows + config.cols - 1
+
+
+def preload_cycles(config: ArrayConfig) -> int:
+    """WS/IS: ``rows``, one row of the stationary tile shifts in per cycle (OS: 0, no preload)."""
+    return 0 if config.dataflow is Dataflow.OS else config.rows
+
+
+def bank_release(config: ArrayConfig) -> int:
+    """WS/IS: ``rows + cols - 2``. The last vector of a bank reaches the far corner PE that many
+    cycles after entering; a preload that starts then overwrites nothing still in use."""
+    _stationary(config, "bank_release")
+    return config.rows + config.cols - 2
+
+
+def release_wait(config: ArrayConfig) -> int:
+    """WS/IS controller: issue cycles from a bank's last stream read to the first preload read
+    that may reuse it, ``max(bank_release, 1)`` (the bank's busy flag clears one cycle after
+    that read)."""
+    return max(bank_release(config), 1)
+
+
+def drain_cycles(config: ArrayConfig) -> int:
+    """OS: ``rows``. A column's output path carries one finished row per cycle, so the ``last``
+    steps of consecutive tiles must be at least this many cycles apart."""
+    if config.dataflow is not Dataflow.OS:
+        raise ValueError(f"drain_cycles is a fact of the 'os' mesh, not {config.dataflow.value!r}")
+    return config.rows
+
+
+def _stationary(config: ArrayConfig, what: str) -> None:
+    if config.dataflow is Dataflow.OS:
+        raise ValueError(f"{what} is a fact of the 'ws' and 'is' meshes, not 'os'")
+
+
+@dataclass(frozen=True)
+class MeshTiming:
+    """Every timing fact of one configuration (zeros where a dataflow has no such thing)."""
+
+    latency: int
+    preload_cycles: int  # WS/IS
+    bank_release: int  # WS/IS
+    release_wait: int  # WS/IS
+    drain_cycles: int  # OS
+
+
+def mesh_timing(config: ArrayConfig) -> MeshTiming:
+    if config.dataflow is Dataflow.OS:
+        return MeshTiming(latency(config), 0, 0, 0, drain_cycles(config))
+    return MeshTiming(
+        latency(config), preload_cycles(config), bank_release(config), release_wait(config), 0
+    )

@@ -1,0 +1,138 @@
+"""RTL against the analytical model, point by point: every counter and the off-chip words.
+
+Points sharing a configuration run in one simulator process; C is checked bit-exact as well.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from systolic.contract.config import ArrayConfig, Dataflow
+from systolic.contract.interface import COUNTERS
+from systolic.experiments.scalesim import scalesim_cycles
+from systolic.golden.data import random_operands
+from systolic.golden.reference import reference
+from systolic.models.cycles import predict
+from systolic.models.energy import Coefficients, EnergyReport, figures_energy, model_energy
+from systolic.sim.simulate import run_gemms
+
+__all__ = ["Comparison", "compare", "default_points", "read_shapes"]
+
+_DEPTHS = dict(a_depth=64, b_depth=64, c_depth=64)  # small: many default points need host tiling
+
+
+def default_points() -> list[tuple[ArrayConfig, tuple[int, int, int]]]:
+    """60 points: every dataflow on 2x2, 4x4, 3x5 and 8x8 arrays, with ragged shapes, a
+    dimension of 1, exact tiles and GEMMs larger than the buffers."""
+    points = []
+    for dataflow in Dataflow:
+        for rows, cols in [(2, 2), (4, 4), (3, 5), (8, 8)]:
+            config = ArrayConfig(dataflow, rows, cols, **_DEPTHS)
+            for shape in [
+                (rows, rows, cols),
+                (1, 3 * rows + 1, 2 * cols - 1),
+                (2 * rows + 3, 1, cols + 2),
+                (5 * rows + 2, 4 * rows + 3, 3 * cols + 1),
+                (40, 37, 29),
+            ]:
+                points.append((config, shape))
+    return points
+
+
+def read_shapes(path: Path) -> list[tuple[int, int, int]]:
+    """GEMM shapes from a text file: one ``M,K,N`` per line; ``#`` starts a comment."""
+    shapes = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        parts = [p.strip() for p in text.split(",")]
+        try:
+            dims = tuple(int(p) for p in parts)
+        except ValueError:
+            dims = ()
+        if len(dims) != 3 or min(dims) < 1:
+            raise ValueError(
+                f"{path}:{number}: expected three positive integers M,K,N, got {text!r}"
+            )
+        shapes.append(dims)
+    if not shapes:
+        raise ValueError(f"{path}: no shapes (one M,K,N per line)")
+    return shapes
+
+
+@dataclass
+class Comparison:
+    config: ArrayConfig
+    shape: tuple[int, int, int]
+    bit_exact: bool
+    rtl: dict[str, int]  # counters, then off-chip words as offchip_a/b/c
+    model: dict[str, int]
+    scalesim_cycles: int | None = None  # SCALE-Sim's total cycles, when asked for
+    energy_rtl: EnergyReport | None = None  # from the RTL's toggles, when asked for
+    energy_model: EnergyReport | None = None  # from toggles predicted from the operands
+
+    @property
+    def energy_error(self) -> float:
+        """Model minus RTL of the activity-priced energy (bit flips; the SRAM, DRAM, clock and
+        leakage parts follow from counters the model predicts exactly), in percent."""
+        rtl = self.energy_rtl.activity
+        return 100 * (self.energy_model.activity - rtl) / rtl if rtl else 0.0
+
+    @property
+    def differences(self) -> dict[str, int]:
+        """Quantity -> model minus RTL, for the quantities that differ."""
+        return {k: self.model[k] - self.rtl[k] for k in self.rtl if self.model[k] != self.rtl[k]}
+
+    @property
+    def ok(self) -> bool:
+        return self.bit_exact and not self.differences
+
+    def as_dict(self) -> dict:
+        m, k, n = self.shape
+        return {"config": self.config.name, "m": m, "k": k, "n": n, "bit_exact": self.bit_exact,
+                "rtl": self.rtl, "model": self.model, "differences": self.differences,
+                "scalesim_cycles": self.scalesim_cycles} | (
+            {"energy_rtl": self.energy_rtl.to_dict(), "energy_model": self.energy_model.to_dict(),
+             "energy_error_percent": self.energy_error} if self.energy_rtl else {})  # fmt: skip
+
+
+def _flat(counters: dict, offchip: dict) -> dict[str, int]:
+    return {**{k: counters[k] for k in COUNTERS}, **{f"offchip_{k}": v for k, v in offchip.items()}}
+
+
+def compare(
+    points, *, seed: int = 0, scalesim: bool = False, progress=None, energy: bool = False,
+    coefficients: Coefficients | None = None,
+) -> list[Comparison]:  # fmt: skip
+    """Run every ``(config, (m, k, n))`` point on the RTL and the model (and on SCALE-Sim);
+    ``energy`` runs the activity builds and prices measured and predicted toggles."""
+    groups = defaultdict(list)
+    for config, shape in points:
+        groups[config].append(shape)
+    out = []
+    for config, shapes in groups.items():
+        rng = np.random.default_rng(seed)
+        operands = random_operands(rng, config, shapes)
+        results = run_gemms(config, operands, seed=seed, activity=energy)
+        for (a, b), res in zip(operands, results, strict=True):
+            pred = predict(config, *res.shape)
+            row = Comparison(
+                config,
+                res.shape,
+                bool(np.array_equal(res.c, reference(config, a, b))) and res.errors == 0,
+                _flat(res.counters, res.offchip_words),
+                _flat(pred.counters, pred.offchip_words),
+            )
+            if energy:
+                row.energy_rtl = figures_energy(res, res.toggles, coefficients, source="toggles")
+                row.energy_model = model_energy(config, a, b, coefficients)
+            if scalesim:
+                row.scalesim_cycles = scalesim_cycles(config, *res.shape)
+            out.append(row)
+            if progress:
+                progress(row)
+    return out

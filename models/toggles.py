@@ -1,0 +1,280 @@
+"""Predicted switching activity of the mesh, from the operand data itself.
+
+A systolic array moves known data in a known order, so the bit flips of its registers follow
+from the operands: each PE of row ``i`` passes on the same sequence of streamed values, a
+stationary register sees the values shifting past it during preload, a partial-sum register
+holds the running dot products. :func:`predict_toggles` replays that order per command of the
+host's plan (:func:`contract.plan.steps`) and returns flips per ``(component, traffic)`` group, the
+keys an activity build of the RTL measures (:mod:`contract.activity`).
+
+Approximations, which ``systolic compare --energy`` measures against the RTL:
+
+- stalls: when the model's counters show stall cycles, every tile is taken to stream alone
+  (``valid`` falls and partial sums drop to zero between tiles); otherwise tiles run back to back;
+- the multiplier's stationary operand is taken to see the first tile's preload shift and then
+  one value per tile (loads into the bank not in use are invisible to it);
+- operand registers start each command from the values the previous one left, the mesh starts
+  each GEMM from zero (its reset);
+- controller and buffer-port registers are estimated from the counters: a binary counter flips
+  two bits per increment on average, and each counted event advances one counter and one address.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from systolic.contract.activity import stream_traffic
+from systolic.contract.config import ArrayConfig, Dataflow
+from systolic.contract.plan import steps
+from systolic.golden.bf16 import fp32_add, product
+from systolic.golden.data import DataKind, random_operands
+
+from .cycles import command_counters, predict
+
+__all__ = ["estimate_toggles", "predict_toggles"]
+
+
+def _bits(values: np.ndarray, width: int) -> np.ndarray:
+    """Two's-complement bit patterns of ``values`` in ``width`` bits."""
+    return np.asarray(values, dtype=np.int64).astype(np.uint64) & np.uint64((1 << width) - 1)
+
+
+def _flips(seq: np.ndarray, prev) -> np.ndarray:
+    """Bit flips along axis 0 of ``seq``, starting from ``prev``; summed over that axis."""
+    first = np.bitwise_count(seq[0] ^ prev).astype(np.int64)
+    return first + np.bitwise_count(seq[1:] ^ seq[:-1]).astype(np.int64).sum(axis=0)
+
+
+def _pad(mat: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    out = np.zeros((rows, cols), dtype=np.int64)
+    out[: mat.shape[0], : mat.shape[1]] = mat
+    return out
+
+
+def _running_sums(config, x, w, axis: int, mask) -> np.ndarray:
+    """Bit patterns of the running sums of ``x * w`` along ``axis``: wrapped integers, or for
+    bf16 the fp32 sums in the hardware's order (golden/bf16.py)."""
+    if config.number != "bf16":
+        return np.cumsum(x * w, axis=axis).astype(np.uint64) & mask
+    terms = np.moveaxis(product(x, w), axis, 0)
+    sums = np.empty_like(terms)
+    total = np.zeros(terms.shape[1:], dtype=np.int64)  # +0
+    for i, term in enumerate(terms):
+        total = fp32_add(total, term)
+        sums[i] = total
+    return np.moveaxis(sums, 0, axis).astype(np.uint64)
+
+
+class _Counts(dict):
+    def add(self, component: str, traffic: str, flips) -> None:
+        key = (component, traffic)
+        self[key] = self.get(key, 0) + int(flips)
+
+
+def _stationary(config, x, s, counts, state, separate):
+    """One WS/IS command ``Y[P,R] = X[P,Q] @ S[Q,R]`` (X streams, S stays)."""
+    rows, cols, acc = config.rows, config.cols, config.acc_width
+    ws = config.dataflow is Dataflow.WS
+    xw, sw = (config.a_width, config.b_width) if ws else (config.b_width, config.a_width)
+    streaming, stationary = stream_traffic(config)
+    p, q = x.shape
+    r = s.shape[1]
+    qt, rt = -(-q // rows), -(-r // cols)
+    xp = _pad(x, p, qt * rows)
+    sp = _pad(s, qt * rows, rt * cols)
+    tiles = [(ri, qi) for ri in range(rt) for qi in range(qt)]
+    n_tiles = len(tiles)
+    # Lanes: row i streams X[:, q0 + i] tile after tile; every PE of the row and its skew
+    # registers see the same sequence.
+    lane_seq = np.concatenate([_bits(xp[:, qi * rows : qi * rows + rows], xw) for _, qi in tiles])
+    lane = _flips(lane_seq, state.get("lane", np.zeros(rows, np.uint64)))  # per row
+    state["lane"] = lane_seq[-1]
+    flags = (2 * (n_tiles if separate else 1)) + n_tiles  # valid rises/falls; bank per tile
+    per_row = lane + flags
+    counts.add("pipeline", streaming, cols * per_row.sum())
+    counts.add("edge", streaming, (np.arange(rows) * per_row).sum())
+    counts.add("multiplier", "compute", cols * lane.sum())
+    # Stationary registers: tile t shifts into bank t % 2, last row first; row i sees the bank's
+    # old rows i-1 .. 0 go by, then the new rows rows-1 .. i.
+    banks = state.get("banks", [np.zeros((rows, cols), np.uint64) for _ in range(2)])
+    selected = state.get("selected", banks[0])  # what the multipliers saw last
+    stat = sel = 0
+    for t, (ri, qi) in enumerate(tiles):
+        new = _bits(sp[qi * rows : qi * rows + rows, ri * cols : ri * cols + cols], sw)
+        old = banks[t % 2]
+        feed = new[::-1]  # pushed last row first
+        for i in range(rows):
+            seq = np.concatenate([old[:i][::-1], feed[: rows - i]])
+            flips = _flips(seq, old[i]).sum()
+            stat += flips
+            if t == 0:  # bank 0 is selected while it loads: its multiplier sees the shift
+                sel += flips + np.bitwise_count(old[i] ^ selected[i]).sum()
+        if t > 0:
+            sel += np.bitwise_count(new ^ selected).sum()
+        selected = new
+        banks[t % 2] = new
+    other = banks[n_tiles % 2]  # after the last tile the lanes' bank flag moves on
+    sel += np.bitwise_count(other ^ selected).sum()
+    state["banks"], state["selected"] = banks, other
+    counts.add("stationary", stationary, stat)
+    counts.add("multiplier", "compute", sel)
+    # Partial sums: PE (i, c) holds sum_{i' <= i} X[p, q0+i'] S[q0+i', c] for each streamed p.
+    mask = np.uint64((1 << acc) - 1)
+    prev = np.zeros((rows, cols), np.uint64)
+    psum = np.zeros((rows, cols), np.int64)
+    results = np.zeros(cols, np.int64)
+    zero = np.zeros((rows, cols), np.uint64)
+    for ri, qi in tiles:
+        xt = xp[:, qi * rows : qi * rows + rows]
+        st = sp[qi * rows : qi * rows + rows, ri * cols : ri * cols + cols]
+        bits = _running_sums(config, xt[:, :, None], st[None, :, :], axis=1, mask=mask)
+        psum += _flips(bits, prev)
+        results += _flips(bits[:, rows - 1, :], prev[rows - 1])
+        prev = bits[-1]
+        if separate:
+            psum += np.bitwise_count(prev).astype(np.int64)
+            results += np.bitwise_count(prev[rows - 1]).astype(np.int64)
+            prev = zero
+    psum += np.bitwise_count(prev).astype(np.int64)  # back to zero after the last vector
+    results += np.bitwise_count(prev[rows - 1]).astype(np.int64)
+    counts.add("accumulator", "psum", psum.sum())
+    counts.add("edge", "output", (np.arange(cols)[::-1] * results).sum())
+    counts.add("buffer", "psum", results.sum())
+
+
+def _output_stationary(config, a, b, counts, state, separate):
+    """One OS command ``C[M,N] = A[M,K] @ B[K,N]``: tiles M outer, N inner, K steps each."""
+    rows, cols, acc = config.rows, config.cols, config.acc_width
+    m, k = a.shape
+    n = b.shape[1]
+    mt, nt = -(-m // rows), -(-n // cols)
+    ap = _pad(a, mt * rows, k)
+    bp = _pad(b, k, nt * cols)
+    tiles = [(mi, ni) for mi in range(mt) for ni in range(nt)]
+    n_tiles = len(tiles)
+    lane_seq = np.concatenate([_bits(ap[mi * rows : mi * rows + rows].T, config.a_width)
+                               for mi, _ in tiles])  # fmt: skip
+    lane = _flips(lane_seq, state.get("lane", np.zeros(rows, np.uint64)))
+    state["lane"] = lane_seq[-1]
+    col_seq = np.concatenate([_bits(bp[:, ni * cols : ni * cols + cols], config.b_width)
+                              for _, ni in tiles])  # fmt: skip
+    column = _flips(col_seq, state.get("column", np.zeros(cols, np.uint64)))
+    state["column"] = col_seq[-1]
+    flags = 2 * (n_tiles if separate else 1) + (2 * n_tiles if k > 1 else 2)  # valid; last
+    per_row = lane + flags
+    counts.add("pipeline", "activation", cols * per_row.sum())
+    counts.add("pipeline", "weight", rows * column.sum())
+    counts.add("edge", "activation", (np.arange(rows) * per_row).sum())
+    counts.add("edge", "weight", (np.arange(cols) * column).sum())
+    counts.add("multiplier", "compute", cols * lane.sum() + rows * column.sum())
+    mask = np.uint64((1 << acc) - 1)
+    prev = np.zeros((rows, cols), np.uint64)
+    flips = np.zeros((rows, cols), np.int64)
+    drained = np.zeros(cols, np.int64)
+    out_prev = np.zeros(cols, np.uint64)
+    for mi, ni in tiles:
+        at = ap[mi * rows : mi * rows + rows]
+        bt = bp[:, ni * cols : ni * cols + cols]
+        bits = _running_sums(config, at.T[:, :, None], bt[:, None, :], axis=0, mask=mask)
+        flips += _flips(bits, prev)
+        prev = bits[-1]
+        if separate:
+            flips += np.bitwise_count(prev).astype(np.int64)
+            prev = np.zeros_like(prev)
+        # A column drains its finished rows one per cycle, zeros between tiles when K > rows.
+        out = prev if not separate else bits[-1]
+        drained += _flips(out, out_prev)
+        out_prev = out[-1]
+        if k > rows:
+            drained += np.bitwise_count(out_prev).astype(np.int64)
+            out_prev = np.zeros(cols, np.uint64)
+    flips += np.bitwise_count(prev).astype(np.int64)
+    drained += np.bitwise_count(out_prev).astype(np.int64)
+    counts.add("accumulator", "output", flips.sum())
+    counts.add("edge", "output", (np.arange(cols)[::-1] * drained).sum())
+    counts.add("buffer", "psum", drained.sum())
+
+
+def _control(counts: _Counts, c: dict) -> None:
+    events = (2 * c["cycles"] + c["preload_cycles"] + c["a_reads"] + c["b_reads"]
+              + c["c_reads"] + c["c_writes"])  # fmt: skip
+    addresses = c["a_reads"] + c["b_reads"] + c["c_reads"] + c["c_writes"]
+    counts.add("control", "control", 2 * (events + addresses))
+
+
+def predict_toggles(
+    config: ArrayConfig, a: np.ndarray, b: np.ndarray, a_zero: int = 0, b_zero: int = 0
+) -> dict[tuple[str, str], int]:
+    """Bit flips per ``(component, traffic)`` of ``(A - a_zero) @ (B - b_zero)`` run as the
+    host runs it (the mesh sees the operands minus their zero points)."""
+    (m, k), n = a.shape, b.shape[1]
+    mesh = config.mesh_config()
+    a = np.asarray(a, dtype=np.int64) - a_zero
+    b = np.asarray(b, dtype=np.int64) - b_zero
+    counts = _Counts()
+    state: dict = {}
+    for step in steps(config, m, k, n):
+        ch = step.chunk
+        a_part = np.asarray(a[ch.m0 : ch.m1, ch.k0 : ch.k1], dtype=np.int64)
+        b_part = np.asarray(b[ch.k0 : ch.k1, ch.n0 : ch.n1], dtype=np.int64)
+        mc, kc, nc = ch.shape
+        counters = command_counters(config, mc, kc, nc, ch.accumulate)
+        separate = counters["stall_cycles"] > 0
+        if config.dataflow is Dataflow.OS:
+            _output_stationary(mesh, a_part, b_part, counts, state, separate)
+        elif config.dataflow is Dataflow.WS:
+            _stationary(mesh, a_part, b_part, counts, state, separate)
+        else:
+            _stationary(mesh, b_part.T, a_part.T, counts, state, separate)
+        _control(counts, counters)
+    return dict(counts)
+
+
+# -- large GEMMs: a sample, scaled by event counts ---------------------------------------------
+
+#: The counter each group's bit flips scale with when a sample stands for a larger GEMM.
+_EVENT = {"stationary": "preload_cycles", "buffer": "c_writes", "edge.output": "c_writes"}
+
+
+def _sample_shape(config: ArrayConfig, m: int, k: int, n: int) -> tuple[int, int, int]:
+    """A few tiles of the GEMM, with the streamed length and (OS) the reduction intact enough
+    that values and stalls look like the whole one's."""
+    rows, cols = config.rows, config.cols
+    if config.dataflow is Dataflow.OS:
+        return min(m, 2 * rows), min(k, 1024), min(n, 2 * cols)
+    if config.dataflow is Dataflow.WS:
+        return min(m, 128), min(k, 4 * rows), min(n, 2 * cols)
+    return min(m, 2 * cols), min(k, 4 * rows), min(n, 128)
+
+
+def estimate_toggles(
+    config: ArrayConfig, m: int, k: int, n: int, data: str = "random", seed: int = 0
+) -> dict[tuple[str, str], int]:
+    """Bit flips of an ``m x k x n`` GEMM on operands of kind ``data`` (``random``, ``zeros``,
+    ``sparse:P``), without the operands: :func:`predict_toggles` on a sample of a few tiles
+    (:func:`_sample_shape`) of such data, each group scaled by the ratio of its events (streamed
+    vectors, preload cycles, C writes) in the whole GEMM to those in the sample; the control
+    estimate comes from the whole GEMM's counters. Exact prediction when the sample is the GEMM.
+    """
+    return dict(_estimate(config, m, k, n, data, seed))
+
+
+@functools.lru_cache(maxsize=1024)
+def _estimate(config, m, k, n, data, seed):
+    sample = _sample_shape(config, m, k, n)
+    rng = np.random.default_rng(seed)
+    ((a, b),) = random_operands(rng, config, [sample], DataKind(data))
+    toggles = predict_toggles(config, a, b)
+    if sample == (m, k, n):
+        return tuple(toggles.items())
+    part, whole = predict(config, *sample).counters, predict(config, m, k, n).counters
+    out = _Counts()
+    for (component, traffic), flips in toggles.items():
+        if component == "control":
+            continue
+        event = _EVENT.get(f"{component}.{traffic}") or _EVENT.get(component, "stream_cycles")
+        if part[event]:
+            out.add(component, traffic, round(flips * whole[event] / part[event]))
+    _control(out, whole)
+    return tuple(out.items())

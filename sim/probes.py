@@ -1,0 +1,97 @@
+"""Which nets of the generated Verilog to watch for switching activity, and what each one is.
+
+Every flip-flop of the design (a ``reg`` with an initial value in Amaranth's Verilog) and the
+multipliers' operands (``mul_a``/``mul_b``, combinational) become a :class:`Probe` tagged with a
+*component* (what kind of hardware switches) and a *traffic* class (whose data it carries), so
+toggle counts can be priced per component and split by traffic. Memories are not probed: their
+energy is priced per access from the performance counters.
+
+The components and traffic classes are the contract's (:mod:`contract.activity`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from systolic.contract.activity import stream_traffic
+from systolic.contract.config import ArrayConfig
+from systolic.contract.interface import TOPS
+
+__all__ = ["Probe", "probes"]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One net: ``path`` below the top module (``array.pe_0_1.east``), its width and roles."""
+
+    path: str
+    width: int
+    component: str
+    traffic: str
+    flop: bool  # a register (False: a combinational net, sampled once a cycle)
+
+    @property
+    def verilog(self) -> str:
+        """Hierarchical reference to the net, escaping names that need it."""
+        parts = self.path.split(".")
+        plain = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+        return ".".join(p if plain.fullmatch(p) else f"\\{p} " for p in parts)
+
+
+_MODULE = re.compile(r"^module (\\\S+|\w+)\s*\(")
+_NET = re.compile(r"^  (reg|wire) (?:\[(\d+):0\] )?(\\\S+|\w+)\s*(=|;)")
+
+
+def _classify(config: ArrayConfig, inst: str, name: str) -> tuple[str, str] | None:
+    streaming, stationary = stream_traffic(config)
+    if inst.startswith("array.pe_"):
+        return {
+            "mul_a": ("multiplier", "compute"),
+            "mul_b": ("multiplier", "compute"),
+            "psum_out": ("accumulator", "psum"),
+            "acc": ("accumulator", "output"),  # OS: the accumulator register drives port acc
+            "east": ("pipeline", streaming),
+            "b_out": ("pipeline", "weight"),
+            "w0": ("stationary", stationary),
+            "w1": ("stationary", stationary),
+        }.get(name)
+    if inst == "array":
+        if "deskew" in name:
+            return "edge", "output"
+        if "skew_col" in name or name.startswith("b_in"):
+            return "edge", "weight"  # OS: B enters from the north
+        return "edge", streaming
+    if inst in ("a_buffer", "b_buffer", "c_buffer"):
+        kind = inst[0]
+        return "buffer", {"a": "activation", "b": "weight", "c": "psum"}[kind]
+    return "control", "control"
+
+
+def probes(config: ArrayConfig, verilog: str) -> list[Probe]:
+    """Every net of the accelerator's Verilog worth counting, classified (see module)."""
+    top = TOPS["accelerator"]
+    found: list[Probe] = []
+    inst = None
+    for line in verilog.splitlines():
+        if line.startswith("module "):
+            name = _MODULE.match(line).group(1).lstrip("\\")
+            inst = "" if name == top else name.removeprefix(top + ".")
+            continue
+        match = _NET.match(line)
+        if not match or inst is None:
+            continue
+        kind, msb, name, end = match.groups()
+        name = name.lstrip("\\")
+        flop = kind == "reg" and end == "="
+        if name.startswith("$auto$"):  # yosys's own dummy
+            continue
+        if not flop and not (kind == "wire" and name in ("mul_a", "mul_b")):
+            continue
+        role = _classify(config, inst, name)
+        if role is None:
+            raise ValueError(f"register {name!r} of {inst} has no activity class (sim/probes.py)")
+        component, traffic = role
+        path = f"{inst}.{name}" if inst else name
+        found.append(Probe(path, int(msb or 0) + 1, component, traffic, flop))
+    return found

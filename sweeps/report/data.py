@@ -1,0 +1,274 @@
+"""The report's content as data: every figure and sentence, computed from the results.
+
+:func:`report_data` builds a :class:`ReportData` that the templates render (render.py) and the
+plots draw (plots.py); tests check it directly, without parsing HTML or markdown.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..pareto import OBJECTIVES, group_key, pareto_front
+
+__all__ = ["ReportData", "Table", "points_of", "report_data"]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of text cells."""
+
+    head: list[str]
+    rows: list[list[str]]
+
+
+@dataclass
+class ReportData:
+    """What the report says: the title and introduction, the summary sentences, the tables, and
+    the points the plots draw."""
+
+    title: str
+    intro: str
+    summary: list[str]
+    precision: Table | None
+    front: Table
+    points_table: Table
+    failures: Table | None
+    points: list[dict] = field(repr=False)
+    front_ids: set = field(repr=False)
+
+
+def points_of(records: list[dict]) -> tuple[list[dict], list[dict]]:
+    """``(points, failures)``: one figure set per point, the RTL's where it ran and passed (with
+    the model's next to it), else the model's; and every failed evaluation."""
+    latest: dict[tuple, dict] = {}
+    for r in records:
+        latest[(r["id"], r["kind"])] = r
+    failures = [r for r in latest.values() if r["status"] == "failed"]
+    points = []
+    for (pid, kind), r in latest.items():
+        if kind != "model" or r["status"] != "ok":
+            continue
+        rtl = latest.get((pid, "rtl"))
+        chosen = rtl if rtl and rtl["status"] == "ok" else r
+        points.append({**chosen, "evaluated": "rtl" if chosen is rtl else "model"})
+    points.sort(
+        key=lambda p: (
+            p["workload"]["model"],
+            p["workload"].get("seq") or 0,
+            p["workload"]["batch"],
+            p["config_name"],
+        )
+    )
+    return points, failures
+
+
+def _winners_by_array(points: list[dict], figure: str, what: str) -> list[str]:
+    """Per model and array size, the dataflow with the lowest ``figure`` at each batch and
+    sequence, runs of the same winner merged: where the answer changes, and at which batch."""
+    groups = defaultdict(lambda: defaultdict(list))
+    for p in points:
+        w = p["workload"]
+        groups[(w["model"], p["array"], p["precision"])][(w.get("seq") or 0, w["batch"])].append(p)
+    lines = []
+    for (model, array, precision), instances in sorted(groups.items()):
+        if len(instances) < 2:
+            continue
+        runs: list[tuple[str, list[str]]] = []
+        for (seq, batch), pts in sorted(instances.items()):
+            winner = min(pts, key=lambda p: p[figure])["dataflow"].upper()
+            label = f"b{batch}" + (f" s{seq}" if seq else "")
+            if runs and runs[-1][0] == winner:
+                runs[-1][1].append(label)
+            else:
+                runs.append((winner, [label]))
+        text = "; ".join(f"{w} at {', '.join(labels)}" for w, labels in runs)
+        lines.append(f"Lowest {what}, {model} on {array} {precision}: {text}.")
+    return lines
+
+
+def _summary(points: list[dict]) -> list[str]:
+    """Which dataflow wins where, from the data."""
+    lines = []
+    by_workload = defaultdict(list)
+    for p in points:
+        w = p["workload"]
+        by_workload[(w["family"], w["name"])].append(p)
+    for figure, what in (
+        ("energy_per_inference_pj", "energy per inference"),
+        ("latency_s", "latency"),
+    ):
+        wins = defaultdict(Counter)
+        for (family, _), pts in by_workload.items():
+            best = min(pts, key=lambda p: p[figure])
+            wins[family][best["dataflow"]] += 1
+        for family, counter in sorted(wins.items()):
+            total = sum(counter.values())
+            parts = ", ".join(f"{d.upper()} on {n} of {total}" for d, n in counter.most_common())
+            lines.append(f"Lowest {what}, {family} workloads: {parts}.")
+        lines += _winners_by_array(points, figure, what)
+    # weight reuse across batch: per dataflow, the range of weight reuse into the array
+    reuse = defaultdict(list)
+    for p in points:
+        if p["weight_reuse_array"]:
+            reuse[p["dataflow"]].append(p["weight_reuse_array"])
+    for dataflow, values in sorted(reuse.items()):
+        lines.append(
+            f"{dataflow.upper()}: weight reuse into the array spans "
+            f"{min(values):,.0f} to {max(values):,.0f} MACs per weight word."
+        )
+    util = defaultdict(list)
+    for p in points:
+        util[p["dataflow"]].append(p["utilization"])
+    for dataflow, values in sorted(util.items()):
+        lines.append(
+            f"{dataflow.upper()}: PE utilization {100 * min(values):.1f}% to "
+            f"{100 * max(values):.1f}% (median {100 * sorted(values)[len(values) // 2]:.1f}%)."
+        )
+    return lines
+
+
+def _precision_table(points: list[dict]) -> tuple[list[str], list[list[str]], list[str]]:
+    """Per workload and precision, the lowest energy per inference over configurations and its
+    pJ/MAC; and, per precision, the geometric-mean ratio of that energy to the first
+    precision's. Empty when the sweep has one precision."""
+    precisions = sorted({p["precision"] for p in points}, key=lambda s: (s == "bf16", len(s), s))
+    if len(precisions) < 2:
+        return [], [], []
+    best: dict[tuple[str, str], dict] = {}
+    for p in points:
+        key = (p["workload"]["name"], p["precision"])
+        if key not in best or p["energy_per_inference_pj"] < best[key]["energy_per_inference_pj"]:
+            best[key] = p
+    head = ["workload"] + [f"{q}: uJ/inference (pJ/MAC)" for q in precisions]
+    rows, ratios = [], defaultdict(list)
+    for name in sorted({p["workload"]["name"] for p in points}):
+        row = [name]
+        for q in precisions:
+            p = best.get((name, q))
+            cell = "-"
+            if p is not None:
+                cell = f"{_fmt(p['energy_per_inference_pj'] / 1e6)} ({p['pj_per_mac']:.2f})"
+            row.append(cell)
+            base = best.get((name, precisions[0]))
+            if p is not None and base is not None:
+                ratios[q].append(p["energy_per_inference_pj"] / base["energy_per_inference_pj"])
+        rows.append(row)
+    lines = [
+        f"{q}: energy per inference {math.exp(np.mean(np.log(ratios[q]))):.2f}x that of "
+        f"{precisions[0]} (geometric mean over {len(ratios[q])} workloads, best configuration of "
+        f"each)." for q in precisions[1:] if ratios[q]
+    ]  # fmt: skip
+    return head, rows, lines
+
+
+def _fmt(value, digits=3) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.{digits}g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    return f"{value:,}"
+
+
+def _table(points: list[dict]) -> tuple[list[str], list[list[str]]]:
+    head = [
+        "configuration",
+        "workload",
+        "eval",
+        "cycles",
+        "util %",
+        "latency ms",
+        "inf/s",
+        "MACs/cycle",
+        "uJ/inference",
+        "pJ/MAC",
+        "weight words/inf",
+        "model vs RTL",
+    ]
+    rows = []
+    for p in points:
+        diff = "-"
+        if p["evaluated"] == "rtl":
+            d = p["model_diff"]
+            diff = f"cycles {d['cycles']:+d}, energy {d['energy_percent']:+.2f}%"
+        rows.append(
+            [
+                p["config_name"],
+                p["workload"]["name"],
+                p["evaluated"],
+                f"{p['cycles']:,}",
+                f"{100 * p['utilization']:.1f}",
+                _fmt(p["latency_s"] * 1e3),
+                _fmt(p["throughput_inf_s"]),
+                _fmt(p["macs_per_cycle"]),
+                _fmt(p["energy_per_inference_pj"] / 1e6),
+                _fmt(p["pj_per_mac"]),
+                _fmt(p["weight_words_array_per_inference"]),
+                diff,
+            ]
+        )
+    return head, rows
+
+
+def report_data(records: list[dict], name: str) -> ReportData:
+    """The report of a sweep named ``name`` whose results file holds ``records``."""
+    if not records:
+        raise ValueError(f"{name}: no results to report")
+    points, failures = points_of(records)
+    front = pareto_front(points)
+    kinds = Counter(p["evaluated"] for p in points)
+    rtl = [p for p in points if p["evaluated"] == "rtl"]
+    summary = _summary(points)
+    precision_head, precision_rows, precision_lines = _precision_table(points)
+    summary += precision_lines
+    if rtl:
+        worst = max(rtl, key=lambda p: abs(p["model_diff"]["energy_percent"]))
+        cycles_equal = sum(p["model_diff"]["cycles"] == 0 for p in rtl)
+        summary.append(
+            f"Model against RTL on {len(rtl)} simulated point(s): cycles equal on "
+            f"{cycles_equal}; energy within "
+            f"{abs(worst['model_diff']['energy_percent']):.2f}%; C bit-exact on all."
+        )
+    front_rows = [
+        [
+            f"{p['workload']['model']} s{p['workload'].get('seq') or '-'}",
+            p["config_name"],
+            p["workload"]["name"],
+            _fmt(p["throughput_inf_s"]),
+            _fmt(p["latency_s"] * 1e3),
+            _fmt(p["energy_per_inference_pj"] / 1e6),
+        ]
+        for p in sorted(front, key=lambda p: (str(group_key(p)), p["latency_s"]))
+    ]
+    fail_rows = [
+        [r["config_name"], r["workload"]["name"], r["kind"], r.get("error", ""),
+         str(r.get("log") or "")]
+        for r in failures
+    ]  # fmt: skip
+    clock = points[0]["clock_mhz"] if points else 0
+    intro = (
+        f"{len(points)} points ({kinds.get('rtl', 0)} simulated in RTL with toggle-based "
+        f"energy, {kinds.get('model', 0)} from the analytical model), {len(failures)} "
+        f"failed evaluation(s). Latency and throughput at {clock:g} MHz; an inference is "
+        f"one pass of the workload over its batch; objectives of the Pareto front: "
+        f"{', '.join(OBJECTIVES)}."
+    )
+    return ReportData(
+        title=f"Sweep report: {name}",
+        intro=intro,
+        summary=summary,
+        precision=Table(precision_head, precision_rows) if precision_rows else None,
+        front=Table(
+            ["group", "configuration", "workload", "inf/s", "latency ms", "uJ/inference"],
+            front_rows,
+        ),
+        points_table=Table(*_table(points)),
+        failures=Table(["configuration", "workload", "evaluation", "error", "log"], fail_rows)
+        if fail_rows
+        else None,
+        points=points,
+        front_ids={p["id"] for p in front},
+    )

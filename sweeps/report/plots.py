@@ -1,0 +1,269 @@
+"""The report's plots, drawn from its data (PNG files): weight traffic and reuse, energy by
+traffic class, utilization against layer shape, and the Pareto fronts."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+
+from systolic.models.energy import TRAFFIC_CLASSES
+
+from ..pareto import group_key
+
+__all__ = ["PLOTS", "write_plots"]
+
+COLORS = {"ws": "tab:blue", "os": "tab:orange", "is": "tab:green"}
+MARKERS = {"ws": "o", "os": "s", "is": "^"}  # lines that coincide stay visible
+PRECISION_MARKERS = {"int8": "o", "int16": "s", "bf16": "^", "int4": "v"}
+
+
+def _label(p: dict) -> str:
+    return f"{p['dataflow'].upper()} {p['array']} {p['precision']}"
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _weights_plot(points: list[dict], path: Path) -> bool:
+    """Per (model, sequence) with a batch profile: weight words into the array and from off-chip
+    per inference, and weight reuse, against batch; a line per dataflow (colour) and array
+    (style)."""
+    groups = defaultdict(lambda: defaultdict(list))
+    for p in points:
+        if p["weight_words_array_per_inference"]:
+            groups[group_key(p)][(p["dataflow"], p["array"], p["precision"])].append(p)
+    profiles = {
+        k: v for k, v in groups.items()
+        if len({p["workload"]["batch"] for s in v.values() for p in s}) >= 3
+    }  # fmt: skip
+    if not profiles:
+        return False
+    keys = sorted(profiles, key=lambda k: (-len(next(iter(profiles[k].values()))), str(k)))[:3]
+    plt = _plt()
+    fig, axes = plt.subplots(len(keys), 3, figsize=(15, 4 * len(keys)), squeeze=False)
+    arrays = sorted(
+        {a for k in keys for (_, a, _) in profiles[k]}, key=lambda a: int(a.split("x")[0])
+    )
+    styles = ["-", "--", ":", "-."]
+    figures = [
+        ("weight_words_array_per_inference", "weight words into the array / inference"),
+        ("weight_words_offchip_per_inference", "weight words from off-chip / inference"),
+        ("weight_reuse_array", "MACs per weight word into the array"),
+    ]
+    for row, key in zip(axes, keys, strict=True):
+        model, seq = key
+        for (dataflow, array, precision), pts in sorted(profiles[key].items()):
+            pts = sorted(pts, key=lambda p: p["workload"]["batch"])
+            for ax, (figure, _) in zip(row, figures, strict=True):
+                ax.plot(
+                    [p["workload"]["batch"] for p in pts],
+                    [p[figure] for p in pts],
+                    color=COLORS[dataflow],
+                    linestyle=styles[arrays.index(array) % len(styles)],
+                    marker=MARKERS[dataflow],
+                    markersize=4,
+                    fillstyle="none",
+                    label=f"{dataflow.upper()} {array} {precision}",
+                )
+        for ax, (_, label) in zip(row, figures, strict=True):
+            ax.set(xscale="log", yscale="log", xlabel="batch", ylabel=label,
+                   title=f"{model}{f', seq {seq}' if seq else ''}")  # fmt: skip
+            ax.grid(True, which="both", alpha=0.3)
+        row[2].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
+def _traffic_plot(points: list[dict], path: Path) -> bool:
+    """Energy per MAC by traffic class, per dataflow and array: a stacked bar."""
+    groups = defaultdict(lambda: defaultdict(float))
+    macs = defaultdict(int)
+    for p in points:
+        key = (p["dataflow"], p["array"], p["precision"])
+        macs[key] += p["macs"]
+        for klass, levels in p["traffic_pj"].items():
+            groups[key][klass] += sum(levels.values())
+    if not groups:
+        return False
+    plt = _plt()
+    keys = sorted(groups, key=lambda k: (k[0], int(k[1].split("x")[0]), k[2]))
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(keys) + 2), 4.8))
+    bottom = [0.0] * len(keys)
+    cmap = plt.get_cmap("tab10")
+    for i, klass in enumerate(TRAFFIC_CLASSES):
+        values = [groups[k][klass] / macs[k] for k in keys]
+        ax.bar(range(len(keys)), values, bottom=bottom, label=klass, color=cmap(i))
+        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    ax.set_xticks(range(len(keys)), [f"{d.upper()}\n{a} {p}" for d, a, p in keys])
+    ax.set(
+        ylabel="pJ per MAC (all points of the configuration)",
+        title="Energy by traffic class (registers, on-chip buffers and off-chip together)",
+    )
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def _utilization_plot(points: list[dict], path: Path) -> bool:
+    """PE utilization of every distinct GEMM against its smallest dimension."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    seen, labelled = set(), set()
+    any_point = False
+    for p in points:
+        for g in p["gemms"]:
+            key = (p["config_name"], tuple(g["shape"]))
+            if key in seen:
+                continue
+            seen.add(key)
+            any_point = True
+            label = _label(p) if _label(p) not in labelled else None
+            labelled.add(_label(p))
+            ax.scatter(
+                min(g["shape"]),
+                100 * g["utilization"],
+                s=18,
+                alpha=0.6,
+                color=COLORS[p["dataflow"]],
+                marker="o" if p["pes"] <= 64 else "s",
+                label=label,
+            )
+    if not any_point:
+        plt.close(fig)
+        return False
+    ax.set(
+        xscale="log",
+        xlabel="smallest GEMM dimension (min of M, K, N)",
+        ylabel="PE utilization, %",
+        ylim=(0, 105),
+        title="Shape sensitivity: utilization of each layer GEMM",
+    )
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def _plain_minor_ticks(ax) -> None:
+    """No labels on log-scale minor ticks (they collide on narrow ranges)."""
+    from matplotlib.ticker import NullFormatter
+
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def _scale(values) -> str:
+    """Logarithmic when the values span a decade or more."""
+    values = [v for v in values if v > 0]
+    return "log" if values and max(values) >= 10 * min(values) else "linear"
+
+
+def _pareto_plot(points: list[dict], front_ids: set, path: Path) -> bool:
+    """Latency against energy per inference per (model, sequence); dominated points faded."""
+    groups = defaultdict(list)
+    for p in points:
+        groups[group_key(p)].append(p)
+    groups = {k: v for k, v in groups.items() if len(v) > 1}
+    if not groups:
+        return False
+    plt = _plt()
+    keys = sorted(groups, key=str)[:9]
+    cols = min(3, len(keys))
+    rows = math.ceil(len(keys) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.3 * rows), squeeze=False)
+    for ax, key in zip(axes.flat, keys, strict=False):
+        pts = groups[key]
+        tmax = max(p["throughput_inf_s"] for p in pts)
+        for p in pts:
+            on = p["id"] in front_ids
+            ax.scatter(
+                p["latency_s"] * 1e3,
+                p["energy_per_inference_pj"] / 1e6,
+                s=20 + 180 * p["throughput_inf_s"] / tmax,
+                color=COLORS[p["dataflow"]],
+                marker=PRECISION_MARKERS.get(p["precision"], "D"),
+                alpha=0.95 if on else 0.18,
+                edgecolors="black" if on else "none",
+            )
+        front = sorted((p for p in pts if p["id"] in front_ids), key=lambda p: p["latency_s"])
+        ax.plot(
+            [p["latency_s"] * 1e3 for p in front],
+            [p["energy_per_inference_pj"] / 1e6 for p in front],
+            color="black",
+            lw=0.8,
+        )
+        model, seq = key
+        ax.set(
+            xscale=_scale(p["latency_s"] for p in pts),
+            yscale=_scale(p["energy_per_inference_pj"] for p in pts),
+            xlabel="latency, ms",
+            ylabel="energy per inference, uJ",
+            title=f"{model}{f' seq {seq}' if seq else ''}",
+        )
+        ax.grid(True, which="both", alpha=0.3)
+        _plain_minor_ticks(ax)
+    for ax in list(axes.flat)[len(keys) :]:
+        ax.axis("off")
+    handles = [
+        plt.Line2D([], [], marker="o", ls="", color=c, label=d.upper()) for d, c in COLORS.items()
+    ]
+    precisions = sorted({p["precision"] for p in points})
+    if len(precisions) > 1:
+        handles += [plt.Line2D([], [], marker=PRECISION_MARKERS.get(q, "D"), ls="", color="gray",
+                               label=q) for q in precisions]  # fmt: skip
+    fig.legend(
+        handles=handles,
+        loc="upper right",
+        fontsize=8,
+        title="marker size: throughput\nfaded: dominated",
+    )
+    fig.tight_layout(rect=(0, 0, 0.9, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+#: Each plot: its name (the PNG's stem), what draws it, and its caption.
+PLOTS = {
+    "weights": (
+        lambda data, path: _weights_plot(data.points, path),
+        "Off-array weight words per inference and weight reuse against batch, per dataflow "
+        "(colour) and array (line style).",
+    ),
+    "traffic": (
+        lambda data, path: _traffic_plot(data.points, path),
+        "Energy per MAC split by traffic class, per configuration.",
+    ),
+    "utilization": (
+        lambda data, path: _utilization_plot(data.points, path),
+        "PE utilization of each layer GEMM against its smallest dimension.",
+    ),
+    "pareto": (
+        lambda data, path: _pareto_plot(data.points, data.front_ids, path),
+        "Latency against energy per inference; marker size is throughput, the line joins the "
+        "Pareto front, dominated points are faded.",
+    ),
+}
+
+
+def write_plots(data, out: Path) -> dict[str, Path]:
+    """Draw every plot the data has points for into ``out``; ``{name: path}`` of those drawn."""
+    drawn = {}
+    for name, (draw, _) in PLOTS.items():
+        path = out / f"{name}.png"
+        if draw(data, path):
+            drawn[name] = path
+    return drawn

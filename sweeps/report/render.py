@@ -1,0 +1,55 @@
+"""Write the report: markdown and a self-contained HTML page from one set of templates.
+
+The templates (templates/report.md.j2, report.html.j2) lay out a :class:`ReportData`; the PNG
+plots are embedded in the HTML as data URLs.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import jinja2
+
+from ..results import load_results
+from .data import ReportData, report_data
+from .plots import PLOTS, write_plots
+
+__all__ = ["render", "write_report"]
+
+_ENV = {
+    kind: jinja2.Environment(
+        loader=jinja2.PackageLoader("systolic.sweeps.report", "templates"),
+        autoescape=kind == "html",
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    for kind in ("md", "html")
+}
+
+
+def render(data: ReportData, plots: dict[str, Path], kind: str) -> str:
+    """The report as ``kind`` (``"md"`` or ``"html"``) text."""
+    figures = [
+        {"name": name, "title": name.capitalize(), "caption": PLOTS[name][1], "file": path.name,
+         "png": base64.b64encode(path.read_bytes()).decode() if kind == "html" else ""}
+        for name, path in plots.items()
+    ]  # fmt: skip
+    return _ENV[kind].get_template(f"report.{kind}.j2").render(data=data, figures=figures)
+
+
+def write_report(results: Path, out: Path | None = None) -> dict[str, Path]:
+    """Write ``report.md``, ``report.html`` and the PNG plots next to ``results``."""
+    out = out or results.parent
+    out.mkdir(parents=True, exist_ok=True)
+    records = load_results(results)
+    if not records:
+        raise ValueError(f"{results}: no results to report")
+    data = report_data(records, results.parent.name)
+    plots = write_plots(data, out)
+    paths = {"markdown": out / "report.md", "html": out / "report.html"}
+    for kind, path in (("md", paths["markdown"]), ("html", paths["html"])):
+        path.write_text(render(data, plots, kind))
+    return paths | plots

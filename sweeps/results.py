@@ -1,0 +1,53 @@
+"""The results file of a sweep: one JSON record per line, appended whole, read back tolerantly.
+
+Only the sweep's client process writes it (:func:`append_record`, under a file lock and an
+``fsync``), so a crash loses at most the line being written, and :func:`load_results` skips a
+line cut short.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+from pathlib import Path
+
+__all__ = ["append_record", "load_results"]
+
+
+def load_results(path: Path) -> list[dict]:
+    """Every complete line of a results file (a line cut short by a kill is ignored)."""
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def append_record(path: Path, record: dict) -> None:
+    line = json.dumps(record, sort_keys=True) + "\n"
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.write(line)
+        f.flush()
+        os.fsync(f.fileno())
+    _test_kill_hook(record)
+
+
+_appended = 0
+
+
+def _test_kill_hook(record: dict) -> None:
+    """For the resume test: ``SYSTOLIC_SWEEP_KILL_AFTER=N`` kills this process (SIGKILL, no
+    cleanup) right after it appended its N-th RTL record."""
+    global _appended
+    limit = os.environ.get("SYSTOLIC_SWEEP_KILL_AFTER")
+    if limit and record["kind"] == "rtl":
+        _appended += 1
+        if _appended >= int(limit):
+            os.kill(os.getpid(), signal.SIGKILL)

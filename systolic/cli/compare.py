@@ -1,0 +1,137 @@
+"""``systolic compare``: RTL against the model on the same points; exit 1 on any difference."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from systolic.contract.config import check_buildable
+from systolic.contract.plan import chunk_sizes
+from systolic.experiments.compare import compare, default_points, read_shapes
+from systolic.experiments.scalesim import available
+
+from .options import (
+    UsageError,
+    add_config_options,
+    add_energy_options,
+    add_shape_options,
+    config_from_args,
+    energy_coefficients,
+)
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="run RTL and model on the same points; exit 1 on any difference",
+        description="Simulate each point, predict it with the model, and compare cycles, every "
+        "counter and the off-chip words. With no shape options it runs a default list of 60 "
+        "points (three dataflows, four arrays, ragged shapes, GEMMs larger than the buffers).",
+    )
+    add_config_options(p, rtl=True)
+    add_shape_options(p, required=False)
+    p.add_argument(
+        "--shapes",
+        type=Path,
+        metavar="FILE",
+        help="GEMM shapes to compare on the given configuration, one M,K,N a line",
+    )
+    p.add_argument("--seed", type=int, default=0, help="random seed of the operands (default 0)")
+    p.add_argument(
+        "--scalesim",
+        action="store_true",
+        help="add SCALE-Sim's cycles as a third column (needs pip install '.[scalesim]'; "
+        "slow on large GEMMs)",
+    )
+    add_energy_options(
+        p,
+        "also compare the model's energy (toggles predicted from the operands) with the "
+        "toggle-based energy of the RTL",
+    )
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    points = _points(args)
+    if args.scalesim and not available():
+        raise UsageError("systolic compare: --scalesim needs SCALE-Sim: pip install '.[scalesim]'")
+    coefficients = energy_coefficients(args) if args.energy else None
+    if not args.json:
+        _print_header(args)
+    show = None if args.json else (lambda row: _print_row(row, args))
+    rows = compare(points, seed=args.seed, scalesim=args.scalesim, progress=show,
+                   energy=args.energy, coefficients=coefficients)  # fmt: skip
+    differing = [r for r in rows if r.differences]
+    wrong_c = [r for r in rows if not r.bit_exact]
+    if args.json:
+        print(json.dumps([r.as_dict() for r in rows], indent=2))
+    else:
+        _print_summary(rows, len(differing), len(wrong_c), args.energy)
+    return 1 if differing or wrong_c else 0
+
+
+def _points(args: argparse.Namespace) -> list:
+    """The given configuration on ``--shapes`` or ``--m --k --n``, or the default points."""
+    given = [args.m, args.k, args.n]
+    if args.shapes is None and all(v is None for v in given):
+        return default_points()
+    config = config_from_args(args)
+    check_buildable(config)
+    if args.shapes is not None:
+        try:
+            shapes = read_shapes(args.shapes)
+        except OSError as e:
+            raise UsageError(
+                f"systolic compare: cannot read --shapes {args.shapes}: {e.strerror}"
+            ) from None
+    elif all(v is not None for v in given):
+        shapes = [tuple(given)]
+    else:
+        raise UsageError("systolic compare: give all of --m, --k and --n, or --shapes FILE")
+    for shape in shapes:
+        chunk_sizes(config, *shape)  # too small buffers: a clear error before any build
+    return [(config, shape) for shape in shapes]
+
+
+def _print_header(args: argparse.Namespace) -> None:
+    third = f" {'SCALE-Sim':>9}" if args.scalesim else ""
+    if args.energy:
+        third += f" {'pJ/MAC':>9} {'model':>9} {'act.diff':>7}"
+    print(f"{'configuration':32} {'M x K x N':>12} {'RTL cyc':>9} {'model cyc':>9} "
+          f"{'diff':>5}{third}  {'C':10} counters and off-chip words")  # fmt: skip
+    if args.scalesim:
+        print("(SCALE-Sim simulates cycle by cycle in Python, slow on large GEMMs; its cycles "
+              "differ from ours by design: docs/model.md explains each term)")  # fmt: skip
+
+
+def _print_row(row, args: argparse.Namespace) -> None:
+    m, k, n = row.shape
+    diff = row.differences
+    verdict = "equal" if not diff else "DIFFER: " + ", ".join(
+        f"{name} {row.rtl[name]} vs {row.model[name]}" for name in diff
+    )  # fmt: skip
+    third = f" {row.scalesim_cycles:>9}" if args.scalesim else ""
+    if args.energy:
+        third += (f" {row.energy_rtl.pj_per_mac:>9.3f} {row.energy_model.pj_per_mac:>9.3f} "
+                  f"{row.energy_error:>+6.2f}%")  # fmt: skip
+    print(
+        f"{row.config.name:32} {f'{m}x{k}x{n}':>12} {row.rtl['cycles']:>9} "
+        f"{row.model['cycles']:>9} {row.model['cycles'] - row.rtl['cycles']:>5}{third}  "
+        f"{'bit-exact' if row.bit_exact else 'C MISMATCH':10} {verdict}",
+        flush=True,
+    )
+
+
+def _print_summary(rows: list, differing: int, wrong_c: int, energy: bool) -> None:
+    quantities = len(rows[0].rtl) if rows else 0
+    print(f"\n{len(rows)} points x {quantities} quantities (cycles, every counter, off-chip "
+          f"words): {differing} point(s) with differences; C bit-exact on "
+          f"{len(rows) - wrong_c} of {len(rows)}")  # fmt: skip
+    if energy and rows:
+        worst = max(rows, key=lambda r: abs(r.energy_error))
+        print(f"energy: the model's activity energy (bit flips predicted from the operands) is "
+              f"within {abs(worst.energy_error):.2f}% of the RTL's toggle-based one on every "
+              f"point (largest on {worst.config.name} {'x'.join(map(str, worst.shape))}); "
+              f"coefficients {worst.energy_rtl.coefficients}")  # fmt: skip

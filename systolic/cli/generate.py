@@ -1,0 +1,69 @@
+"""``systolic generate``: Verilog of an accelerator or a bare mesh, and its config.json."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from systolic.contract.config import check_buildable
+from systolic.contract.interface import TOPS
+from systolic.rtl.generate import write_design
+from systolic.sim.lint import lint
+
+from .options import add_config_options, config_from_args
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "generate",
+        help="write the Verilog of an array and its config.json",
+        description="Write <DIR>/<top>.v and <DIR>/config.json: the whole accelerator (top "
+        "module `systolic_accelerator`: buffers, tiling controller, array, host streams, "
+        "command and counters) or, with --design array, the bare mesh (top module "
+        "`systolic_array`). Ports are named <interface>__<member> (cmd__valid, "
+        "c_data__payload, ...); clock `clk`, synchronous reset `rst`.",
+    )
+    add_config_options(p, rtl=True)
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="output folder (default: ./<config name>, e.g. ./ws-8x8-i8-acc32)",
+    )
+    p.add_argument(
+        "--design",
+        choices=["accelerator", "array"],
+        default="accelerator",
+        help="the whole accelerator (default) or only the systolic mesh",
+    )
+    p.add_argument(
+        "--lint",
+        action="store_true",
+        help="also run verilator --lint-only -Wall on the result; exit 1 if unclean",
+    )
+    p.add_argument("--json", action="store_true", help="print what was written as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    check_buildable(config)  # before anything is generated or built
+    out = args.out if args.out is not None else Path(config.name)
+    paths = write_design(config, out, args.design)
+    report = {"name": config.name, **{k: str(v) for k, v in paths.items()}}
+    status = 0
+    if args.lint:
+        result = lint(paths["verilog"], TOPS[args.design])
+        report["lint"] = {"clean": result.clean, "warnings": result.warnings}
+        status = 0 if result.clean else 1
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"{config.name}: wrote {paths['verilog']} and {paths['config']}")
+        if args.lint:
+            if result.clean:
+                print("verilator --lint-only -Wall: clean")
+            else:
+                print("verilator --lint-only -Wall: " + "\n".join(result.warnings))
+    return status

@@ -1,0 +1,217 @@
+"""Option groups and parsing shared by the subcommands: one definition of each."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from systolic.contract.config import (
+    DEFAULT_DEPTH,
+    LIMITS,
+    PRECISIONS,
+    RTL_LIMITS,
+    ArrayConfig,
+    Dataflow,
+)
+from systolic.golden.data import DataKind
+from systolic.models.energy import Coefficients, load_coefficients
+
+__all__ = [
+    "Parser",
+    "UsageError",
+    "add_config_options",
+    "add_data_option",
+    "add_energy_options",
+    "add_shape_options",
+    "energy_coefficients",
+    "config_from_args",
+    "positive",
+    "probability",
+]
+
+
+class UsageError(Exception):
+    """A bad option or value: reported as one line, exit status 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse prints the whole usage; one clear line is enough
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def add_config_options(p: argparse.ArgumentParser, *, rtl: bool) -> None:
+    """The options that make an ArrayConfig; shared by every subcommand that needs one. With
+    ``rtl`` the help gives the ranges the RTL generator builds, else the model's."""
+
+    def span(name: str) -> str:
+        lo, hi = (RTL_LIMITS if rtl else {}).get(name, LIMITS[name])
+        return f"{lo}..{hi}"
+
+    g = p.add_argument_group("array configuration")
+    g.add_argument(
+        "--config",
+        metavar="FILE",
+        type=Path,
+        help="read the configuration from a config.json (other options then override it)",
+    )
+    g.add_argument(
+        "--dataflow",
+        choices=[d.value for d in Dataflow],
+        help="weight-, output- or input-stationary",
+    )
+    g.add_argument("--rows", type=int, metavar="R", help=f"PE rows ({span('rows')})")
+    g.add_argument("--cols", type=int, metavar="C", help=f"PE columns ({span('cols')})")
+    g.add_argument(
+        "--a-width",
+        type=int,
+        metavar="BITS",
+        help=f"activation (A) operand bits ({span('a_width')}, default 8)",
+    )
+    g.add_argument(
+        "--b-width",
+        type=int,
+        metavar="BITS",
+        help=f"weight (B) operand bits ({span('b_width')}, default 8)",
+    )
+    g.add_argument(
+        "--a-unsigned",
+        action="store_true",
+        default=None,
+        help="A operands are unsigned (default: two's complement)",
+    )
+    g.add_argument(
+        "--b-unsigned",
+        action="store_true",
+        default=None,
+        help="B operands are unsigned (default: two's complement)",
+    )
+    g.add_argument(
+        "--acc-width",
+        type=int,
+        metavar="BITS",
+        help=f"accumulator and output bits ({span('acc_width')}, default 32); sums "
+        "wrap around at this width",
+    )
+    g.add_argument(
+        "--precision",
+        choices=[*PRECISIONS, "bf16"],
+        help="operand and accumulator bits together: int4 (acc 16), int8 (acc 32, the "
+        "default), int16 (acc 48), or bf16 (fp32 accumulation); --a-width, --b-width, "
+        "--acc-width override the integer ones",
+    )
+    g.add_argument(
+        "--zero-points",
+        action="store_true",
+        default=None,
+        help="per-tensor zero points of A and B in hardware (subtracted at the array edge)",
+    )
+    g.add_argument(
+        "--requant",
+        action="store_true",
+        default=None,
+        help="a per-channel output requantization unit on the C read path (acc <= 32 bits)",
+    )
+    g.add_argument("--out-width", type=int, metavar="BITS",
+                   help=f"requantized output bits ({span('out_width')}, default 8)")  # fmt: skip
+    g.add_argument("--out-unsigned", action="store_true", default=None,
+                   help="requantized outputs are unsigned")  # fmt: skip
+    for buf, what in (("a", "A (activations)"), ("b", "B (weights)"), ("c", "C (outputs)")):
+        g.add_argument(
+            f"--{buf}-depth",
+            type=int,
+            metavar="WORDS",
+            help=f"words of the {what} buffer ({span(f'{buf}_depth')}, default "
+            f"{DEFAULT_DEPTH}); a word is one array-edge vector",
+        )
+
+
+def config_from_args(args: argparse.Namespace) -> ArrayConfig:
+    values: dict = {}
+    if args.config is not None:
+        try:
+            values = ArrayConfig.from_json(args.config.read_text()).to_dict()
+        except OSError as e:
+            raise UsageError(
+                f"systolic {args.command}: cannot read --config {args.config}: {e.strerror}"
+            ) from None
+    if args.precision == "bf16":
+        values["number"] = "bf16"
+    elif args.precision is not None:
+        bits, acc = PRECISIONS[args.precision]
+        values |= {"a_width": bits, "b_width": bits, "acc_width": acc}
+    keys = ("dataflow", "rows", "cols", "a_width", "b_width", "acc_width", "out_width")
+    for key in (*keys, "a_depth", "b_depth", "c_depth", "zero_points", "requant"):
+        if getattr(args, key) is not None:
+            values[key] = getattr(args, key)
+    for key in ("a_signed", "b_signed", "out_signed"):
+        if getattr(args, key.replace("signed", "unsigned")):
+            values[key] = False
+    if getattr(args, "a_zero", None) or getattr(args, "b_zero", None):
+        values["zero_points"] = True  # zero points given: the hardware must take them
+    for key in ("dataflow", "rows", "cols"):
+        if key not in values:
+            raise UsageError(
+                f"systolic {args.command}: --{key} is required (or give --config FILE)"
+            )
+    return ArrayConfig.from_dict(values)
+
+
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {value}")
+    return value
+
+
+def _data_kind(text: str) -> DataKind:
+    try:
+        return DataKind(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be a probability in [0, 1), not {text!r}")
+    return value
+
+
+def add_energy_options(p: argparse.ArgumentParser, energy_help: str) -> None:
+    """``--energy`` and ``--coefficients FILE``."""
+    p.add_argument("--energy", action="store_true", help=energy_help)
+    p.add_argument(
+        "--coefficients",
+        type=Path,
+        metavar="FILE",
+        help="energy coefficients (TOML; default models/coefficients/horowitz45.toml)",
+    )
+
+
+def add_data_option(p: argparse.ArgumentParser, data_help: str) -> None:
+    """``--data {random,zeros,sparse:P}``."""
+    p.add_argument(
+        "--data",
+        type=_data_kind,
+        default="random",
+        metavar="{random,zeros,sparse:P}",
+        help=data_help,
+    )
+
+
+def add_shape_options(p: argparse.ArgumentParser, *, required: bool) -> None:
+    """``--m --k --n``: the GEMM ``C[M,N] = A[M,K] @ B[K,N]``."""
+    p.add_argument("--m", type=positive, required=required, help="rows of A and C")
+    p.add_argument("--k", type=positive, required=required, help="columns of A, rows of B")
+    p.add_argument("--n", type=positive, required=required, help="columns of B and C")
+
+
+def energy_coefficients(args: argparse.Namespace) -> Coefficients:
+    """The energy coefficients of ``--coefficients`` (or the default file)."""
+    return load_coefficients(args.coefficients)  # CoefficientsError is a ValueError: exit 2

@@ -1,0 +1,46 @@
+"""Printing shared by ``sim`` and ``model``: a GEMM's figures and an energy breakdown."""
+
+from __future__ import annotations
+
+from systolic.models.energy import EnergyReport
+
+__all__ = ["print_energy", "print_figures"]
+
+
+def print_figures(s: dict) -> None:
+    """The lines `sim` and `model` share, from a GemmFigures summary."""
+    c, off, reuse = s["counters"], s["offchip_words"], s["reuse"]
+    print(
+        f"  cycles {s['cycles']}, PE utilization {100 * s['utilization']:.1f}% "
+        f"({s['commands']} command(s))"
+    )
+    print(
+        f"  streaming {c['stream_cycles']}, fill {c['fill_cycles']}, stall {c['stall_cycles']}, "
+        f"drain {c['drain_cycles']}, preload {c['preload_cycles']} cycles"
+    )
+    print(
+        f"  buffer words read: A {c['a_reads']}, B {c['b_reads']}, C {c['c_reads']}; "
+        f"written: C {c['c_writes']}"
+    )
+    print(f"  off-chip words: A {off['a']}, B {off['b']} written; C {off['c']} read")
+    print(f"  MACs per word: into the array A {reuse['array_a']:.1f}, B {reuse['array_b']:.1f}; "
+          f"from off-chip A {reuse['offchip_a']:.1f}, B {reuse['offchip_b']:.1f}")  # fmt: skip
+
+
+def print_energy(report: EnergyReport) -> None:
+    """The component and traffic split of an EnergyReport."""
+    total = report.total
+    print(
+        f"  energy ({report.source}, coefficients {report.coefficients}): {total / 1e3:,.1f} nJ, "
+        f"{report.pj_per_mac:.3f} pJ/MAC, {report.power_mw:,.1f} mW average at "
+        f"{report.clock_mhz:g} MHz"
+    )
+    print(f"    {'by component':24}{'nJ':>13} {'share':>7}")
+    for name, pj in report.components.items():
+        print(f"    {name:24}{pj / 1e3:>13,.2f} {100 * pj / total:>6.1f}%")
+    print(f"    by traffic {'':9} {'array':>13} {'buffer':>13} {'off-chip':>13} {'share':>7}")
+    for klass, levels in report.traffic.items():
+        cells = [levels.get(level) for level in ("array", "buffer", "offchip")]
+        text = " ".join(f"{'' if v is None else f'{v / 1e3:,.2f}':>13}" for v in cells)
+        print(f"    {klass:24}{text} {100 * sum(levels.values()) / total:>6.1f}%")
+    print("    (nJ; array = registers and datapath, buffer = on-chip SRAM and its ports)")

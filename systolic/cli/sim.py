@@ -1,0 +1,131 @@
+"""``systolic sim``: one GEMM on random data through the simulated accelerator, checked."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from systolic.contract.config import check_buildable
+from systolic.contract.plan import chunk_sizes
+from systolic.golden.calibrate import output_params
+from systolic.golden.data import random_operands
+from systolic.golden.reference import check_zero_points, reference, requantized_reference
+from systolic.models.energy import figures_energy
+from systolic.sim.simulate import Quantization, run_gemm
+
+from .options import (
+    add_config_options,
+    add_data_option,
+    add_energy_options,
+    add_shape_options,
+    config_from_args,
+    energy_coefficients,
+    probability,
+)
+from .output import print_energy, print_figures
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "sim",
+        help="run one GEMM on random data through the simulated accelerator",
+        description="Simulate C = A @ B on random A (M x K) and B (K x N) with Verilator, check C "
+        "against the golden model, and print cycles, utilization and the performance counters. "
+        "Exit status 1 when C differs or the accelerator flags an error.",
+    )
+    add_config_options(p, rtl=True)
+    add_shape_options(p, required=True)
+    p.add_argument("--seed", type=int, help="random seed of the operands (default: random)")
+    add_data_option(
+        p,
+        "operand data: uniform random (default), all zeros, or random with a fraction P of zeros",
+    )
+    p.add_argument("--a-zero", type=int, default=0, metavar="Z",
+                     help="zero point of A (implies --zero-points; default 0)")  # fmt: skip
+    p.add_argument("--b-zero", type=int, default=0, metavar="Z",
+                     help="zero point of B (implies --zero-points; default 0)")  # fmt: skip
+    p.add_argument("--out-zero", type=int, default=0, metavar="Z",
+                     help="output zero point, with --requant (default 0)")  # fmt: skip
+    p.add_argument(
+        "--relu",
+        action="store_true",
+        help="ReLU in the requantization (clamp at the output zero point)",
+    )
+    p.add_argument(
+        "--pause",
+        type=probability,
+        default=0.0,
+        help="probability that the host pauses a stream in a cycle (default 0)",
+    )
+    add_energy_options(
+        p,
+        "also count switching activity (a separate, instrumented build, 1.4-4x slower) and "
+        "print the energy by component and by traffic class",
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    check_buildable(config)  # before anything is generated or built
+    chunk_sizes(config, args.m, args.k, args.n)  # buffers too small: a clear error, before building
+    check_zero_points(config, args.a_zero, args.b_zero)
+    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**31)
+    rng = np.random.default_rng(seed)
+    ((a, b),) = random_operands(rng, config, [(args.m, args.k, args.n)], args.data)
+    coefficients = energy_coefficients(args) if args.energy else None
+    expected = reference(config, a, b, args.a_zero, args.b_zero)
+    params = None
+    if config.requant:  # per-channel scales that map each column's range onto the output's
+        params = output_params(expected, config.out_width, config.out_signed,
+                                    args.out_zero, args.relu)  # fmt: skip
+        params.check(config, args.n)
+        expected = requantized_reference(config, a, b, args.a_zero, args.b_zero, params)
+    quant = Quantization(args.a_zero, args.b_zero, params)
+    result = run_gemm(config, a, b, pause=args.pause, seed=seed, activity=args.energy,
+                      quant=[quant])  # fmt: skip
+    mismatches = int(np.count_nonzero(result.c != expected))
+    summary = result.summary() | {
+        "seed": seed,
+        "data": args.data.text,
+        "bit_exact": mismatches == 0,
+        "mismatches": mismatches,
+        "quant": {
+            "a_zero": args.a_zero,
+            "b_zero": args.b_zero,
+            "requant": config.requant,
+            "out_zero": args.out_zero,
+            "relu": args.relu,
+        },  # fmt: skip
+    }
+    report = None
+    if args.energy:
+        report = figures_energy(result, result.toggles, coefficients, source="toggles")
+        summary["energy"] = report.to_dict()
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        _print_sim(summary, mismatches, expected.size)
+        if report is not None:
+            print_energy(report)
+    return 0 if mismatches == 0 and result.errors == 0 else 1
+
+
+def _print_sim(s: dict, mismatches: int, size: int) -> None:
+    verdict = "C matches golden/ bit for bit" if not mismatches else (
+        f"MISMATCH: {mismatches} of {size} outputs differ from golden/")  # fmt: skip
+    data = "" if s["data"] == "random" else f", {s['data']} data"
+    print(f"{s['config']}: {s['m']}x{s['k']}x{s['n']} GEMM, seed {s['seed']}{data}: {verdict}")
+    if s["errors"]:
+        print(f"  the accelerator flagged an error on {s['errors']} command(s)")
+    q = s["quant"]
+    if q["a_zero"] or q["b_zero"] or q["requant"]:
+        text = f"  zero points A {q['a_zero']}, B {q['b_zero']}"
+        if q["requant"]:
+            text += (f"; outputs requantized per channel (output zero point {q['out_zero']}"
+                     f"{', ReLU' if q['relu'] else ''})")  # fmt: skip
+        print(text)
+    print_figures(s)

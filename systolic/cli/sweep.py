@@ -1,0 +1,56 @@
+"""``systolic sweep``: configurations x workloads from a YAML spec, ending in a report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from systolic.sweeps.report import points_of, write_report
+from systolic.sweeps.results import load_results
+from systolic.sweeps.run import SweepInterrupted, run_sweep
+from systolic.sweeps.spec import load_spec
+
+from .options import positive
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="evaluate configurations x workloads from a YAML spec and write a report",
+        description="Evaluate every configuration of SPEC on every workload with the analytical "
+        "model, simulate the points the spec chooses in RTL (cycles, counters, toggle energy, "
+        "bit-exact check), append each result to RESULTS/results.jsonl as it finishes, and "
+        "write report.md, report.html and PNG plots there. See sweeps/spec.py for the format "
+        "and sweeps/specs/default.yaml for an example. Exit status 1 when an evaluation failed, "
+        "3 when interrupted (rerun with --resume).",
+    )
+    p.add_argument("spec", type=Path, help="the sweep specification (YAML)")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                    help="results folder (default: results/<spec name>)")  # fmt: skip
+    p.add_argument("--jobs", type=positive, metavar="N",
+                    help="configurations simulated in parallel (default: all cores)")  # fmt: skip
+    p.add_argument("--resume", action="store_true",
+                    help="continue an interrupted sweep: skip every point already in the "
+                    "results file")  # fmt: skip
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    sweep = load_spec(args.spec)  # SpecError (a ValueError) names file, line and key: exit 2
+    out = args.out if args.out is not None else Path("results") / sweep.name
+    print(f"sweep {sweep.name}: {len(sweep.configs)} configuration(s) x {len(sweep.workloads)} "
+          f"workload(s) = {sweep.points} points; RTL: {sweep.rtl}; results in {out}",
+          file=sys.stderr)  # fmt: skip
+    try:
+        results = run_sweep(sweep, out, jobs=args.jobs, resume=args.resume,
+                            progress=not args.quiet)  # fmt: skip
+    except SweepInterrupted as e:
+        print(f"systolic sweep: {e}", file=sys.stderr)
+        return 3
+    paths = write_report(results)
+    points, failures = points_of(load_results(results))
+    print(f"{len(points)} points, {len(failures)} failed evaluation(s); report: {paths['html']} "
+          f"(and {paths['markdown'].name}, plots in {paths['html'].parent})")  # fmt: skip
+    return 1 if failures else 0

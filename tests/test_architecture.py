@@ -1,0 +1,180 @@
+"""The layering rules of docs/architecture.md, read off the sources (imports) and checked by
+running the model path in an interpreter where Amaranth cannot be imported."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: Each layer: the folder that holds it, and the layers it may import (itself included).
+LAYERS = {
+    "contract": ("contract", {"contract"}),
+    "rtl": ("rtl", {"contract", "rtl"}),
+    "golden": ("golden", {"contract", "golden"}),
+    "models": ("models", {"contract", "golden", "models"}),
+    "sim": ("sim", {"contract", "rtl", "golden", "sim"}),
+    "tb": ("tb", {"contract", "rtl", "golden", "sim", "tb"}),
+    "sweeps": ("sweeps", {"contract", "golden", "models", "sim", "sweeps"}),
+    "experiments": (
+        "experiments", {"contract", "rtl", "golden", "models", "sim", "experiments"}
+    ),
+    "cli": ("systolic", {"contract", "rtl", "golden", "models", "sim", "sweeps", "experiments",
+                         "cli"}),
+}  # fmt: skip
+
+
+def _modules() -> dict[str, Path]:
+    """Every project module by its installed name (``systolic.models.cycles``)."""
+    found = {}
+    for layer, (folder, _) in LAYERS.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            prefix = ["systolic"] if layer == "cli" else ["systolic", layer]
+            found[".".join(prefix + parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "systolic":
+        return None
+    if len(parts) > 1 and parts[1] in LAYERS and parts[1] != "cli":
+        return parts[1]
+    return "cli"
+
+
+def _imports(module: str, path: Path) -> list[tuple[str, int, bool]]:
+    """``(imported module, line, at module level)`` for every import of a project module."""
+    tree = ast.parse(path.read_text())
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    top_level = {id(n) for n in tree.body}
+    top_level |= {id(n) for node in tree.body if isinstance(node, ast.If) for n in node.body}
+    out = []
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            # ``from pkg import mod`` imports the submodule when there is one
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base
+                     for a in node.names]  # fmt: skip
+        for name in names:
+            if name.split(".")[0] == "systolic":
+                out.append((name, node.lineno, id(node) in top_level))
+    return out
+
+
+GRAPH = {m: _imports(m, p) for m, p in MODULES.items()}
+
+
+def test_every_import_follows_the_layers():
+    """contract imports nothing of ours; rtl only the contract; golden and models never rtl; the
+    generator and the models never import each other."""
+    wrong = []
+    for module, imports in GRAPH.items():
+        allowed = LAYERS[_layer(module)][1]
+        for name, line, _ in imports:
+            if _layer(name) not in allowed:
+                wrong.append(f"{MODULES[module].relative_to(ROOT)}:{line} imports {name}")
+    assert not wrong, "imports across the layers' rules:\n" + "\n".join(wrong)
+    assert len(MODULES) > 40  # the walk found the project (a wrong ROOT would pass vacuously)
+
+
+def test_no_function_level_imports_of_project_modules():
+    """An import inside a function marks a module in the wrong place (or a cycle dodged)."""
+    inner = [f"{MODULES[m].relative_to(ROOT)}:{line} imports {name}"
+             for m, imports in GRAPH.items() for name, line, top in imports if not top]  # fmt: skip
+    assert not inner, "function-level imports of project modules:\n" + "\n".join(inner)
+
+
+def test_no_import_cycles():
+    edges = {
+        m: {_owner(name) for name, _, _ in imports} - {m, None} for m, imports in GRAPH.items()
+    }
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for n in sorted(edges.get(m, ())):
+            if state.get(n) == 1:
+                cycle = path[path.index(n) :] + [n]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if n not in state:
+                visit(n, path + [n])
+        state[m] = 2
+
+    for m in sorted(edges):
+        if m not in state:
+            visit(m, [m])
+
+
+def _owner(name: str) -> str | None:
+    """The project module an imported name lives in (``systolic.rtl.top.Accelerator`` ->
+    ``systolic.rtl.top``)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+MODEL_PATH = textwrap.dedent(
+    """
+    import importlib.abc, sys
+
+    class NoAmaranth(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name.split(".")[0] in ("amaranth", "cocotb", "cocotb_tools"):
+                raise ImportError(f"{name} is made unimportable for this test")
+
+    sys.meta_path.insert(0, NoAmaranth())
+
+    import numpy as np
+    from systolic.contract.config import ArrayConfig
+    from systolic.golden.data import random_operands
+    from systolic.golden.reference import reference
+    from systolic.models.cycles import predict
+    from systolic.models.energy import model_energy
+    from systolic.sweeps import evaluate, pareto, report, spec, workloads  # noqa: F401
+    from systolic.sweeps.evaluate import model_record
+    from systolic.models.energy import load_coefficients
+
+    config = ArrayConfig("ws", 4, 4)
+    (a, b), = random_operands(np.random.default_rng(1), config, [(9, 10, 11)])
+    c = reference(config, a, b)
+    assert (c == a.astype(np.int64) @ b.astype(np.int64)).all()
+    assert predict(config, 9, 10, 11).cycles > 0
+    assert model_energy(config, a, b).total > 0
+    big = ArrayConfig("os", 256, 256, a_depth=1 << 20)  # larger than the RTL builds
+    assert predict(big, 128, 768, 768).cycles > 0
+    work = workloads.transformer("bert-base", 1, 16)
+    record = model_record(ArrayConfig("ws", 8, 8), work, load_coefficients(), "random", 1)
+    assert record["cycles"] > 0
+    loaded = [m for m in sys.modules if m.split(".")[0] in ("amaranth", "cocotb", "cocotb_tools")]
+    assert not loaded, loaded
+    print("model path ok")
+    """
+)
+
+
+def test_models_and_references_run_without_amaranth():
+    """golden/, models/ and the sweeps' model path import no Amaranth or cocotb, even
+    transitively: a fresh interpreter that cannot import them still predicts and references."""
+    run = subprocess.run([sys.executable, "-c", MODEL_PATH], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "model path ok" in run.stdout
