@@ -17,3 +17,6 @@ PRECISIONS = [
 SIM_CONFIGS = [ArrayConfig(d, r, c) for d in Dataflow for r, c in SHAPES] + [
     ArrayConfig(d, 3, 2, **p) for d in Dataflow for p in PRECISIONS
 ]
+
+# Small buffers, so that moderate GEMMs already exceed them and the host must tile.
+DEPTHS = dict(a_depth=48, b_depth=48, c_depth=48)

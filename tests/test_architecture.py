@@ -44,12 +44,14 @@ def _modules() -> dict[str, Path]:
 
 
 MODULES = _modules()
+#: The folders, which are importable only through ``systolic`` (``import rtl`` is a mistake).
+FOLDERS = {folder for folder, _ in LAYERS.values()} - {"systolic"}
 
 
 def _layer(module: str) -> str | None:
     parts = module.split(".")
     if parts[0] != "systolic":
-        return None
+        return None  # a folder imported by its bare name: no layer allows it
     if len(parts) > 1 and parts[1] in LAYERS and parts[1] != "cli":
         return parts[1]
     return "cli"
@@ -76,7 +78,8 @@ def _imports(module: str, path: Path) -> list[tuple[str, int, bool]]:
             names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base
                      for a in node.names]  # fmt: skip
         for name in names:
-            if name.split(".")[0] == "systolic":
+            top = name.split(".")[0]
+            if top == "systolic" or top in FOLDERS:
                 out.append((name, node.lineno, id(node) in top_level))
     return out
 

@@ -1,3 +1,7 @@
+"""tb/packing.py: values packed into Amaranth layouts and back."""
+
+from __future__ import annotations
+
 from amaranth import signed, unsigned
 from amaranth.lib import data
 from systolic.tb.packing import pack, unpack

@@ -1,4 +1,7 @@
-"""Generated Verilog passes `verilator --lint-only -Wall` under the documented waivers."""
+"""sim/lint.py on the generated Verilog: every tested configuration lints clean under
+verilator -Wall, and a real width problem is still reported."""
+
+from __future__ import annotations
 
 import pytest
 from systolic.contract.config import ArrayConfig
@@ -6,9 +9,11 @@ from systolic.contract.interface import TOPS
 from systolic.rtl.generate import write_design
 from systolic.sim.lint import lint
 
-from .configs import SIM_CONFIGS
+from ..configs import SIM_CONFIGS
 
 LINT_ONLY = [ArrayConfig(d, 32, 32) for d in ("ws", "os")] + [ArrayConfig("is", 16, 9)]
+
+
 #: The quantized integer path: zero points at the edge and the requantization unit.
 QUANT = [
     ArrayConfig("ws", 4, 4, a_signed=False, zero_points=True, requant=True),

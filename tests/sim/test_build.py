@@ -1,4 +1,6 @@
-"""A compiled model is reused for the same design and never for a different one."""
+"""sim/build.py: a second build of the same design reuses the cached model."""
+
+from __future__ import annotations
 
 from systolic.contract.config import ArrayConfig
 from systolic.sim.build import build_model

@@ -1,9 +1,6 @@
-"""Property: for random configurations and shapes, the analytical model equals the RTL exactly.
+"""models/cycles.py against the RTL on random configurations and batches (Hypothesis)."""
 
-Each example builds one accelerator (dataflow, rows, cols and buffer depths drawn at random) and
-runs a batch of random shapes on it, ragged ones and ones larger than the buffers included.
-`make test` draws a few examples; SYSTOLIC_MODEL_EXAMPLES=N draws more.
-"""
+from __future__ import annotations
 
 import os
 
@@ -17,10 +14,11 @@ from systolic.golden.data import random_operands
 from systolic.golden.reference import reference
 from systolic.sim.simulate import run_gemms
 
-from .conftest import SEED
-from .test_accelerator import check_against_model
+from ..conftest import SEED
+from ..helpers import check_against_model
 
 EXAMPLES = int(os.environ.get("SYSTOLIC_MODEL_EXAMPLES", "4"))
+
 
 shapes = st.tuples(*[st.integers(1, 40)] * 3)
 

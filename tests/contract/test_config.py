@@ -1,3 +1,8 @@
+"""contract/config.py: ArrayConfig's defaults, names, JSON, validation messages, and the
+difference between what the model takes and what the RTL generator builds."""
+
+from __future__ import annotations
+
 import json
 
 import pytest
@@ -114,3 +119,12 @@ def test_rtl_builds_a_smaller_range_than_the_model(kwargs, name, value, hi):
     assert str(info.value).startswith(f"{name} = {value} is beyond what the RTL generator builds "
                                       f"(1 to {hi})")  # fmt: skip
     check_buildable(ArrayConfig("os", 64, 64, a_depth=1 << 16))  # the largest one it builds
+
+
+def test_bf16_config_rules():
+    c = ArrayConfig("os", 4, 4, number="bf16")
+    assert (c.a_width, c.b_width, c.acc_width, c.name) == (16, 16, 32, "os-4x4-bf16")
+    with pytest.raises(ValueError, match="number must be one of 'int', 'bf16'"):
+        ArrayConfig("os", 4, 4, number="fp8")
+    with pytest.raises(ValueError, match="bf16' takes no zero_points or requant"):
+        ArrayConfig("ws", 4, 4, number="bf16", requant=True)

@@ -1,11 +1,13 @@
-"""Every dataflow's mesh under Verilator: outputs bit-exact against golden/, at the documented
-cycle (the cocotb tests in tb/array_tests.py check each output vector and its arrival cycle)."""
+"""The bare meshes under Verilator: every output vector bit-exact and in the exact cycle
+(tb/array_tb.py checks each output vector and its arrival cycle)."""
+
+from __future__ import annotations
 
 import pytest
 from systolic.sim.build import build_model, run_cocotb
 
-from .configs import SIM_CONFIGS
-from .conftest import SEED
+from ..configs import SIM_CONFIGS
+from ..conftest import SEED
 
 
 @pytest.mark.parametrize("config", SIM_CONFIGS, ids=lambda c: c.name)

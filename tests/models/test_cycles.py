@@ -1,8 +1,6 @@
-"""The analytical model alone: its closed form against its own recurrence, and hand-worked points.
+"""models/cycles.py: the closed forms against step-by-step sums, and hand-worked cycle counts."""
 
-Agreement with the RTL is tested where the RTL runs (tests/test_accelerator.py, and
-tests/test_model_vs_rtl.py over random configurations).
-"""
+from __future__ import annotations
 
 import time
 
@@ -27,6 +25,21 @@ def _recurrence(rows, p, tiles, release_wait):
             ps.append(max(ps[i - 1] + rows, ss[i - 2] + p + release_wait - 1))
         ss.append(max(ps[i] + rows, ss[i - 1] + p) if i else ps[i] + rows)
     return ss[-1]
+
+
+def _by_steps(config, m, k, n):
+    """The GEMM's totals summed command by command over the host's steps."""
+    totals = dict.fromkeys(COUNTERS, 0)
+    offchip = {"a": 0, "b": 0, "c": 0}
+    for step in steps(config, m, k, n):
+        shape = step.chunk.shape
+        for name, value in command_counters(config, *shape, step.chunk.accumulate).items():
+            totals[name] += value
+        words = footprint(config, *shape)
+        offchip["a"] += words["a"] * step.write_a
+        offchip["b"] += words["b"] * step.write_b
+        offchip["c"] += words["c"] * step.read_c
+    return totals, offchip, len(steps(config, m, k, n))
 
 
 def test_steady_state_extension_matches_the_recurrence():
@@ -82,21 +95,6 @@ def test_os_short_reduction_waits_for_the_drain_by_hand():
     assert c["cycles"] == 11
     assert (c["stream_cycles"], c["fill_cycles"], c["drain_cycles"], c["stall_cycles"]) == (
         2, 1, 5, 3)  # fmt: skip
-
-
-def _by_steps(config, m, k, n):
-    """The GEMM's totals summed command by command over the host's steps."""
-    totals = dict.fromkeys(COUNTERS, 0)
-    offchip = {"a": 0, "b": 0, "c": 0}
-    for step in steps(config, m, k, n):
-        shape = step.chunk.shape
-        for name, value in command_counters(config, *shape, step.chunk.accumulate).items():
-            totals[name] += value
-        words = footprint(config, *shape)
-        offchip["a"] += words["a"] * step.write_a
-        offchip["b"] += words["b"] * step.write_b
-        offchip["c"] += words["c"] * step.read_c
-    return totals, offchip, len(steps(config, m, k, n))
 
 
 def test_closed_form_sums_match_the_host_steps(seed):

@@ -1,4 +1,7 @@
-"""The reference GEMM against a plain-Python computation and hand-worked wrap-around cases."""
+"""golden/reference.py: the reference GEMM against plain Python integers, hand-worked
+wrap-arounds, corner values and out-of-range operands."""
+
+from __future__ import annotations
 
 import numpy as np
 import pytest
@@ -87,32 +90,3 @@ def test_operands_out_of_range_are_rejected():
         gemm(np.zeros((2, 3), int), np.zeros((2, 3), int), **kw)
     with pytest.raises(TypeError, match="A must hold integers"):
         gemm(np.zeros((1, 1)), np.zeros((1, 1), int), **kw)
-
-
-def test_data_kinds(seed):
-    from systolic.golden.data import DataKind
-
-    rng = np.random.default_rng(seed)
-    assert not DataKind("zeros").matrix(rng, (50, 60), 8, True).any()
-    for p in (0.0, 0.3, 0.9):
-        m = DataKind(f"sparse:{p}").matrix(rng, (400, 500), 8, True)
-        # Zeros: the fraction P, plus the 1/256 of the rest that a uniform 8-bit draw makes zero.
-        expected = p + (1 - p) / 256
-        assert abs(np.mean(m == 0) - expected) < 0.01, (p, np.mean(m == 0))
-        assert m.min() >= -128 and m.max() <= 127
-
-
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("dense", "data must be 'random', 'zeros' or 'sparse:P', not 'dense'"),
-        ("sparse:1.5", "data 'sparse:P' needs a fraction of zeros P in [0, 1], not 'sparse:1.5'"),
-        ("sparse:x", "data 'sparse:P' needs a fraction of zeros P in [0, 1], not 'sparse:x'"),
-    ],
-)
-def test_bad_data_kinds(text, message):
-    from systolic.golden.data import DataKind
-
-    with pytest.raises(ValueError) as info:
-        DataKind(text)
-    assert str(info.value) == message

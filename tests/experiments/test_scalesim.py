@@ -1,4 +1,7 @@
-"""SCALE-Sim as a comparison column: our M/K/N reach it correctly (installed with `make setup`)."""
+"""experiments/scalesim.py: the mapping onto SCALE-Sim gives its documented fold formulas, and
+`systolic compare --scalesim` shows them."""
+
+from __future__ import annotations
 
 import json
 import subprocess

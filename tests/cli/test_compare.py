@@ -1,0 +1,43 @@
+"""`systolic compare`: a shapes file, the exit status on a difference, malformed shapes."""
+
+from __future__ import annotations
+
+from ..helpers import run_cli
+
+
+def test_compare_shapes_file_and_exit_status(tmp_path, monkeypatch, capsys):
+    from systolic.experiments import compare as compare_module
+
+    from systolic.cli import main
+
+    shapes = tmp_path / "shapes.txt"
+    shapes.write_text("# M,K,N\n5,7,3\n\n2, 9, 4  # ragged\n")
+    args = ["compare", "--dataflow", "ws", "--rows", "2", "--cols", "3", "--a-depth", "64",
+            "--b-depth", "64", "--c-depth", "64", "--shapes", str(shapes)]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "2 points x 13 quantities" in out and "0 point(s) with differences" in out
+
+    real = compare_module.predict
+
+    def off_by_one(config, m, k, n):  # a model that is wrong by one cycle must be caught
+        pred = real(config, m, k, n)
+        pred.counters["cycles"] += 1
+        return pred
+
+    monkeypatch.setattr(compare_module, "predict", off_by_one)
+    assert main(args) == 1
+    assert "DIFFER: cycles" in capsys.readouterr().out
+
+
+def test_compare_rejects_malformed_shapes(tmp_path):
+    shapes = tmp_path / "bad.txt"
+    shapes.write_text("4,4,4\n4,four,4\n")
+    r = run_cli("compare", "--dataflow", "os", "--rows", "2", "--cols", "2", "--shapes",
+                 str(shapes))  # fmt: skip
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        f"systolic: {shapes}:2: expected three positive integers M,K,N, got '4,four,4'"
+    ]
+    r = run_cli("compare", "--dataflow", "os", "--rows", "2", "--cols", "2", "--m", "3")
+    assert r.returncode == 2 and "give all of --m, --k and --n" in r.stderr

@@ -1,0 +1,92 @@
+"""`systolic sim`: one GEMM checked against golden/, its counters, energy, precision and
+quantization options, and one line for every bad option."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ..helpers import run_cli
+
+
+def test_sim_checks_against_golden_and_reports(tmp_path):
+    r = run_cli("sim", "--dataflow", "os", "--rows", "2", "--cols", "3", "--a-depth", "64",
+                 "--b-depth", "64", "--c-depth", "64", "--m", "5", "--k", "7", "--n", "4",
+                 "--seed", "11", "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["bit_exact"] is True and out["mismatches"] == 0 and out["seed"] == 11
+    assert (out["m"], out["k"], out["n"]) == (5, 7, 4) and out["data"] == "random"
+    assert out["cycles"] == out["counters"]["cycles"] > 0
+    # 5x7x4 on 2x3: ceil(5/2) * ceil(4/3) = 6 tiles of 7 steps each stream 42 vectors.
+    assert out["counters"]["stream_cycles"] == 42
+    assert 0 < out["utilization"] <= 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--m", "0", "--k", "2", "--n", "2"], "argument --m: must be a positive integer, not 0"),
+        (["--m", "2", "--k", "x", "--n", "2"], "argument --k: must be a positive integer, not 'x'"),
+        (
+            ["--m", "8", "--k", "8", "--n", "8", "--b-depth", "3"],
+            "b_depth = 3 words cannot hold one tile",
+        ),
+        (
+            ["--m", "2", "--k", "2", "--n", "2", "--pause", "1.5"],
+            "argument --pause: must be a probability in [0, 1), not '1.5'",
+        ),
+        (
+            ["--m", "2", "--k", "2", "--n", "2", "--c-depth", "0"],
+            "c_depth must be an integer between 1 and 16777216, not 0",
+        ),
+        (
+            ["--m", "2", "--k", "2", "--n", "2", "--c-depth", "65537"],
+            "c_depth = 65537 is beyond what the RTL generator builds (1 to 65536)",
+        ),
+        (
+            ["--m", "2", "--k", "2", "--n", "2", "--data", "sparse:-1"],
+            "argument --data: data 'sparse:P' needs a fraction of zeros P in [0, 1]",
+        ),
+    ],
+)
+def test_sim_bad_options(args, message):
+    r = run_cli("sim", "--dataflow", "ws", "--rows", "4", "--cols", "4", *args)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], r.stderr
+
+
+def test_sim_with_zero_data():
+    r = run_cli("sim", "--dataflow", "is", "--rows", "2", "--cols", "3", "--a-depth", "64",
+                 "--b-depth", "64", "--c-depth", "64", "--m", "4", "--k", "5", "--n", "3",
+                 "--data", "zeros", "--seed", "2")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "4x5x3 GEMM, seed 2, zeros data: C matches golden/ bit for bit" in r.stdout
+
+
+def test_cli_sim_energy_json():
+    r = run_cli("sim", "--dataflow", "ws", "--rows", "2", "--cols", "2", "--m", "6", "--k", "5",
+                  "--n", "4", "--seed", "3", "--energy", "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    energy = json.loads(r.stdout)["energy"]
+    assert energy["source"] == "toggles"
+    assert sum(energy["components_pj"].values()) == pytest.approx(energy["total_pj"])
+    assert energy["pj_per_mac"] == pytest.approx(energy["total_pj"] / (6 * 5 * 4))
+
+
+def test_cli_sim_precision_zero_points_and_requant():
+    r = subprocess.run(
+        [sys.executable, "-m", "systolic.cli", "sim", "--dataflow", "ws", "--rows", "2",
+         "--cols", "3", "--m", "5", "--k", "7", "--n", "4", "--seed", "2", "--precision", "int8",
+         "--a-unsigned", "--a-zero", "200", "--b-zero", "-3", "--requant", "--out-zero", "10",
+         "--relu", "--json"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["bit_exact"] and out["quant"]["a_zero"] == 200 and out["quant"]["requant"]
+    assert out["config"] == "ws-2x3-au8-bi8-acc32-zp-rqi8"

@@ -1,0 +1,64 @@
+"""Helpers that several test files share: the command line, the model-against-RTL check and
+sweep specs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from systolic.models.cycles import command_counters, predict
+from systolic.models.energy import DEFAULT_COEFFICIENTS
+
+__all__ = ["TINY", "check_against_model", "coefficients_with", "run_cli", "write_spec"]
+
+
+def run_cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
+    """``systolic ARGS...`` in a fresh interpreter, output captured."""
+    return subprocess.run([sys.executable, "-m", "systolic.cli", *args], capture_output=True,
+                          text=True, cwd=cwd, env={**os.environ, **(env or {})})  # fmt: skip
+
+
+def check_against_model(config, res, where):
+    """RTL == model: every counter of every command, the totals and the off-chip words."""
+    for cmd in res.commands:
+        expected = command_counters(config, *cmd["shape"], cmd["accumulate"])
+        assert cmd["counters"] == expected, f"{where}, command {cmd['shape']}"
+    pred = predict(config, *res.shape)
+    assert res.counters == pred.counters, where
+    assert res.offchip_words == pred.offchip_words, where
+    assert len(res.commands) == pred.commands, where
+
+
+#: A sweep small enough for the tests: two configurations, two GEMM workloads, all in RTL.
+TINY = """\
+name: tiny
+configs:
+  dataflow: [ws, os]
+  array: [2x2]
+  depth: [256]
+workloads:
+  - gemm: {m: 8, k: 6, n: 5}
+  - gemm: {m: 3, k: 9, n: 4}
+    count: 3
+evaluate:
+  rtl: all
+"""
+
+
+def write_spec(tmp_path: Path, text: str) -> Path:
+    """``text`` (dedented) as ``spec.yaml`` in ``tmp_path``."""
+    path = tmp_path / "spec.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def coefficients_with(tmp_path: Path, old: str, new: str) -> Path:
+    """The default coefficients file with ``old`` (which must be in it) replaced by ``new``."""
+    text = DEFAULT_COEFFICIENTS.read_text()
+    assert old in text
+    path = tmp_path / "coefficients.toml"
+    path.write_text(text.replace(old, new))
+    return path

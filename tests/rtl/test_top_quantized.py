@@ -1,0 +1,141 @@
+"""The accelerator's quantized paths (rtl/top.py): zero points at the array's edge, the
+requantization unit's corners, and every precision preset, bit-exact."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from systolic.contract.config import PRECISIONS, ArrayConfig
+from systolic.golden.data import random_operands
+from systolic.golden.reference import reference, requantized_reference
+from systolic.golden.requant import (
+    INT32_MAX,
+    INT32_MIN,
+    RequantParams,
+    quantize_multiplier,
+)
+from systolic.sim.simulate import Quantization, run_gemm, run_gemms
+
+#: 16-bit operands and a 32-bit accumulator: any int32 value is reachable as an accumulator.
+RQ = ArrayConfig("ws", 2, 4, a_width=16, b_width=16, acc_width=32, requant=True)
+
+
+RQ_U8 = ArrayConfig("os", 2, 3, a_width=16, b_width=16, acc_width=32, requant=True,
+                    out_signed=False)  # fmt: skip
+
+
+def _accumulators_as_gemm(targets: list[int], channels: int):
+    """A and B with ``(A @ B)[i, j] == targets[i]`` (mod 2**32) for every channel ``j``:
+    ``acc = -32768 * (a0 + a1) + a2 + a3``."""
+    rows = []
+    for t in targets:
+        for r in (t % 32768, t % 32768 - 32768, t % 32768 - 65536):
+            s = -(t - r) // 32768
+            if -65536 <= s <= 65534:
+                break
+        a0 = max(-32768, min(32767, s))
+        rows.append([a0, s - a0, r // 2, r - r // 2])
+    a = np.array(rows, dtype=np.int64)
+    b = np.tile(np.array([[-32768], [-32768], [1], [1]]), (1, channels))
+    assert ((a @ b - np.array(targets)[:, None]) % (1 << 32) == 0).all()
+    return a, b
+
+
+def _corner_params(channels: int, rng) -> RequantParams:
+    multipliers = [0, 1, 1 << 30, INT32_MAX, (1 << 30) + 12345, 1 << 30, 1 << 30, INT32_MAX]
+    shifts = [0, 0, -1, 0, -31, 31, 7, -7]
+    extra = channels - len(multipliers)
+    multipliers += rng.integers(1 << 30, 1 << 31, extra).tolist()
+    shifts += rng.integers(-31, 8, extra).tolist()
+    return RequantParams(np.array(multipliers[:channels]), np.array(shifts[:channels]))
+
+
+@pytest.mark.parametrize("config", [RQ, RQ_U8], ids=lambda c: c.name)
+def test_requantization_corners_bit_exact(config, seed):
+    """Largest and smallest multipliers and shifts, ties, saturation at both ends."""
+    rng = np.random.default_rng(seed)
+    channels = 10
+    targets = [
+        INT32_MIN,
+        INT32_MAX,
+        0,
+        1,
+        -1,
+        2,
+        -2,
+        3,
+        -3,
+        5,
+        -5,
+        1 << 20,
+        -(1 << 20),
+        (1 << 30) + 1,
+        -(1 << 30) - 1,
+    ] + rng.integers(-(1 << 31), 1 << 31, 9).tolist()
+    a, b = _accumulators_as_gemm(targets, channels)
+    base = _corner_params(channels, rng)
+    cases = [
+        Quantization(params=base),
+        Quantization(
+            params=RequantParams(
+                base.multiplier, base.shift, out_zero=-7 if config.out_signed else 200, relu=True
+            )
+        ),  # fmt: skip
+    ]
+    results = run_gemms(config, [(a, b)] * len(cases), quant=cases)
+    acc = reference(config, a, b)
+    assert (acc == np.array(targets)[:, None]).all()
+    for case, res in zip(cases, results, strict=True):
+        expected = requantized_reference(config, a, b, 0, 0, case.params)
+        diff = np.argwhere(res.c != expected)
+        assert not diff.size, [(targets[i], j, res.c[i, j], expected[i, j]) for i, j in diff[:5]]
+        lo, hi = (-128, 127) if config.out_signed else (0, 255)
+        assert expected.min() == (case.params.out_zero if case.params.relu else lo)
+        assert expected.max() == hi  # saturated at the top as well
+
+
+@pytest.mark.parametrize(
+    "config",
+    [ArrayConfig("ws", 3, 4, a_signed=False, zero_points=True),
+     ArrayConfig("os", 4, 3, a_signed=False, zero_points=True, a_depth=32, b_depth=32,
+                 c_depth=32),
+     ArrayConfig("is", 3, 3, zero_points=True, a_width=4, b_width=6, acc_width=20)],
+    ids=lambda c: c.name,
+)  # fmt: skip
+def test_extreme_zero_points_bit_exact(config, seed):
+    rng = np.random.default_rng(seed)
+    lo_a, hi_a = (0, (1 << config.a_width) - 1) if not config.a_signed else (
+        -(1 << (config.a_width - 1)), (1 << (config.a_width - 1)) - 1)  # fmt: skip
+    lo_b, hi_b = -(1 << (config.b_width - 1)), (1 << (config.b_width - 1)) - 1
+    shapes = [(9, 13, 7), (5, 20, 11), (8, 8, 8)]
+    operands = random_operands(rng, config, shapes)
+    zeros = [(hi_a, lo_b), (lo_a, hi_b), (int(rng.integers(lo_a, hi_a)), 0)]
+    results = run_gemms(config, operands, quant=[Quantization(za, zb) for za, zb in zeros])
+    for (a, b), (za, zb), res in zip(operands, zeros, results, strict=True):
+        expected = reference(config, a, b, za, zb)
+        assert np.array_equal(res.c, expected), (za, zb)
+        assert res.errors == 0
+
+
+def test_zero_points_and_requantization_together(seed):
+    config = ArrayConfig("is", 2, 3, a_signed=False, zero_points=True, requant=True,
+                         out_signed=False)  # fmt: skip
+    rng = np.random.default_rng(seed)
+    ((a, b),) = random_operands(rng, config, [(11, 9, 7)])
+    za, zb = int(rng.integers(0, 256)), int(rng.integers(-128, 128))
+    acc = reference(config, a, b, za, zb)
+    scales = [quantize_multiplier(255 / (2 * np.abs(acc[:, j]).max() + 1)) for j in range(7)]
+    params = RequantParams(np.array([m for m, _ in scales]), np.array([s for _, s in scales]),
+                         out_zero=128)  # fmt: skip
+    res = run_gemm(config, a, b, quant=[Quantization(za, zb, params)])
+    assert np.array_equal(res.c, requantized_reference(config, a, b, za, zb, params))
+
+
+@pytest.mark.parametrize("precision, dataflow", [("int4", "ws"), ("int8", "os"), ("int16", "is")])
+def test_every_precision_bit_exact(precision, dataflow, seed):
+    bits, acc = PRECISIONS[precision]
+    config = ArrayConfig(dataflow, 3, 4, a_width=bits, b_width=bits, acc_width=acc)
+    rng = np.random.default_rng(seed)
+    operands = random_operands(rng, config, [(10, 17, 9), (4, 33, 5)])
+    for (a, b), res in zip(operands, run_gemms(config, operands), strict=True):
+        assert np.array_equal(res.c, reference(config, a, b))

@@ -1,0 +1,95 @@
+"""sweeps/run.py: a tiny sweep end to end, resumption after a kill, failures recorded while the
+sweep goes on, and which points run in RTL."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from systolic.sweeps.results import load_results
+from systolic.sweeps.spec import load_spec
+
+from ..helpers import TINY, run_cli, write_spec
+
+
+def test_workloads_marked_model_only_are_never_simulated(tmp_path):
+    from systolic.sweeps.evaluate import point_id
+    from systolic.sweeps.run import _Point, select_rtl
+
+    text = TINY.replace("    count: 3", "    count: 3\n    rtl: false") + (
+        "  - gemm: {m: 8, k: 6, n: 5}\n    rtl: false\n"  # the same point again: still simulated
+    )
+    sweep = load_spec(write_spec(tmp_path, text.replace("evaluate:\n  rtl: all\n", "") +
+                            "evaluate:\n  rtl: all\n"))  # fmt: skip
+    assert len(sweep.workloads) == 2 and sweep.model_only == {"gemm 3x9x4"}
+    points = [_Point(point_id(c, w), c, w) for c in sweep.configs for w in sweep.workloads]
+    chosen = select_rtl(sweep, points, {p.id: {} for p in points})
+    assert {p.workload.name for p in chosen} == {"gemm 8x6x5"} and len(chosen) == 2
+
+
+def test_tiny_sweep_end_to_end(tmp_path):
+    out = tmp_path / "out"
+    r = run_cli("sweep", str(write_spec(tmp_path, TINY)), "--out", str(out), "--jobs", "2")
+    assert r.returncode == 0, r.stderr
+    records = load_results(out / "results.jsonl")
+    assert Counter(rec["kind"] for rec in records) == {"model": 4, "rtl": 4}
+    for rec in records:
+        assert rec["status"] == "ok", rec
+        if rec["kind"] == "rtl":
+            assert rec["bit_exact"]
+            assert rec["model_diff"]["cycles"] == 0  # the model is exact on cycles
+            assert abs(rec["model_diff"]["energy_percent"]) < 5
+    for name in ("report.md", "report.html", "pareto.png", "traffic.png", "utilization.png"):
+        assert (out / name).stat().st_size > 0, name
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") >= 3  # self-contained
+    assert "Which dataflow wins where" in (out / "report.md").read_text()
+
+
+def test_resume_after_a_killed_worker(tmp_path):
+    spec = write_spec(tmp_path, TINY.replace("dataflow: [ws, os]", "dataflow: [ws]").replace(
+        "workloads:", "workloads:\n  - gemm: {m: 4, k: 4, n: 4}"))  # fmt: skip
+    out = tmp_path / "out"
+    killed = run_cli("sweep", str(spec), "--out", str(out), "--jobs", "1",
+                       env={"SYSTOLIC_SWEEP_KILL_AFTER": "1"})  # fmt: skip
+    assert killed.returncode == 3, killed.stderr
+    assert "--resume" in killed.stderr
+    first = load_results(out / "results.jsonl")
+    assert Counter(r["kind"] for r in first) == {"model": 3, "rtl": 1}
+    again = run_cli("sweep", str(spec), "--out", str(out))
+    assert again.returncode == 3 and "already holds" in again.stderr  # never overwritten
+    resumed = run_cli("sweep", str(spec), "--out", str(out), "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    records = load_results(out / "results.jsonl")
+    keys = Counter((r["id"], r["kind"]) for r in records)
+    assert len(keys) == 6 and set(keys.values()) == {1}  # every point once, none repeated
+    assert records[: len(first)] == first  # nothing already finished was rewritten
+
+
+def test_a_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path):
+    # One 90x90x90 GEMM as a single command: 182 k cycles on 2x2, past the 0.2 s deadline at its
+    # first check (every 100 k cycles; the simulator's start alone takes longer), and 13 k cycles
+    # on 8x8, which finishes before any check. Buffers of 4096 words hold it whole.
+    spec = write_spec(tmp_path, """\
+        name: failing
+        configs:
+          dataflow: [ws]
+          array: [2x2, 8x8]
+          depth: [4096]
+        workloads:
+          - gemm: {m: 90, k: 90, n: 90}
+        evaluate:
+          rtl: all
+          timeout: 0.2
+        """)  # fmt: skip
+    out = tmp_path / "out"
+    r = run_cli("sweep", str(spec), "--out", str(out), "--jobs", "1")
+    assert r.returncode == 1, r.stderr
+    assert "1 failed evaluation" in r.stdout, r.stderr[-4000:]
+    rtl = {rec["config"]["rows"]: rec for rec in load_results(out / "results.jsonl")
+           if rec["kind"] == "rtl"}  # fmt: skip
+    assert rtl[8]["status"] == "ok" and rtl[8]["bit_exact"]
+    assert rtl[2]["status"] == "failed"
+    assert "deadline" in Path(rtl[2]["log"]).read_text()
+    report = (out / "report.md").read_text()
+    assert "## Failures" in report and rtl[2]["log"] in report

@@ -1,0 +1,66 @@
+"""sweeps/spec.py: errors that name the file, line and key; crossing; the shipped specs load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from systolic.sweeps.spec import SpecError, load_spec
+
+from ..helpers import TINY, run_cli, write_spec
+
+
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        ("name: tiny", "nmae: tiny", ":1: nmae: unknown key; expected one of name, configs"),
+        ("array: [2x2]", "array: [2by2]", ":4: configs.array.0: must be ROWSxCOLS like 8x8"),
+        ("array: [2x2]", "array: [1x0]",
+         ":4: configs.array: cols must be an integer between 1 and 512"),
+        ("depth: [256]", "depth: [256]\n  precision: [int7]",
+         ":6: configs.precision: must be one of int4, int8, int16, bf16, not 'int7'"),
+        ("{m: 8, k: 6, n: 5}", "{m: 8, k: six, n: 5}",
+         ":7: workloads.0.gemm.k: must be an integer >= 1, not 'six'"),
+        ("{m: 8, k: 6, n: 5}", "{m: 8, k: 6}", ":7: workloads.0.gemm: missing key 'n'"),
+        ("count: 3", "count: 3\n    batch: 2", ":10: workloads.1.batch: unknown key"),
+        ("rtl: all", "rtl: most", ":11: evaluate.rtl: must be one of none, all, sample, pareto"),
+        ("  - gemm: {m: 3, k: 9, n: 4}\n    count: 3", "  - transformer: bert-huge",
+         ":8: workloads.1.transformer: must be one of bert-base"),
+        ("dataflow: [ws, os]", "dataflow: [ws, os", ":4: not valid YAML"),
+    ],
+    ids=["unknown-key", "array-format", "array-range", "precision", "wrong-type", "missing",
+         "key-of-other-kind", "rtl-mode", "unknown-model", "yaml-syntax"],
+)  # fmt: skip
+def test_spec_errors_name_line_and_key(tmp_path, old, new, message):
+    assert old in TINY
+    path = write_spec(tmp_path, TINY.replace(old, new))
+    with pytest.raises(SpecError) as e:
+        load_spec(path)
+    assert str(e.value).startswith(str(path)), e.value
+    assert message in str(e.value), e.value
+
+
+def test_spec_error_on_the_command_line(tmp_path):
+    path = write_spec(tmp_path, TINY.replace("rtl: all", "rtl: most"))
+    r = run_cli("sweep", str(path), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2
+    assert f"{path}:11: evaluate.rtl: must be one of" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "out").exists()  # nothing ran
+
+
+def test_spec_crosses_configs_and_workloads(tmp_path):
+    sweep = load_spec(write_spec(tmp_path, TINY.replace("array: [2x2]", "array: [2x2, 3x4]")))
+    assert [c.name for c in sweep.configs] == [
+        "ws-2x2-i8-acc32-d256.256.256", "ws-3x4-i8-acc32-d256.256.256",
+        "os-2x2-i8-acc32-d256.256.256", "os-3x4-i8-acc32-d256.256.256",
+    ]  # fmt: skip
+    assert sweep.points == 8 and sweep.rtl == "all"
+
+
+@pytest.mark.parametrize("name", ["default", "large"])
+def test_shipped_specs_are_valid(name):
+    spec = Path(__file__).parent.parent / "sweeps" / "specs" / f"{name}.yaml"
+    sweep = load_spec(spec)
+    assert sweep.points == len(sweep.configs) * len(sweep.workloads) > 0
+    assert {c.precision for c in sweep.configs} >= {"int8", "bf16"}
