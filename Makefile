@@ -36,7 +36,7 @@ bench-sweep: $(STAMP)
 	$(BIN)/systolic sweep sweeps/specs/large.yaml --resume $(SWEEP_ARGS)
 
 test: $(STAMP)
-	$(BIN)/pytest -n $(JOBS) $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(JOBS) --dist worksteal $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m systolic.experiments.bench $(BENCH_ARGS)

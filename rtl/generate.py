@@ -8,6 +8,7 @@ forgotten submodules.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from amaranth import Value
@@ -19,12 +20,25 @@ from systolic.contract.interface import TOPS
 from .array import OutputStationaryArray, StationaryArray
 from .top import Accelerator
 
-__all__ = ["design", "design_ports", "design_verilog", "write_design"]
+__all__ = ["design", "design_config", "design_ports", "design_verilog", "write_design"]
 
 
 def _check_kind(kind: str) -> None:
     if kind not in TOPS:
         raise ValueError(f"design must be one of {', '.join(map(repr, TOPS))}, not {kind!r}")
+
+
+def design_config(config: ArrayConfig, kind: str = "accelerator") -> ArrayConfig:
+    """The configuration the hardware of ``kind`` is generated from. The bare IS mesh is the WS
+    mesh of the transposed problem (A stays where WS keeps B, B streams where WS streams A), so
+    it is generated, and built, as the WS configuration with the operands swapped; every other
+    design is generated from ``config`` itself."""
+    if kind == "array" and config.dataflow is Dataflow.IS:
+        return dataclasses.replace(
+            config, dataflow=Dataflow.WS, a_width=config.b_width, b_width=config.a_width,
+            a_signed=config.b_signed, b_signed=config.a_signed,
+        )  # fmt: skip
+    return config
 
 
 def design(config: ArrayConfig, kind: str = "accelerator"):
@@ -36,7 +50,7 @@ def design(config: ArrayConfig, kind: str = "accelerator"):
         return Accelerator(config)
     if config.dataflow is Dataflow.OS:
         return OutputStationaryArray(config)
-    return StationaryArray(config)
+    return StationaryArray(design_config(config, kind))
 
 
 def design_verilog(config: ArrayConfig, kind: str = "accelerator") -> str:

@@ -22,7 +22,7 @@ import systolic.contract
 import systolic.rtl
 from systolic.contract.config import ArrayConfig, check_buildable
 from systolic.contract.interface import TOPS
-from systolic.rtl.generate import design_ports, design_verilog
+from systolic.rtl.generate import design_config, design_ports, design_verilog
 
 from . import toolchain
 from .lint import LINT_WAIVERS
@@ -143,7 +143,9 @@ def _public_ports(
 
 @dataclass(frozen=True)
 class Build:
-    """A compiled Verilator model of one design."""
+    """A compiled Verilator model of one design: ``config`` is the configuration it was asked
+    for (its cocotb tests run with it), ``directory`` the model, which configurations of the same
+    hardware share (:func:`rtl.generate.design_config`)."""
 
     config: ArrayConfig
     directory: Path
@@ -213,8 +215,10 @@ def build_model(
     toolchain.activate(cache_dir=BUILD_ROOT / "ccache")
     top = TOPS[kind]
     variant = "-activity" if activity else ""
-    key = _design_key(config, top + variant)
-    directory = (root or BUILD_ROOT) / f"{config.name}{variant}-{key}"
+    # configurations with the same hardware (an IS mesh and its WS twin) share one model
+    hardware = design_config(config, kind)
+    key = _design_key(hardware, top + variant)
+    directory = (root or BUILD_ROOT) / f"{hardware.name}{variant}-{key}"
     directory.mkdir(parents=True, exist_ok=True)
     stamp = directory / "built.json"
     with open(directory / ".lock", "w") as lock:
@@ -224,8 +228,8 @@ def build_model(
         start = time.monotonic()
         sources = directory / "src"
         sources.mkdir(exist_ok=True)
-        verilog = design_verilog(config, kind)
-        ports = design_ports(config, kind)
+        verilog = design_verilog(hardware, kind)
+        ports = design_ports(hardware, kind)
         counters, groups = _activity_counters(probes(config, verilog)) if activity else ("", [])
         writable: tuple[str, ...] = ()
         if kind == "accelerator":
@@ -235,7 +239,7 @@ def build_model(
         (sources / f"{SIM_TOP}.v").write_text(_wrapper(top, ports, counters))
         readable = tuple(g["counter"] for g in groups)
         (sources / "public.vlt").write_text(_public_ports(ports, readable, writable))
-        (sources / "config.json").write_text(config.to_json() + "\n")
+        (sources / "config.json").write_text(hardware.to_json() + "\n")
         if activity:
             (directory / "activity.json").write_text(json.dumps(groups, indent=1) + "\n")
         log = directory / "build.log"
@@ -260,7 +264,7 @@ def build_model(
         for pch in (directory / "obj").glob("*.gch"):
             pch.unlink()  # ~150 MB of precompiled headers per model, never needed again
         seconds = time.monotonic() - start
-        stamp.write_text(json.dumps({"config": config.to_dict(), "seconds": seconds}) + "\n")
+        stamp.write_text(json.dumps({"config": hardware.to_dict(), "seconds": seconds}) + "\n")
         return Build(config, directory, seconds)
 
 

@@ -24,8 +24,9 @@ def test_host_refuses_bad_operands():
 
 @pytest.mark.parametrize(
     "config",
-    [ArrayConfig("ws", 3, 4, a_depth=64, b_depth=64, c_depth=64),
-     ArrayConfig("os", 4, 3, number="bf16", a_depth=64, b_depth=64, c_depth=64)],
+    # models that tests/rtl/test_top.py and test_fp.py build too
+    [ArrayConfig("ws", 3, 5, **DEPTHS),
+     ArrayConfig("os", 2, 3, number="bf16", a_depth=64, b_depth=64, c_depth=64)],
     ids=lambda c: c.name,
 )  # fmt: skip
 def test_backdoor_loads_equal_the_write_streams(config, seed):

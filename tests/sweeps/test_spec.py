@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import systolic.sweeps
 from systolic.sweeps.spec import SpecError, load_spec
 
 from ..helpers import TINY, run_cli, write_spec
@@ -60,7 +61,7 @@ def test_spec_crosses_configs_and_workloads(tmp_path):
 
 @pytest.mark.parametrize("name", ["default", "large"])
 def test_shipped_specs_are_valid(name):
-    spec = Path(__file__).parent.parent / "sweeps" / "specs" / f"{name}.yaml"
+    spec = Path(systolic.sweeps.__file__).parent / "specs" / f"{name}.yaml"  # as installed
     sweep = load_spec(spec)
     assert sweep.points == len(sweep.configs) * len(sweep.workloads) > 0
     assert {c.precision for c in sweep.configs} >= {"int8", "bf16"}
