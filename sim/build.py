@@ -31,6 +31,7 @@ from .probes import Probe, probes
 __all__ = [
     "ACTIVITY_PREFIX",
     "BACKDOOR_PREFIX",
+    "BENCH_STREAMS",
     "BUILD_ROOT",
     "Build",
     "TestRun",
@@ -81,6 +82,36 @@ _BACKDOOR = "".join(
     f"dut.{b}_buffer.mem);\n"
     for b in "ab"
 )
+
+#: The simulation's own account of what crosses the accelerator's ports, independent of the
+#: hardware's counters and of the host's plan: ``bench_cycles``, the cycles from the last
+#: accepted command to its ``done`` (the busy cycles, counted by the wrapper), and the words that
+#: crossed each host stream (``bench_<stream>_words``: accepted transfers, since the start).
+BENCH_STREAMS = ("a_write", "b_write", "q_write", "c_data")
+
+
+def _bench_monitor(ports: list[tuple[str, str, int]]) -> tuple[str, tuple[str, ...]]:
+    names = {name for name, _, _ in ports}
+    streams = [s for s in BENCH_STREAMS if f"{s}__valid" in names]
+    counters = ("bench_cycles", *(f"bench_{s}_words" for s in streams))
+    lines = ["  // bench monitor: cycles and words counted at the ports, by the simulation itself"]
+    lines += [f"  reg [63:0] {c} = 64'd0;" for c in counters]
+    lines += [
+        "  reg bench_running = 1'b0;",
+        "  always @(posedge clk) begin",
+        "    if (cmd__valid & cmd__ready) begin",
+        "      bench_running <= 1'b1;",
+        "      bench_cycles <= 64'd0;",
+        "    end else if (bench_running) begin",
+        "      if (done) bench_running <= 1'b0;",
+        "      else bench_cycles <= bench_cycles + 64'd1;",
+        "    end",
+    ]
+    lines += [f"    if ({s}__valid & {s}__ready) bench_{s}_words <= bench_{s}_words + 64'd1;"
+              for s in streams]  # fmt: skip
+    lines.append("  end")
+    return "\n".join(lines) + "\n", counters
+
 
 #: Prefix of the activity counters' names in ``SIM_TOP`` (``act_<component>__<traffic>``).
 ACTIVITY_PREFIX = "act_"
@@ -232,12 +263,14 @@ def build_model(
         ports = design_ports(hardware, kind)
         counters, groups = _activity_counters(probes(config, verilog)) if activity else ("", [])
         writable: tuple[str, ...] = ()
+        readable = tuple(g["counter"] for g in groups)
         if kind == "accelerator":
-            counters += _BACKDOOR
+            monitor, bench = _bench_monitor(ports)
+            counters += _BACKDOOR + monitor
             writable = tuple(f"{BACKDOOR_PREFIX}{b}" for b in "ab")
+            readable += bench
         (sources / f"{top}.v").write_text(verilog)
         (sources / f"{SIM_TOP}.v").write_text(_wrapper(top, ports, counters))
-        readable = tuple(g["counter"] for g in groups)
         (sources / "public.vlt").write_text(_public_ports(ports, readable, writable))
         (sources / "config.json").write_text(hardware.to_json() + "\n")
         if activity:

@@ -27,8 +27,9 @@ class SimResult(GemmFigures):
     """What one GEMM did on the simulated accelerator.
 
     ``counters`` sums the hardware counters of every command the host issued (one per chunk of
-    :func:`contract.plan.plan`); ``commands`` keeps them per command; ``offchip_words`` counts the
-    buffer words the host wrote (A, B) and read (C).
+    :func:`contract.plan.plan`); ``commands`` keeps them per command, with the bench monitor's
+    own cycle count (``measured_cycles``); ``offchip_words`` counts the buffer words that crossed
+    the host streams, in (A, B) and out (C), as the monitor saw them.
     """
 
     config: ArrayConfig
@@ -42,6 +43,12 @@ class SimResult(GemmFigures):
     toggles: dict[tuple[str, str], int] | None = None
     wall_seconds: float = 0.0  # the whole GEMM in the simulator, host transfers included
     compute_seconds: float = 0.0  # of which waiting for `done` (Python idle, simulator running)
+
+    @property
+    def measured_cycles(self) -> int:
+        """Cycles from each command's acceptance to its ``done``, summed, as the simulation's
+        bench monitor counted them (not the hardware's counter)."""
+        return sum(cmd["measured_cycles"] for cmd in self.commands)
 
     @property
     def sim_speed(self) -> float:

@@ -57,6 +57,7 @@ class Host:
         # Activity counters of an activity build (sim.build.build_model(activity=True)), by name.
         self.activity = json.loads(os.environ.get("SYSTOLIC_ACTIVITY", "[]"))
         self.toggles: dict[str, int] = {}  # of the last command
+        self.measured_cycles = 0  # of the last command, counted by the bench monitor
 
     def _read_activity(self) -> dict[str, int]:
         return {name: getattr(self.dut, name).value.to_unsigned() for name in self.activity}
@@ -76,12 +77,14 @@ class Host:
             await FallingEdge(dut.clk)
         dut.rst.value = 0
 
-    async def write(self, name: str, words: np.ndarray) -> None:
+    async def write(self, name: str, words: np.ndarray) -> int:
         """Write ``words`` to buffer ``name`` from address 0, one per accepted transfer (or,
-        with ``SYSTOLIC_BACKDOOR=1``, A and B all at once through the simulator's backdoor)."""
+        with ``SYSTOLIC_BACKDOOR=1``, A and B all at once through the simulator's backdoor).
+        Returns the words that crossed into the buffer: accepted transfers as the bench monitor
+        counts them, or the lines of the backdoor's file."""
         if self.backdoor and name in ("a", "b"):
-            await self._backdoor(name, words)
-            return
+            return await self._backdoor(name, words)
+        before = self.crossed(f"{name}_write")
         valid = getattr(self.dut, f"{name}_write__valid")
         payload = getattr(self.dut, f"{name}_write__payload")
         ready = getattr(self.dut, f"{name}_write__ready")
@@ -98,17 +101,20 @@ class Host:
             await FallingEdge(self.dut.clk)
             i += fire
         valid.value = 0
+        return self.crossed(f"{name}_write") - before
 
-    async def _backdoor(self, name: str, words) -> None:
+    async def _backdoor(self, name: str, words) -> int:
         layout = self.words[name]
         digits = (Shape.cast(layout).width + 3) // 4
         lines = [f"{pack(layout, w.tolist()):0{digits}x}" for w in words]
-        Path(f"{BACKDOOR_PREFIX}{name}.hex").write_text("\n".join(lines) + "\n")
+        path = Path(f"{BACKDOOR_PREFIX}{name}.hex")
+        path.write_text("\n".join(lines) + "\n")
         trigger = getattr(self.dut, f"{BACKDOOR_PREFIX}{name}")
         trigger.value = 1
         await FallingEdge(self.dut.clk)
         trigger.value = 0
         await FallingEdge(self.dut.clk)
+        return len(path.read_text().split())  # the words $readmemh loaded
 
     async def command(self, m, k, n, accumulate) -> tuple[dict, bool]:
         """Issue one command (checked on the host first), wait for ``done``."""
@@ -119,8 +125,15 @@ class Host:
             cmd |= self.zeros
         return await self.issue(cmd)
 
+    def crossed(self, stream: str) -> int:
+        """Words that crossed a host stream so far, counted by the simulation's bench monitor
+        (sim/build.py) at the port, not by this driver."""
+        return getattr(self.dut, f"bench_{stream}_words").value.to_unsigned()
+
     async def issue(self, cmd: dict, timeout_cycles: int | None = None) -> tuple[dict, bool]:
-        """Drive ``cmd`` as it is, wait for ``done``; return the counters and the error flag."""
+        """Drive ``cmd`` as it is, wait for ``done``; return the counters and the error flag.
+        ``measured_cycles`` keeps the bench monitor's own count of the cycles from the
+        command's acceptance to ``done``."""
         dut = self.dut
         before = self._read_activity()
         cmd = ({"a_zero": 0, "b_zero": 0} if CONFIG.zero_points else {}) | cmd
@@ -148,6 +161,7 @@ class Host:
             await FallingEdge(dut.clk)
         self.compute_seconds += time.perf_counter() - start
         counters = unpack(counters_layout(), dut.counters.value.to_unsigned())
+        self.measured_cycles = dut.bench_cycles.value.to_unsigned()
         after = self._read_activity()
         self.toggles = {name: after[name] - before[name] for name in self.activity}
         return counters, bool(int(dut.error.value))
@@ -191,9 +205,9 @@ class Host:
         offchip = {"a": 0, "b": 0, "c": 0}
         rq = self.requant
         if rq is not None:
-            words = q_words(CONFIG, rq["multiplier"], rq["shift"])
-            await self.write("q", words)
-            offchip["q"] = len(words)
+            before = self.crossed("q_write")
+            await self.write("q", q_words(CONFIG, rq["multiplier"], rq["shift"]))
+            offchip["q"] = self.crossed("q_write") - before
         commands = []
         for step in steps(CONFIG, m, k, n):
             ch = step.chunk
@@ -203,13 +217,12 @@ class Host:
             }
             for name, (needed, part) in parts.items():
                 if needed:
-                    words = to_words(part, self.layouts[name])
-                    await self.write(name, words)
-                    offchip[name] += len(words)
+                    offchip[name] += await self.write(name, to_words(part, self.layouts[name]))
             mc, kc, nc = ch.shape
             counters, error = await self.command(mc, kc, nc, ch.accumulate)
             commands.append({"shape": [mc, kc, nc], "accumulate": ch.accumulate,
-                             "counters": counters, "error": error})  # fmt: skip
+                             "counters": counters, "error": error,
+                             "measured_cycles": self.measured_cycles})  # fmt: skip
             if self.activity:
                 commands[-1]["toggles"] = self.toggles
             if step.read_c:
@@ -218,9 +231,10 @@ class Host:
                 if rq is not None:
                     extra = {"requant": 1, "out_zero": rq["out_zero"], "relu": int(rq["relu"])}
                     options = [r | extra for r in c_read_requests(CONFIG, ch)]
+                before = self.crossed("c_data")
                 words = await self.read_c(count, options)
                 c[ch.m0 : ch.m1, ch.n0 : ch.n1] = from_words(words, self.layouts["c"], (mc, nc))
-                offchip["c"] += count
+                offchip["c"] += self.crossed("c_data") - before
         return c, {"commands": commands, "offchip_words": offchip}
 
 
@@ -261,6 +275,7 @@ async def malformed_commands(dut):
         counters, error = await host.issue(good | {field: 0}, timeout_cycles=20)
         assert error, f"a command with {field} = 0 must raise error"
         assert counters["cycles"] == 0, f"a refused command ran for {counters['cycles']} cycles"
+        assert host.measured_cycles == 0, f"done came {host.measured_cycles} cycles late"
     need = footprint(CONFIG, *tile)
     for buf in ("a", "b", "c"):
         depth = getattr(CONFIG, f"{buf}_depth")
@@ -270,3 +285,4 @@ async def malformed_commands(dut):
     counters, error = await host.issue(good, timeout_cycles=100_000)
     assert not error, "error must clear with the next good command"
     assert counters["cycles"] > 0
+    assert host.measured_cycles == counters["cycles"], "the cycle counter disagrees with the bench"

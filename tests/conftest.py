@@ -1,4 +1,5 @@
-"""The random seed every randomized test uses, printed so that a run can be replayed."""
+"""One random seed for the whole run, the same in every xdist worker, printed so that a run (or
+one test) can be replayed; and one build cache for every test."""
 
 from __future__ import annotations
 
@@ -12,12 +13,43 @@ import pytest
 # start in other folders included (one cache, not one per temporary directory).
 os.environ.setdefault("SYSTOLIC_BUILD_DIR", str(Path(__file__).resolve().parent.parent / "build"))
 
-#: Replay a run with SYSTOLIC_SEED=<seed> make test (or pytest).
-SEED = int(os.environ.get("SYSTOLIC_SEED") or random.SystemRandom().randrange(2**31))
+# The seed is drawn once, by the process that imports this file first (pytest's controller), and
+# put in the environment, which the xdist workers it starts inherit; SYSTOLIC_SEED=<seed> replays.
+os.environ.setdefault("SYSTOLIC_SEED", str(random.SystemRandom().randrange(2**31)))
+#: The run's seed: every randomized test derives its data from it.
+SEED = int(os.environ["SYSTOLIC_SEED"])
+
+
+def replay(nodeid: str | None = None) -> str:
+    """The command that replays this run's data (one test's, with ``nodeid``)."""
+    only = f" PYTEST_ARGS='{nodeid}'" if nodeid else ""
+    return f"SYSTOLIC_SEED={SEED} make test{only}"
 
 
 def pytest_report_header(config):
-    return f"systolic seed: {SEED} (replay with SYSTOLIC_SEED={SEED})"
+    return f"systolic seed: {SEED} (replay with {replay()})"
+
+
+def pytest_configure_node(node):
+    """xdist, in the controller: hand the seed to each worker explicitly as well."""
+    node.workerinput["systolic_seed"] = SEED
+
+
+def pytest_configure(config):
+    worker = getattr(config, "workerinput", None)
+    if worker is not None and int(worker["systolic_seed"]) != SEED:
+        raise pytest.UsageError(
+            f"xdist worker seed {SEED} differs from the controller's {worker['systolic_seed']}"
+        )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Every failure report ends with the seed and the command that replays it."""
+    report = yield
+    if report.failed:
+        report.sections.append(("systolic seed", f"seed {SEED}; replay: {replay(item.nodeid)}"))
+    return report
 
 
 @pytest.fixture

@@ -22,10 +22,16 @@ def run_cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
 
 
 def check_against_model(config, res, where):
-    """RTL == model: every counter of every command, the totals and the off-chip words."""
+    """RTL == model: every counter of every command (and the cycles the bench measured itself,
+    which the hardware's counter must equal), the totals and the off-chip words (counted where
+    they crossed the host streams)."""
     for cmd in res.commands:
         expected = command_counters(config, *cmd["shape"], cmd["accumulate"])
         assert cmd["counters"] == expected, f"{where}, command {cmd['shape']}"
+        assert cmd["measured_cycles"] == cmd["counters"]["cycles"], (
+            f"{where}, command {cmd['shape']}: the bench measured {cmd['measured_cycles']} "
+            f"cycles from acceptance to done, the cycle counter says {cmd['counters']['cycles']}"
+        )
     pred = predict(config, *res.shape)
     assert res.counters == pred.counters, where
     assert res.offchip_words == pred.offchip_words, where

@@ -1,0 +1,73 @@
+"""tests/conftest.py: one seed for a whole xdist run, printed in the header and in every failure,
+and a run replayed with it sees the same seed."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+INNER = """
+import os
+
+from conftest import SEED
+
+
+def _record(name):
+    with open(os.environ["SEEN"], "a") as f:
+        f.write(f"{name} {os.getpid()} {SEED}\\n")
+
+
+def test_a():
+    _record("a")
+
+
+def test_b():
+    _record("b")
+
+
+def test_c():
+    _record("c")
+
+
+def test_d():
+    _record("d")
+
+
+def test_fails():
+    _record("fails")
+    assert False
+"""
+
+
+def _run(tmp_path: Path, seed: str | None) -> tuple[str, list[list[str]]]:
+    shutil.copy(Path(__file__).with_name("conftest.py"), tmp_path / "conftest.py")
+    (tmp_path / "test_inner.py").write_text(INNER)
+    seen = tmp_path / f"seen-{seed}.txt"
+    env = {k: v for k, v in os.environ.items() if k != "SYSTOLIC_SEED"} | {"SEEN": str(seen)}
+    if seed is not None:
+        env["SYSTOLIC_SEED"] = seed
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "--rootdir",
+         str(tmp_path), str(tmp_path / "test_inner.py")],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert "1 failed, 4 passed" in run.stdout, run.stdout + run.stderr
+    return run.stdout, [line.split() for line in seen.read_text().splitlines()]
+
+
+def test_every_worker_sees_the_seed_of_the_header(tmp_path):
+    out, seen = _run(tmp_path, None)
+    header = re.search(r"systolic seed: (\d+) \(replay with SYSTOLIC_SEED=(\d+) make test\)", out)
+    assert header and header.group(1) == header.group(2), out
+    seed = header.group(1)
+    assert len({pid for _, pid, _ in seen}) == 2, seen  # two workers ran the tests
+    assert {s for _, _, s in seen} == {seed}, seen
+    # the failure names the seed and the command that replays that test alone
+    assert f"replay: SYSTOLIC_SEED={seed} make test PYTEST_ARGS='test_inner.py::test_fails'" in out
+    # and a replay with that seed gives every worker the same seed again
+    _, again = _run(tmp_path, seed)
+    assert {s for _, _, s in again} == {seed}, again
