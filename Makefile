@@ -8,13 +8,14 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: setup sweep test bench bench-sweep lint format clean help
+.PHONY: setup sweep test bench bench-sweep mutants lint format clean help
 
 help:
 	@echo "make sweep   the default design-space sweep and its report (results/default/report.html)"
 	@echo "make setup   create .venv and install the project (the systolic command lands in .venv/bin)"
 	@echo "make test    run the test suite (Verilator simulations included), in parallel"
 	@echo "make bench   cycles, utilization, simulation speed and energy on large GEMMs (not a test)"
+	@echo "make mutants injected bugs, one at a time, that the tests must catch (a benchmark)"
 	@echo "make bench-sweep  a larger sweep (more RTL points, 32x32 arrays, int16): a benchmark, ~1 h"
 	@echo "make lint    ruff over the Python sources"
 	@echo "make clean   remove compiled models (build/); keep .venv"
@@ -37,6 +38,9 @@ bench-sweep: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/pytest -n $(JOBS) --dist worksteal $(PYTEST_ARGS)
+
+mutants: $(STAMP)
+	$(BIN)/python -m systolic.experiments.mutants $(MUTANTS_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m systolic.experiments.bench $(BENCH_ARGS)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from systolic.contract.config import value_range
+from systolic.contract.config import ArrayConfig, value_range
 from systolic.golden.data import corner_values
-from systolic.golden.reference import gemm, wrap
+from systolic.golden.reference import gemm, reference, wrap
 
 
 def _python_gemm(a, b, acc_width, signed):
@@ -43,6 +43,48 @@ def test_matches_python_integers(seed, aw, asg, bw, bsg, acc):
     b = rng.integers(lo, hi, (7, 3), endpoint=True)
     got = gemm(a, b, a_width=aw, a_signed=asg, b_width=bw, b_signed=bsg, acc_width=acc)
     assert got.tolist() == _python_gemm(a, b, acc, asg or bsg)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        ArrayConfig("ws", 2, 2, a_signed=False, zero_points=True),  # uint8 - z: signed outputs
+        ArrayConfig("os", 2, 2, a_width=4, b_width=4, a_signed=False, b_signed=False,
+                    acc_width=9),  # unsigned outputs that wrap
+        ArrayConfig("is", 2, 2, a_width=8, b_width=3, a_signed=False, acc_width=12,
+                    zero_points=True),
+        ArrayConfig("ws", 2, 2, a_width=16, b_width=16, acc_width=20, zero_points=False),
+    ],
+    ids=lambda c: c.name,
+)  # fmt: skip
+def test_reference_matches_python_integers(config, seed):
+    """``reference()``, which every test compares the hardware with, against exact Python
+    integers: zero points subtracted, products summed exactly, then wrapped by hand to the
+    accumulator (two's complement when any operand or a zero point makes outputs signed)."""
+    rng = np.random.default_rng([seed, config.a_width, config.acc_width])
+    alo, ahi = value_range(config.a_width, config.a_signed)
+    blo, bhi = value_range(config.b_width, config.b_signed)
+    a = rng.integers(alo, ahi, (6, 40), endpoint=True)
+    b = rng.integers(blo, bhi, (40, 5), endpoint=True)
+    zeros = [(0, 0)]
+    if config.zero_points:
+        zeros += [
+            (int(rng.integers(alo, ahi, endpoint=True)), int(rng.integers(blo, bhi, endpoint=True)))
+        ]
+    wrapped = 0
+    for za, zb in zeros:
+        got = reference(config, a, b, za, zb)
+        exact = [[sum((x - za) * (y - zb) for x, y in zip(row, col, strict=True))
+                  for col in zip(*b.tolist(), strict=True)] for row in a.tolist()]  # fmt: skip
+        mod = 1 << config.acc_width
+        signed = config.a_signed or config.b_signed or config.zero_points
+        want = [[(v % mod) - (mod if signed and v % mod >= mod // 2 else 0) for v in row]
+                for row in exact]  # fmt: skip
+        assert got.tolist() == want, (za, zb)
+        wrapped += sum(v != w for r, q in zip(exact, want, strict=True)
+                       for v, w in zip(r, q, strict=True))  # fmt: skip
+    if config.acc_width < 2 * max(config.a_width, config.b_width) + 6:
+        assert wrapped, "the case must reach the accumulator's wrap-around"
 
 
 def test_hand_worked_wraps():

@@ -9,7 +9,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from systolic.contract.config import ArrayConfig, Dataflow
-from systolic.contract.plan import chunk_sizes
 from systolic.golden.data import random_operands
 from systolic.golden.reference import reference
 from systolic.sim.simulate import run_gemms
@@ -41,17 +40,10 @@ def configs_and_shapes(draw):
 @given(configs_and_shapes(), st.integers(0, 2**31 - 1))
 def test_model_equals_rtl(case, data_seed):
     config, batch = case
-    runnable = []
-    for m, k, n in batch:
-        try:
-            chunk_sizes(config, m, k, n)
-        except ValueError:  # the buffers cannot hold one tile of this shape
-            continue
-        runnable.append((m, k, n))
-    if not runnable:
-        return
+    # every drawn shape runs: 36 words hold one tile of any array up to 6 x 6 (the host plan
+    # raising here would be a bug, not a case to skip)
     rng = np.random.default_rng(data_seed)
-    operands = random_operands(rng, config, runnable)
+    operands = random_operands(rng, config, batch)
     for (a, b), res in zip(operands, run_gemms(config, operands, seed=data_seed), strict=True):
         where = f"{config.name} {res.shape}, data seed {data_seed}"
         np.testing.assert_array_equal(res.c, reference(config, a, b), err_msg=where)

@@ -1,5 +1,6 @@
-"""models/toggles.py: datapath bit flips predicted from the operands equal the RTL's exactly
-when tiles stream back to back."""
+"""models/toggles.py: bit flips predicted from the operands, group by group against the RTL's:
+the datapath exactly when tiles stream back to back, the buffer ports and the control logic
+(estimated from event counts) within stated bounds, and no group on one side only."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from systolic.models.toggles import predict_toggles
 from systolic.sim.simulate import run_gemm
 
 DATAPATH = ("multiplier", "accumulator", "pipeline", "stationary", "edge")
+#: How far the estimates of the other groups may be from the RTL's count (measured: buffer
+#: ports within 4.2%, control within 14.3%, on these cases with two seeds).
+BOUNDS = {"buffer": 0.06, "control": 0.2}
 
 
 @pytest.mark.parametrize(
@@ -30,6 +34,9 @@ def test_model_predicts_datapath_toggles_exactly_without_stalls(config, shape, s
     r = run_gemm(config, a, b, activity=True)
     assert r.counters["stall_cycles"] == 0  # the shapes are chosen to stream without gaps
     predicted = predict_toggles(config, a, b)
+    assert set(predicted) == set(r.toggles), "groups on one side only"
     for key, flips in r.toggles.items():
         if key[0] in DATAPATH:
-            assert predicted.get(key, 0) == flips, key
+            assert predicted[key] == flips, key
+        else:
+            assert predicted[key] == pytest.approx(flips, rel=BOUNDS[key[0]]), key

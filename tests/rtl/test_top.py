@@ -89,3 +89,19 @@ def test_stream_pauses(dataflow, seed):
     rng = np.random.default_rng([seed, 99])
     operands = random_operands(rng, config, [(7, 9, 11), (20, 31, 17)])
     _check(config, operands, run_gemms(config, operands, pause=0.5, seed=seed))
+
+
+@pytest.mark.parametrize("dataflow", list(Dataflow), ids=lambda d: d.value)
+def test_narrow_accumulators_wrap_in_the_accelerator(dataflow, seed):
+    """Sums past a 12-bit accumulator wrap exactly as two's-complement hardware does, in the
+    PEs, across K tiles and across K chunks accumulated in the C buffer."""
+    config = ArrayConfig(dataflow, 2, 2, acc_width=12, **DEPTHS)
+    rng = np.random.default_rng([seed, 12])
+    shapes = [(5, 60, 3), (3, 7, 4), (9, 33, 6)]  # 60 and 33 exceed one K chunk of 48 words
+    operands = [(rng.choice([-128, -127, 126, 127], (m, k)), rng.choice([-128, 127], (k, n)))
+                for m, k, n in shapes]  # fmt: skip
+    wrapped = sum(int((np.abs(a @ b) >= 1 << 11).sum()) for a, b in operands)
+    assert wrapped > 0, "the operands must overflow the accumulator"
+    results = run_gemms(config, operands, seed=seed)
+    assert any(len(r.commands) > 1 for r in results)  # C accumulates across K chunks
+    _check(config, operands, results)

@@ -10,6 +10,8 @@ from systolic.sweeps.spec import SpecError, load_spec
 
 from ..helpers import TINY, run_cli, write_spec
 
+WORKLOAD_1 = "  - gemm: {m: 3, k: 9, n: 4}\n    count: 3"
+
 
 @pytest.mark.parametrize(
     "old, new, message",
@@ -28,9 +30,24 @@ from ..helpers import TINY, run_cli, write_spec
         ("  - gemm: {m: 3, k: 9, n: 4}\n    count: 3", "  - transformer: bert-huge",
          ":8: workloads.1.transformer: must be one of bert-base"),
         ("dataflow: [ws, os]", "dataflow: [ws, os", ":4: not valid YAML"),
+        (WORKLOAD_1, "  - transformer: bert-base\n    batch: [1, 0]",
+         ":9: workloads.1.batch: must be an integer >= 1, not 0"),
+        (WORKLOAD_1, "  - transformer: bert-base\n    batch: -2",
+         ":9: workloads.1.batch: must be an integer >= 1, not -2"),
+        (WORKLOAD_1, "  - transformer: bert-base\n    seq: [0]",
+         ":9: workloads.1.seq: must be an integer >= 1, not 0"),
+        ("rtl: all", "rtl: sample\n  sample: 0",
+         ":12: evaluate.sample: must be an integer >= 1, not 0"),
+        ("rtl: all", "rtl: all\n  timeout: -1",
+         ":12: evaluate.timeout: must be a positive number of seconds, not -1"),
+        ("rtl: all", "rtl: all\n  max_macs: 0",
+         ":12: evaluate.max_macs: must be an integer >= 1, not 0"),
+        ("rtl: all", "rtl: all\ncoefficients: nowhere.toml",
+         ":12: coefficients: "),
     ],
     ids=["unknown-key", "array-format", "array-range", "precision", "wrong-type", "missing",
-         "key-of-other-kind", "rtl-mode", "unknown-model", "yaml-syntax"],
+         "key-of-other-kind", "rtl-mode", "unknown-model", "yaml-syntax", "batch-0",
+         "batch-negative", "seq-0", "sample-0", "timeout", "max-macs", "no-coefficients"],
 )  # fmt: skip
 def test_spec_errors_name_line_and_key(tmp_path, old, new, message):
     assert old in TINY
@@ -39,6 +56,8 @@ def test_spec_errors_name_line_and_key(tmp_path, old, new, message):
         load_spec(path)
     assert str(e.value).startswith(str(path)), e.value
     assert message in str(e.value), e.value
+    if "coefficients" in new:
+        assert "nowhere.toml: cannot read" in str(e.value)
 
 
 def test_spec_error_on_the_command_line(tmp_path):

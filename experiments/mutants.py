@@ -1,0 +1,176 @@
+"""``make mutants``: targeted bugs, injected one at a time, that the test suite must catch.
+
+Each mutant is a small edit of one file (a timing term a cycle long, an energy price doubled, a
+spec check removed, ...) and the test selection that must fail with it. The edits are applied
+to a scratch copy of the repository, never to the working tree; the scratch copy's ``systolic``
+package is put first on ``PYTHONPATH``, so the tests, the command-line tools they start and the
+simulator's Python all import the mutated code. Compiled models are shared with the working
+tree's ``build/`` (a mutated generator hashes to new models; unchanged ones are reused).
+
+It is a benchmark, not a test: it prints killed or survived per mutant and the time it took,
+and exits 1 if any survived. New subsystems add their mutants here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["MUTANTS", "Mutant", "run_mutants"]
+
+REPO = Path(__file__).resolve().parent.parent
+
+#: The repository folders that are subpackages of ``systolic`` (pyproject.toml's package-dir).
+_SUBPACKAGES = ("contract", "rtl", "golden", "models", "sim", "tb", "experiments", "sweeps")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """Replace ``old`` (which must occur exactly once) by ``new`` in ``path``; ``tests`` (a
+    pytest selection, relative to the repository) must then fail."""
+
+    name: str
+    path: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+
+
+MUTANTS = (
+    Mutant("bank_release + 1 (a real extra stall, model and RTL move together)",
+           "contract/timing.py", "    return config.rows + config.cols - 2\n",
+           "    return config.rows + config.cols - 1\n",
+           ("tests/rtl/test_timing.py::test_cycles_follow_the_architecture",)),
+    Mutant("a skew register one stage long", "rtl/array.py",
+           'row[0].west.eq(_delay(m, lane, r, f"skew_row{r}"))',
+           'row[0].west.eq(_delay(m, lane, r + 1, f"skew_row{r}"))',
+           ("tests/rtl/test_array.py::test_mesh_matches_golden[ws-3x2-i8-acc32]",)),
+    Mutant("the accumulator one bit short", "rtl/array.py",
+           "return operand_shape(config.acc_width, config.c_signed)",
+           "return operand_shape(config.acc_width - 1, config.c_signed)",
+           ("tests/rtl/test_top.py::test_narrow_accumulators_wrap_in_the_accelerator[ws]",)),
+    Mutant("the cycle counter starts from 1", "rtl/top.py",
+           "m.d.sync += [getattr(cnt, name).eq(0) for name in COUNTERS]",
+           'm.d.sync += [getattr(cnt, name).eq(int(name == "cycles")) for name in COUNTERS]',
+           ("tests/rtl/test_controller.py",)),
+    Mutant("the bench monitor counts one cycle too many", "sim/build.py",
+           "else bench_cycles <= bench_cycles + 64'd1;",
+           "else bench_cycles <= bench_cycles + 64'd1 + (bench_cycles == 64'd3);",
+           ("tests/rtl/test_top.py::test_gemms_bit_exact[ws-2x2-i8-acc32-d48.48.48]",)),
+    Mutant("the host rewrites B before every command (off-chip words)", "contract/plan.py",
+           "write_b=key_b != resident_b", "write_b=True",
+           ("tests/rtl/test_top.py::test_gemms_bit_exact[ws-2x2-i8-acc32-d48.48.48]",)),
+    Mutant("a zero point ignored in the reference", "golden/reference.py",
+           "c = (a - a_zero).view(np.uint64) @ (b - b_zero).view(np.uint64)",
+           "c = a.view(np.uint64) @ (b - b_zero).view(np.uint64)",
+           ("tests/golden/test_reference.py",)),
+    Mutant("requantization rounds its nudge down", "golden/requant.py",
+           "nudge = np.where(ab >= 0, 1 << 30, 1 - (1 << 30))",
+           "nudge = np.where(ab >= 0, (1 << 30) - 1, 1 - (1 << 30))",
+           ("tests/golden/test_requant.py",)),
+    Mutant("DRAM energy x 2", "models/energy.py",
+           'add("dram", klass, "offchip", bits / 64 * co.dram_access_64bit)',
+           'add("dram", klass, "offchip", 2 * bits / 64 * co.dram_access_64bit)',
+           ("tests/models/test_energy.py::test_every_pricing_path_in_picojoules",)),
+    Mutant("buffer toggles x 2 (the model's estimate)", "models/toggles.py",
+           'counts.add("buffer", "psum", results.sum())',
+           'counts.add("buffer", "psum", 2 * results.sum())',
+           ("tests/models/test_toggles.py",)),
+    Mutant("the spec's batch check removed", "sweeps/spec.py",
+           '_int(doc, b, (*path, "batch"))', "b", ("tests/sweeps/test_spec.py",)),
+    Mutant("each xdist worker draws its own seed", "tests/conftest.py",
+           'os.environ.setdefault("SYSTOLIC_SEED", str(random.SystemRandom().randrange(2**31)))',
+           'os.environ["SYSTOLIC_SEED"] = os.environ.get("SYSTOLIC_SEED_GIVEN") or '
+           "str(random.SystemRandom().randrange(2**31))",
+           ("tests/test_conftest.py",)),
+    Mutant("a model imports the generator", "models/cycles.py",
+           "from systolic.contract.config import ArrayConfig, Dataflow\n",
+           "from systolic.contract.config import ArrayConfig, Dataflow\nimport systolic.rtl.pe\n",
+           ("tests/test_architecture.py",)),
+)  # fmt: skip
+
+
+def _scratch(root: Path) -> Path:
+    """A copy of the repository's tracked files (as they are in the working tree) in ``root``,
+    whose ``systolic/`` folder links the subpackages in, so that ``systolic`` imports from it."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True,
+                           check=True).stdout.decode().split("\0")  # fmt: skip
+    for name in filter(None, files):
+        source = REPO / name
+        if source.is_file():
+            target = root / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    for sub in _SUBPACKAGES:
+        (root / "systolic" / sub).symlink_to(root / sub, target_is_directory=True)
+    return root
+
+
+def _pytest(root: Path, tests: tuple[str, ...], env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+        cwd=root, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+
+
+def run_mutants(mutants=MUTANTS, *, keep: bool = False) -> int:
+    start = time.monotonic()
+    root = Path(tempfile.mkdtemp(prefix="systolic-mutants-"))
+    _scratch(root)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(root),
+        "SYSTOLIC_BUILD_DIR": os.environ.get("SYSTOLIC_BUILD_DIR", str(REPO / "build")),
+    }
+    env.pop("SYSTOLIC_SEED", None)  # fmt: skip
+    selection = tuple(dict.fromkeys(t for m in mutants for t in m.tests))
+    print(f"scratch copy: {root}; the selections without mutants first ...", flush=True)
+    base = _pytest(root, selection, env)
+    if base.returncode != 0:
+        print(base.stdout[-3000:] + base.stderr[-2000:])
+        print("the unmutated selections fail: fix them before judging mutants")
+        return 2
+    print(f"{'mutant':66} {'result':>9} {'seconds':>8}")
+    survived = 0
+    for mutant in mutants:
+        path = root / mutant.path
+        text = path.read_text()
+        if text.count(mutant.old) != 1:
+            raise ValueError(f"mutant {mutant.name!r}: {mutant.path} must contain its text once")
+        path.write_text(text.replace(mutant.old, mutant.new))
+        t0 = time.monotonic()
+        try:
+            run = _pytest(root, mutant.tests, env)
+        finally:
+            path.write_text(text)
+        result = {0: "SURVIVED", 1: "killed"}.get(run.returncode, f"error {run.returncode}")
+        survived += run.returncode == 0
+        print(f"{mutant.name:66} {result:>9} {time.monotonic() - t0:>8.1f}", flush=True)
+        if run.returncode not in (0, 1):
+            print(run.stdout[-2000:] + run.stderr[-2000:])
+    total = time.monotonic() - start
+    print(f"{len(mutants) - survived} of {len(mutants)} mutants killed in {total:.0f} s")
+    if not keep:
+        shutil.rmtree(root, ignore_errors=True)
+    return 1 if survived else 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m systolic.experiments.mutants",
+                                     description=__doc__.splitlines()[0])  # fmt: skip
+    parser.add_argument("-k", metavar="TEXT", help="only the mutants whose name contains TEXT")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch copy")
+    args = parser.parse_args(argv)
+    chosen = [m for m in MUTANTS if not args.k or args.k in m.name]
+    return run_mutants(chosen, keep=args.keep)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
