@@ -52,9 +52,8 @@ MUTANTS = (
            'row[0].west.eq(_delay(m, lane, r, f"skew_row{r}"))',
            'row[0].west.eq(_delay(m, lane, r + 1, f"skew_row{r}"))',
            ("tests/rtl/test_array.py::test_mesh_matches_golden[ws-3x2-i8-acc32]",)),
-    Mutant("the accumulator one bit short", "rtl/array.py",
-           "return operand_shape(config.acc_width, config.c_signed)",
-           "return operand_shape(config.acc_width - 1, config.c_signed)",
+    Mutant("the adder drops the accumulator's top bit", "rtl/fp.py",
+           "return (x + y)[: len(x)]", "return (x + y)[: len(x) - 1]",
            ("tests/rtl/test_top.py::test_narrow_accumulators_wrap_in_the_accelerator[ws]",)),
     Mutant("the cycle counter starts from 1", "rtl/top.py",
            "m.d.sync += [getattr(cnt, name).eq(0) for name in COUNTERS]",
@@ -120,7 +119,15 @@ def _pytest(root: Path, tests: tuple[str, ...], env: dict) -> subprocess.Complet
     )  # fmt: skip
 
 
-def run_mutants(mutants=MUTANTS, *, keep: bool = False) -> int:
+def _why(run: subprocess.CompletedProcess) -> str:
+    """The first assertion or error line of a failed run: what killed the mutant."""
+    for line in run.stdout.splitlines():
+        if line.startswith("E   "):
+            return line[4:].strip()[:150]
+    return run.stdout.strip().splitlines()[-1][:150] if run.stdout.strip() else ""
+
+
+def run_mutants(mutants=MUTANTS, *, keep: bool = False, why: bool = False) -> int:
     start = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="systolic-mutants-"))
     _scratch(root)
@@ -153,6 +160,8 @@ def run_mutants(mutants=MUTANTS, *, keep: bool = False) -> int:
         result = {0: "SURVIVED", 1: "killed"}.get(run.returncode, f"error {run.returncode}")
         survived += run.returncode == 0
         print(f"{mutant.name:66} {result:>9} {time.monotonic() - t0:>8.1f}", flush=True)
+        if why and run.returncode == 1:
+            print(f"    {_why(run)}")
         if run.returncode not in (0, 1):
             print(run.stdout[-2000:] + run.stderr[-2000:])
     total = time.monotonic() - start
@@ -167,9 +176,10 @@ def main(argv=None) -> int:
                                      description=__doc__.splitlines()[0])  # fmt: skip
     parser.add_argument("-k", metavar="TEXT", help="only the mutants whose name contains TEXT")
     parser.add_argument("--keep", action="store_true", help="keep the scratch copy")
+    parser.add_argument("--why", action="store_true", help="print what failed for each mutant")
     args = parser.parse_args(argv)
     chosen = [m for m in MUTANTS if not args.k or args.k in m.name]
-    return run_mutants(chosen, keep=args.keep)
+    return run_mutants(chosen, keep=args.keep, why=args.why)
 
 
 if __name__ == "__main__":

@@ -35,8 +35,10 @@ def test_srdhm_is_rounded_doubling_high_multiply(seed):
     -0.5 goes to 0, not -1, which the runtimes do and so must we."""
     rng = np.random.default_rng(seed)
     values = EDGES + rng.integers(INT32_MIN, INT32_MAX, 200, endpoint=True).tolist()
-    a = np.array(values * 2)
-    b = np.array(values + values[::-1])
+    # exact ties, a * b an odd multiple of 2**30, both signs: where the nudge decides
+    ties = [(1 << 30, 1), (1 << 30, -1), (1 << 30, 5), (-(1 << 30), 7), (3 << 29, 2), (-3, 1 << 30)]
+    a = np.array(values * 2 + [x for x, _ in ties])
+    b = np.array(values + values[::-1] + [y for _, y in ties])
     got = srdhm(a, b)
     for x, y, g in zip(a.tolist(), b.tolist(), got.tolist(), strict=True):
         q = Fraction(x * y, 1 << 31)

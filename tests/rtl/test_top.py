@@ -39,6 +39,7 @@ def _shapes(rng, config):
         (rand(4 * r), rand(4 * r), rand(4 * c)),  # ragged
         (rand(4 * r), rand(4 * r), rand(4 * c)),
         (3 * r + 1, 7 * r + 2, 5 * c + 3),  # larger than the buffers
+        (50 * r, r, 2 * c),  # chunked along M only: the host keeps B resident
     ]
 
 
