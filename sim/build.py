@@ -85,7 +85,9 @@ _BACKDOOR = "".join(
 
 #: The simulation's own account of what crosses the accelerator's ports, independent of the
 #: hardware's counters and of the host's plan: ``bench_cycles``, the cycles from the last
-#: accepted command to its ``done`` (the busy cycles, counted by the wrapper), and the words that
+#: accepted command to its ``done`` (the busy cycles, counted by the wrapper); the C buffer's
+#: writes during that command (``bench_c_writes``, seen at its SRAM write enable) and the busy
+#: cycle of the last one (``bench_last_c_write``, 0 for the first busy cycle); and the words that
 #: crossed each host stream (``bench_<stream>_words``: accepted transfers, since the start).
 BENCH_STREAMS = ("a_write", "b_write", "q_write", "c_data")
 
@@ -93,7 +95,8 @@ BENCH_STREAMS = ("a_write", "b_write", "q_write", "c_data")
 def _bench_monitor(ports: list[tuple[str, str, int]]) -> tuple[str, tuple[str, ...]]:
     names = {name for name, _, _ in ports}
     streams = [s for s in BENCH_STREAMS if f"{s}__valid" in names]
-    counters = ("bench_cycles", *(f"bench_{s}_words" for s in streams))
+    counters = ("bench_cycles", "bench_c_writes", "bench_last_c_write",
+                *(f"bench_{s}_words" for s in streams))  # fmt: skip
     lines = ["  // bench monitor: cycles and words counted at the ports, by the simulation itself"]
     lines += [f"  reg [63:0] {c} = 64'd0;" for c in counters]
     lines += [
@@ -102,9 +105,14 @@ def _bench_monitor(ports: list[tuple[str, str, int]]) -> tuple[str, tuple[str, .
         "    if (cmd__valid & cmd__ready) begin",
         "      bench_running <= 1'b1;",
         "      bench_cycles <= 64'd0;",
+        "      bench_c_writes <= 64'd0;",
         "    end else if (bench_running) begin",
         "      if (done) bench_running <= 1'b0;",
         "      else bench_cycles <= bench_cycles + 64'd1;",
+        "      if (dut.c_buffer.rmw_pending_valid) begin",
+        "        bench_c_writes <= bench_c_writes + 64'd1;",
+        "        bench_last_c_write <= bench_cycles;",
+        "      end",
         "    end",
     ]
     lines += [f"    if ({s}__valid & {s}__ready) bench_{s}_words <= bench_{s}_words + 64'd1;"

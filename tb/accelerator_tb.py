@@ -58,6 +58,8 @@ class Host:
         self.activity = json.loads(os.environ.get("SYSTOLIC_ACTIVITY", "[]"))
         self.toggles: dict[str, int] = {}  # of the last command
         self.measured_cycles = 0  # of the last command, counted by the bench monitor
+        self.c_writes_seen = 0  # C buffer writes of the last command, seen by the monitor
+        self.last_c_write = 0  # the busy cycle of its last C write
 
     def _read_activity(self) -> dict[str, int]:
         return {name: getattr(self.dut, name).value.to_unsigned() for name in self.activity}
@@ -162,6 +164,8 @@ class Host:
         self.compute_seconds += time.perf_counter() - start
         counters = unpack(counters_layout(), dut.counters.value.to_unsigned())
         self.measured_cycles = dut.bench_cycles.value.to_unsigned()
+        self.c_writes_seen = dut.bench_c_writes.value.to_unsigned()
+        self.last_c_write = dut.bench_last_c_write.value.to_unsigned()
         after = self._read_activity()
         self.toggles = {name: after[name] - before[name] for name in self.activity}
         return counters, bool(int(dut.error.value))
@@ -222,7 +226,9 @@ class Host:
             counters, error = await self.command(mc, kc, nc, ch.accumulate)
             commands.append({"shape": [mc, kc, nc], "accumulate": ch.accumulate,
                              "counters": counters, "error": error,
-                             "measured_cycles": self.measured_cycles})  # fmt: skip
+                             "measured_cycles": self.measured_cycles,
+                             "c_writes_seen": self.c_writes_seen,
+                             "last_c_write": self.last_c_write})  # fmt: skip
             if self.activity:
                 commands[-1]["toggles"] = self.toggles
             if step.read_c:

@@ -32,6 +32,16 @@ def check_against_model(config, res, where):
             f"{where}, command {cmd['shape']}: the bench measured {cmd['measured_cycles']} "
             f"cycles from acceptance to done, the cycle counter says {cmd['counters']['cycles']}"
         )
+        # the monitor saw every C write the counter counts; the last one is in the last busy
+        # cycle, except that OS drops the rows of its last tile past M (it drains the rows in
+        # order, one a cycle, so the last kept row is written that many cycles earlier)
+        assert cmd["c_writes_seen"] == cmd["counters"]["c_writes"], f"{where}, {cmd['shape']}"
+        dropped = 0
+        if config.dataflow.value == "os":
+            dropped = config.rows - 1 - (cmd["shape"][0] - 1) % config.rows
+        assert cmd["last_c_write"] == cmd["measured_cycles"] - 1 - dropped, (
+            f"{where}, command {cmd['shape']}: last C write in busy cycle {cmd['last_c_write']}"
+        )
     pred = predict(config, *res.shape)
     assert res.counters == pred.counters, where
     assert res.offchip_words == pred.offchip_words, where
