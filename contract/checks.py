@@ -5,12 +5,17 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-__all__ = ["check_bool", "check_integer", "is_integer"]
+__all__ = ["check_bool", "check_integer", "is_integer", "is_number"]
 
 
 def is_integer(value: Any) -> bool:
     """An integer (Python's or numpy's), and not a bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_number(value: Any) -> bool:
+    """A real number (an integer or a float, numpy's included), and not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def check_integer(name: str, value: Any, lo: int, hi: float | None = None) -> None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from systolic.contract.activity import COMPONENTS, datapath_flop_bits
+from systolic.contract.checks import is_number
 from systolic.contract.config import ArrayConfig
 from systolic.contract.layouts import layouts
 
@@ -136,7 +137,7 @@ def _figure(path, key: str, entry) -> float:
     if not isinstance(entry, dict) or set(entry) != {"value", "source"}:
         raise _fail(path, key, 'must be a table { value = <number>, source = "..." }')
     value, source = entry["value"], entry["source"]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not is_number(value) or not math.isfinite(value):
         raise _fail(path, key, f"value must be a number, not {value!r}")
     if value < 0:
         raise _fail(path, key, f"value must be >= 0, not {value}")

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from systolic.contract.checks import is_integer, is_number
 from systolic.contract.config import PRECISIONS, ArrayConfig
 from systolic.golden.data import DataKind
 from systolic.models.energy import CoefficientsError, load_coefficients
@@ -144,7 +145,7 @@ def _list(doc: _Doc, value, path: tuple) -> list:
 
 
 def _int(doc: _Doc, value, path: tuple, lo: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+    if not is_integer(value) or value < lo:
         raise doc.error(path, f"must be an integer >= {lo}, not {value!r}")
     return value
 
@@ -313,7 +314,7 @@ def load_spec(path: str | Path) -> Sweep:
         max_macs = int(max_macs)
     sweep.max_macs = _int(doc, max_macs, ("evaluate", "max_macs"))
     timeout = ev.get("timeout", sweep.timeout)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+    if not is_number(timeout) or timeout <= 0:
         raise doc.error(
             ("evaluate", "timeout"), f"must be a positive number of seconds, not {timeout!r}"
         )

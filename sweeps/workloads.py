@@ -12,6 +12,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from systolic.contract.checks import is_integer
+
 __all__ = [
     "CNNS",
     "TRANSFORMERS",
@@ -221,7 +223,7 @@ def cnn(model: str, batch: int) -> Workload:
 
 
 def _positive(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_integer(value) or value < 1:
         raise WorkloadError(f"{name} must be a positive integer, not {value!r}")
 
 
