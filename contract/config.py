@@ -158,6 +158,7 @@ class ArrayConfig:
         object.__setattr__(self, "dataflow", dataflow)
         for name, (lo, hi) in LIMITS.items():
             check_integer(name, getattr(self, name), lo, hi)
+            object.__setattr__(self, name, int(getattr(self, name)))  # numpy's: plain ints
         for name in ("a_signed", "b_signed", "zero_points", "requant", "out_signed"):
             check_bool(name, getattr(self, name))
         if self.number not in NUMBERS:

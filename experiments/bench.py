@@ -2,7 +2,7 @@
 
 Not part of `make test`: it prints figures and asserts nothing about wall-clock time. Each point
 runs the GEMM through the cocotb testbench (checked bit-exact against golden/) and once more
-through a bare C++ Verilator harness of the same Verilog (tb/bare.py), timing in both only the
+through a bare C++ Verilator harness of the same Verilog (sim/bare.py), timing in both only the
 compute phase, from the command's acceptance to ``done``.
 """
 

@@ -16,7 +16,12 @@ import numpy as np
 from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.golden.data import random_operands
 from systolic.golden.reference import reference
-from systolic.models.energy import ENERGY_COMPONENTS, figures_energy, model_energy
+from systolic.models.energy import (
+    DEFAULT_COEFFICIENTS,
+    ENERGY_COMPONENTS,
+    figures_energy,
+    model_energy,
+)
 from systolic.sim.simulate import run_gemm
 
 #: BERT-base attention output projection at sequence length 128 (hidden size 768; Devlin et
@@ -85,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             cell = "/".join(f"{p:.3f}" for p in parts) if len(levels) > 1 else f"{parts[0]:.3f}"
             cells.append(f"{cell:>22}")
         print(f"{config.dataflow.value:8} " + " ".join(cells))
-    print("\n(coefficients: golden/coefficients/horowitz45.toml; act.diff compares the energy "
+    print(f"\n(coefficients: {DEFAULT_COEFFICIENTS}; act.diff compares the energy "
           "priced from bit flips, total diff the whole)")  # fmt: skip
     return 0
 

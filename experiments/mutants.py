@@ -8,7 +8,8 @@ simulator's Python all import the mutated code. Compiled models are shared with 
 tree's ``build/`` (a mutated generator hashes to new models; unchanged ones are reused).
 
 It is a benchmark, not a test: it prints killed or survived per mutant and the time it took,
-and exits 1 if any survived. New subsystems add their mutants here.
+and exits 1 if any survived (or its tests could not run). It works on a git checkout (it copies
+the tracked files). New subsystems add their mutants here.
 """
 
 from __future__ import annotations
@@ -128,8 +129,19 @@ def _why(run: subprocess.CompletedProcess) -> str:
 
 
 def run_mutants(mutants=MUTANTS, *, keep: bool = False, why: bool = False) -> int:
+    """Run every mutant; 0 when each was killed (its tests failed: pytest's exit status 1), 1
+    when one survived or its tests could not run (any other status), 2 when the unmutated
+    selections fail."""
     start = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="systolic-mutants-"))
+    try:
+        return _run(mutants, root, why, start)
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _run(mutants, root: Path, why: bool, start: float) -> int:
     _scratch(root)
     env = {
         **os.environ,
@@ -137,6 +149,9 @@ def run_mutants(mutants=MUTANTS, *, keep: bool = False, why: bool = False) -> in
         "SYSTOLIC_BUILD_DIR": os.environ.get("SYSTOLIC_BUILD_DIR", str(REPO / "build")),
     }
     env.pop("SYSTOLIC_SEED", None)  # fmt: skip
+    for mutant in mutants:
+        if (root / mutant.path).read_text().count(mutant.old) != 1:
+            raise ValueError(f"mutant {mutant.name!r}: {mutant.path} must contain its text once")
     selection = tuple(dict.fromkeys(t for m in mutants for t in m.tests))
     print(f"scratch copy: {root}; the selections without mutants first ...", flush=True)
     base = _pytest(root, selection, env)
@@ -145,12 +160,10 @@ def run_mutants(mutants=MUTANTS, *, keep: bool = False, why: bool = False) -> in
         print("the unmutated selections fail: fix them before judging mutants")
         return 2
     print(f"{'mutant':66} {'result':>9} {'seconds':>8}")
-    survived = 0
+    killed = 0
     for mutant in mutants:
         path = root / mutant.path
         text = path.read_text()
-        if text.count(mutant.old) != 1:
-            raise ValueError(f"mutant {mutant.name!r}: {mutant.path} must contain its text once")
         path.write_text(text.replace(mutant.old, mutant.new))
         t0 = time.monotonic()
         try:
@@ -158,17 +171,15 @@ def run_mutants(mutants=MUTANTS, *, keep: bool = False, why: bool = False) -> in
         finally:
             path.write_text(text)
         result = {0: "SURVIVED", 1: "killed"}.get(run.returncode, f"error {run.returncode}")
-        survived += run.returncode == 0
+        killed += run.returncode == 1
         print(f"{mutant.name:66} {result:>9} {time.monotonic() - t0:>8.1f}", flush=True)
-        if why and run.returncode == 1:
+        if run.returncode == 1 and why:
             print(f"    {_why(run)}")
-        if run.returncode not in (0, 1):
+        elif run.returncode not in (0, 1):  # the tests did not run: not a kill
             print(run.stdout[-2000:] + run.stderr[-2000:])
     total = time.monotonic() - start
-    print(f"{len(mutants) - survived} of {len(mutants)} mutants killed in {total:.0f} s")
-    if not keep:
-        shutil.rmtree(root, ignore_errors=True)
-    return 1 if survived else 0
+    print(f"{killed} of {len(mutants)} mutants killed in {total:.0f} s")
+    return 0 if killed == len(mutants) else 1
 
 
 def main(argv=None) -> int:

@@ -106,6 +106,7 @@ def _bench_monitor(ports: list[tuple[str, str, int]]) -> tuple[str, tuple[str, .
         "      bench_running <= 1'b1;",
         "      bench_cycles <= 64'd0;",
         "      bench_c_writes <= 64'd0;",
+        "      bench_last_c_write <= 64'd0;",
         "    end else if (bench_running) begin",
         "      if (done) bench_running <= 1'b0;",
         "      else bench_cycles <= bench_cycles + 64'd1;",

@@ -1,8 +1,8 @@
 """The results file of a sweep: one JSON record per line, appended whole, read back tolerantly.
 
-Only the sweep's client process writes it (:func:`append_record`, under a file lock and an
-``fsync``), so a crash loses at most the line being written, and :func:`load_results` skips a
-line cut short.
+Every record is appended whole by :func:`append_record` (one line, under a file lock, then an
+``fsync``), by whichever process of the sweep finished the point, so a crash loses at most the
+line being written, and :func:`load_results` skips a line cut short.
 """
 
 from __future__ import annotations

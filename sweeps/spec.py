@@ -26,12 +26,13 @@ Validated whole before anything runs; every error names the file, the line and t
       rtl_precision: [int8]     # only these precisions' configurations run RTL (default: all)
     data: random                # operand data: random, zeros, sparse:P
     seed: 0
-    coefficients: my.toml       # energy coefficients (default: golden/coefficients/horowitz45.toml)
+    coefficients: my.toml       # energy coefficients (default: models/coefficients/horowitz45.toml)
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -314,7 +315,7 @@ def load_spec(path: str | Path) -> Sweep:
         max_macs = int(max_macs)
     sweep.max_macs = _int(doc, max_macs, ("evaluate", "max_macs"))
     timeout = ev.get("timeout", sweep.timeout)
-    if not is_number(timeout) or timeout <= 0:
+    if not is_number(timeout) or not math.isfinite(timeout) or timeout <= 0:
         raise doc.error(
             ("evaluate", "timeout"), f"must be a positive number of seconds, not {timeout!r}"
         )

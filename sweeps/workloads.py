@@ -108,8 +108,7 @@ def transformer(model: str, batch: int, seq: int, phase: str = "prefill") -> Wor
         )
     if phase not in PHASES:
         raise WorkloadError(f"phase must be one of {', '.join(PHASES)}, not {phase!r}")
-    _positive("batch", batch)
-    _positive("seq", seq)
+    batch, seq = _positive("batch", batch), _positive("seq", seq)
     p = TRANSFORMERS[model]
     d, h, ffn, layers = p["d"], p["heads"], p["ffn"], p["layers"]
     dh = d // h
@@ -217,14 +216,16 @@ def cnn(model: str, batch: int) -> Workload:
     """The convolution and fully connected layers of ``model`` for ``batch`` images."""
     if model not in CNNS:
         raise WorkloadError(f"CNN model must be one of {', '.join(CNNS)}, not {model!r}")
-    _positive("batch", batch)
+    batch = _positive("batch", batch)
     gemms = tuple(_conv_gemm(c, batch) for c in CNNS[model])
     return Workload(f"{model} b{batch}", model, "cnn", batch, None, gemms)
 
 
-def _positive(name: str, value) -> None:
+def _positive(name: str, value) -> int:
+    """``value`` as a plain int (numpy's too), or a clear error."""
     if not is_integer(value) or value < 1:
         raise WorkloadError(f"{name} must be a positive integer, not {value!r}")
+    return int(value)
 
 
 # -- SCALE-Sim topology files ------------------------------------------------------------------
@@ -250,7 +251,7 @@ def read_scalesim_topology(path: str | Path, batch: int = 1, form: str | None = 
         raise WorkloadError(f"{path}: cannot read: {e.strerror}") from None
     if form not in (None, "conv", "gemm"):
         raise WorkloadError(f"{path}: form must be 'conv' or 'gemm', not {form!r}")
-    _positive("batch", batch)
+    batch = _positive("batch", batch)
     gemms = []
     for number, line in enumerate(lines, start=1):
         if number == 1 or not line.strip():

@@ -30,6 +30,7 @@ def pytest_report_header(config):
     return f"systolic seed: {SEED} (replay with {replay()})"
 
 
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: plain pytest runs without it
 def pytest_configure_node(node):
     """xdist, in the controller: hand the seed to each worker explicitly as well."""
     node.workerinput["systolic_seed"] = SEED

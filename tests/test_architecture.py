@@ -57,6 +57,31 @@ def _layer(module: str) -> str | None:
     return "cli"
 
 
+def _references(path: Path) -> list[tuple[str, int, str]]:
+    """Project modules reached without an import statement: ``(module, line, how)`` for each
+    attribute chain rooted at ``systolic`` (``systolic.rtl.pe.X`` after importing some other
+    subpackage) and each string naming one (``"systolic.tb.accelerator_tb"``, run by name)."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute):
+            parts, inner = [], node
+            while isinstance(inner, ast.Attribute):
+                parts.append(inner.attr)
+                inner = inner.value
+            if isinstance(inner, ast.Name) and inner.id == "systolic":
+                out.append((_owner(".".join(["systolic", *reversed(parts)])) or "systolic",
+                            node.lineno, "attribute"))  # fmt: skip
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and node.value in MODULES and node.value.count(".") >= 2):  # fmt: skip
+            out.append((node.value, node.lineno, "string"))
+    return out
+
+
+#: References by name the layers allow: the simulation runtime starts the cocotb testbench in
+#: the simulator's process (tb imports sim, sim names tb).
+BY_NAME = {("systolic.sim.simulate", "systolic.tb.accelerator_tb")}
+
+
 def _imports(module: str, path: Path) -> list[tuple[str, int, bool]]:
     """``(imported module, line, at module level)`` for every import of a project module."""
     tree = ast.parse(path.read_text())
@@ -98,6 +123,49 @@ def test_every_import_follows_the_layers():
                 wrong.append(f"{MODULES[module].relative_to(ROOT)}:{line} imports {name}")
     assert not wrong, "imports across the layers' rules:\n" + "\n".join(wrong)
     assert len(MODULES) > 40  # the walk found the project (a wrong ROOT would pass vacuously)
+
+
+def test_no_layer_is_reached_around_its_imports():
+    """Attribute chains through ``systolic`` and modules named in strings follow the same rule
+    (one allowed exception: sim starts the testbench by name)."""
+    wrong = []
+    for module, path in MODULES.items():
+        allowed = LAYERS[_layer(module)][1]
+        for name, line, how in _references(path):
+            if _layer(name) not in allowed and (module, name) not in BY_NAME:
+                wrong.append(f"{path.relative_to(ROOT)}:{line} reaches {name} by {how}")
+    assert not wrong, "\n".join(wrong)
+    named = {(m, n) for m, p in MODULES.items() for n, _, how in _references(p) if how == "string"}
+    assert named >= BY_NAME  # the exception is still needed (and the scan sees strings)
+
+
+#: Third-party packages each lower layer may import (the standard library always).
+THIRD_PARTY = {
+    "contract": {"numpy"},
+    "golden": {"numpy", "ml_dtypes"},
+    "models": {"numpy"},
+}
+
+
+def test_lower_layers_import_no_hardware_tools():
+    """The contract, the references and the models import nothing but the standard library and
+    numpy (ml_dtypes for bf16), at any level, inside functions too."""
+    wrong = []
+    for module, path in MODULES.items():
+        layer = _layer(module)
+        if layer not in THIRD_PARTY:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                if top not in THIRD_PARTY[layer] | {"systolic"} | sys.stdlib_module_names:
+                    wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {name}")
+    assert not wrong, "\n".join(wrong)
 
 
 def test_no_function_level_imports_of_project_modules():
@@ -153,7 +221,8 @@ MODEL_PATH = textwrap.dedent(
     from systolic.golden.reference import reference
     from systolic.models.cycles import predict
     from systolic.models.energy import model_energy
-    from systolic.sweeps import evaluate, pareto, report, spec, workloads  # noqa: F401
+    from systolic.golden import bf16, calibrate, data, requant  # noqa: F401
+    from systolic.sweeps import evaluate, pareto, report, results, spec, workloads  # noqa: F401
     from systolic.sweeps.evaluate import model_record
     from systolic.models.energy import load_coefficients
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from systolic.contract.config import ArrayConfig, Dataflow, check_buildable
 
@@ -128,3 +129,10 @@ def test_bf16_config_rules():
         ArrayConfig("os", 4, 4, number="fp8")
     with pytest.raises(ValueError, match="bf16' takes no zero_points or requant"):
         ArrayConfig("ws", 4, 4, number="bf16", requant=True)
+
+
+def test_numpy_integers_are_stored_as_python_integers():
+    """A configuration built from numpy values (a sweep's grid, say) still serializes."""
+    config = ArrayConfig("os", np.int64(4), np.int32(3), a_depth=np.uint16(64))
+    assert type(config.rows) is int and type(config.a_depth) is int
+    assert ArrayConfig.from_json(config.to_json()) == config

@@ -14,7 +14,10 @@ from ..conftest import SEED
 def test_mesh_matches_golden(config, seed):
     build = build_model(config, "array")
     run = run_cocotb(
-        build, "systolic.tb.array_tb", env={"SYSTOLIC_SEED": str(seed)}, name=f"s{seed}"
+        build,
+        "systolic.tb.array_tb",
+        env={"SYSTOLIC_SEED": str(seed)},
+        name=f"{config.name}-s{seed}",  # an IS mesh shares its WS twin's model and folder
     )
     assert run.tests == 3, f"expected 3 cocotb tests, {run.tests} ran; see {run.log}"
     assert run.failed == 0, (
