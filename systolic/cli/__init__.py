@@ -42,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, TypeError) as e:  # invalid configuration values, named by the message
         print(f"systolic: {e}", file=sys.stderr)
         return 2
+    except RuntimeError as e:  # a failed build or simulation: its message names the log
+        print(f"systolic: {e}", file=sys.stderr)
+        return 1
     except BrokenPipeError:  # `systolic ... | head`: the reader left; not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

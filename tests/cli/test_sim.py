@@ -90,3 +90,22 @@ def test_cli_sim_precision_zero_points_and_requant():
     out = json.loads(r.stdout)
     assert out["bit_exact"] and out["quant"]["a_zero"] == 200 and out["quant"]["requant"]
     assert out["config"] == "ws-2x3-au8-bi8-acc32-zp-rqi8"
+
+
+def test_a_failed_simulation_is_one_line_not_a_traceback(monkeypatch, capsys):
+    """A simulator crash (or a failed Verilator build) reaches the user as its message, which
+    names the log, with exit status 1."""
+    from systolic.sim.simulate import SimulationError
+
+    import systolic.cli.sim as sim_command
+    from systolic.cli import main
+
+    def crash(*args, **kwargs):
+        raise SimulationError("ws-2x2-i8-acc32: the simulation failed; see /x/sim.log", None, {})
+
+    monkeypatch.setattr(sim_command, "run_gemm", crash)
+    status = main(["sim", "--dataflow", "ws", "--rows", "2", "--cols", "2", "--m", "2", "--k",
+                   "2", "--n", "2"])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 1
+    assert err == ["systolic: ws-2x2-i8-acc32: the simulation failed; see /x/sim.log"]
