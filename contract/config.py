@@ -17,6 +17,7 @@ __all__ = [
     "RTL_LIMITS",
     "ArrayConfig",
     "Dataflow",
+    "beyond_rtl",
     "check_buildable",
     "value_range",
 ]
@@ -83,17 +84,25 @@ def value_range(width: int, signed: bool) -> tuple[int, int]:
     return 0, (1 << width) - 1
 
 
-def check_buildable(config: ArrayConfig) -> None:
-    """Refuse, naming the parameter and both ranges, a configuration the model takes but the RTL
-    generator does not build (:data:`RTL_LIMITS`)."""
+def beyond_rtl(config: ArrayConfig) -> str | None:
+    """Why the RTL generator does not build ``config`` (a parameter past :data:`RTL_LIMITS`,
+    named with both ranges), or None when it does."""
     for name, (lo, hi) in RTL_LIMITS.items():
         value = getattr(config, name)
         if not lo <= value <= hi:
-            raise ValueError(
+            return (
                 f"{name} = {value} is beyond what the RTL generator builds ({lo} to {hi}); "
                 f"the analytical model (systolic model, model-only sweep points) takes up to "
                 f"{LIMITS[name][1]}"
             )
+    return None
+
+
+def check_buildable(config: ArrayConfig) -> None:
+    """Refuse a configuration the model takes but the RTL generator does not build."""
+    problem = beyond_rtl(config)
+    if problem is not None:
+        raise ValueError(problem)
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,6 @@ from systolic.contract.plan import chunk_sizes
 from systolic.contract.timing import DONE_DELAY, READ_LATENCY, mesh_timing
 
 __all__ = [
-    "GemmFigures",
     "GemmPrediction",
     "command_counters",
     "predict",

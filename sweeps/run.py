@@ -23,7 +23,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 
-from systolic.contract.config import ArrayConfig, check_buildable
+from systolic.contract.config import ArrayConfig, beyond_rtl
 from systolic.models.energy import Coefficients, load_coefficients
 from systolic.sim.simulate import SimulationError, run_gemms
 
@@ -75,7 +75,7 @@ def select_rtl(sweep: Sweep, points: list[_Point], models: dict[str, dict]) -> l
         p for p in points
         if p.id in models and p.workload.name not in sweep.model_only
         and p.config.precision in sweep.rtl_precision and p.simulated_macs <= sweep.max_macs
-        and _buildable(p.config)
+        and beyond_rtl(p.config) is None
     ]  # fmt: skip
     if sweep.rtl == "all":
         return eligible
@@ -86,14 +86,6 @@ def select_rtl(sweep: Sweep, points: list[_Point], models: dict[str, dict]) -> l
         front = {r["id"] for r in pareto_front(list(models.values()))}
         return [p for p in eligible if p.id in front]
     return []
-
-
-def _buildable(config: ArrayConfig) -> bool:
-    try:
-        check_buildable(config)
-    except ValueError:
-        return False
-    return True
 
 
 def _rtl_group(

@@ -9,16 +9,43 @@ import sys
 import textwrap
 from pathlib import Path
 
+from systolic.contract.config import Dataflow
 from systolic.models.cycles import command_counters, predict
 from systolic.models.energy import DEFAULT_COEFFICIENTS
 
-__all__ = ["TINY", "check_against_model", "coefficients_with", "run_cli", "write_spec"]
+__all__ = [
+    "TINY",
+    "check_against_model",
+    "coefficients_with",
+    "run_cli",
+    "stream_starts",
+    "write_spec",
+]
 
 
 def run_cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
     """``systolic ARGS...`` in a fresh interpreter, output captured."""
     return subprocess.run([sys.executable, "-m", "systolic.cli", *args], capture_output=True,
                           text=True, cwd=cwd, env={**os.environ, **(env or {})})  # fmt: skip
+
+
+def stream_starts(rows: int, p: int, tiles: int, release: int) -> list[int]:
+    """The WS/IS schedule tile by tile, with no shortcut (derived in tests/rtl/test_timing.py):
+    the issue cycle of each tile's first stream read. Tile i preloads into bank i % 2 in
+    ``rows`` cycles once the preload port is free and the bank's previous tile read its last
+    vector ``release`` cycles ago; it streams ``p`` vectors from the cycle after its preload,
+    once the stream port is free."""
+    preload_free = stream_free = 0
+    bank_free = [0, 0]
+    starts = []
+    for i in range(tiles):
+        start = max(preload_free, bank_free[i % 2])  # first preload read of tile i
+        preload_free = start + rows
+        first = max(start + rows, stream_free)  # first stream read of tile i
+        starts.append(first)
+        stream_free = first + p
+        bank_free[i % 2] = first + p - 1 + release
+    return starts
 
 
 def check_against_model(config, res, where):
@@ -37,7 +64,7 @@ def check_against_model(config, res, where):
         # order, one a cycle, so the last kept row is written that many cycles earlier)
         assert cmd["c_writes_seen"] == cmd["counters"]["c_writes"], f"{where}, {cmd['shape']}"
         dropped = 0
-        if config.dataflow.value == "os":
+        if config.dataflow is Dataflow.OS:
             dropped = config.rows - 1 - (cmd["shape"][0] - 1) % config.rows
         assert cmd["last_c_write"] == cmd["measured_cycles"] - 1 - dropped, (
             f"{where}, command {cmd['shape']}: last C write in busy cycle {cmd['last_c_write']}"

@@ -45,20 +45,14 @@ from systolic.golden.reference import reference
 from systolic.sim.simulate import run_gemms
 
 from ..configs import DEPTHS
+from ..helpers import stream_starts
 
 
 def stationary_cycles(rows: int, cols: int, p: int, q: int, r: int) -> int:
     """WS/IS: the busy cycles of one command, by the rules of the module docstring."""
     release = max(rows + cols - 2, 1)  # issue cycles from a bank's last read to its next load
-    preload_free = stream_free = 0
-    bank_free = [0, 0]
-    for i in range(math.ceil(q / rows) * math.ceil(r / cols)):
-        start = max(preload_free, bank_free[i % 2])  # first preload read of tile i
-        preload_free = start + rows
-        first = max(start + rows, stream_free)  # first stream read of tile i
-        stream_free = first + p
-        bank_free[i % 2] = first + p - 1 + release
-    last_read = stream_free - 1
+    tiles = math.ceil(q / rows) * math.ceil(r / cols)
+    last_read = stream_starts(rows, p, tiles, release)[-1] + p - 1
     last_result = last_read + 1 + (rows + cols - 1)
     return last_result + 2
 
