@@ -53,5 +53,5 @@ def datapath_flop_bits(config: ArrayConfig) -> dict[str, int]:
         "pipeline": pes * lane,
         "accumulator": pes * acc,
         "stationary": pes * 2 * stationary,
-        "edge": skew_rows * lane + skew_cols * acc,
+        "edge": skew_rows * lane + skew_cols * (acc + stationary),  # + the preload's skew
     }

@@ -56,16 +56,18 @@ def preload_cycles(config: ArrayConfig) -> int:
 
 
 def bank_release(config: ArrayConfig) -> int:
-    """WS/IS: ``rows + cols - 2``. The last vector of a bank reaches the far corner PE that many
-    cycles after entering; a preload that starts then overwrites nothing still in use."""
+    """WS/IS: ``0``. The preload follows the stream's wavefront: column ``c`` takes it ``c``
+    cycles late and PE row ``r`` shifts only from the tile's ``r``-th row on, so it overwrites
+    PE ``(r, c)`` ``r + c`` cycles after it starts, just behind the last vector of the bank
+    when it starts with that vector (rtl.array.StationaryArray)."""
     _stationary(config, "bank_release")
-    return config.rows + config.cols - 2
+    return 0
 
 
 def release_wait(config: ArrayConfig) -> int:
     """WS/IS controller: issue cycles from a bank's last stream read to the first preload read
     that may reuse it, ``max(bank_release, 1)`` (the bank's busy flag clears one cycle after
-    that read)."""
+    that read): 1, the preload may start the cycle after the last vector."""
     return max(bank_release(config), 1)
 
 

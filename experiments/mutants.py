@@ -45,9 +45,9 @@ class Mutant:
 
 
 MUTANTS = (
-    Mutant("bank_release + 1 (a real extra stall, model and RTL move together)",
-           "contract/timing.py", "    return config.rows + config.cols - 2\n",
-           "    return config.rows + config.cols - 1\n",
+    Mutant("bank_release + 2 (a real extra stall, model and RTL move together)",
+           "contract/timing.py", "    _stationary(config, \"bank_release\")\n    return 0\n",
+           "    _stationary(config, \"bank_release\")\n    return 2\n",
            ("tests/rtl/test_timing.py::test_cycles_follow_the_architecture",)),
     Mutant("a skew register one stage long", "rtl/array.py",
            'row[0].west.eq(_delay(m, lane, r, f"skew_row{r}"))',

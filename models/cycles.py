@@ -45,31 +45,36 @@ __all__ = [
     "GemmPrediction",
     "command_counters",
     "predict",
+    "stationary_schedule",
     "stationary_stream_start",
 ]
 
 _PREFIX = 8  # tiles evaluated by the recurrence before extending by the steady-state period
 
 
-def stationary_stream_start(rows: int, p: int, tiles: int, release_wait: int) -> int:
-    """``SS_{tiles-1}``: the issue cycle at which the last tile starts streaming (see module)."""
+def stationary_schedule(rows: int, p: int, tiles: int, release_wait: int) -> tuple[list, list]:
+    """``(PS, SS)``: the issue cycles at which each tile's preload and stream start, by the
+    recurrence of the module docstring (one entry per tile)."""
     wait = release_wait - 1
-    n = min(tiles, _PREFIX)
-    ps = [0] * n
-    ss = [0] * n
-    for i in range(n):
-        if i == 0:
-            ps[i] = 0
-        elif i == 1:
+    ps, ss = [0] * tiles, [0] * tiles
+    for i in range(tiles):
+        if i == 1:
             ps[i] = rows
-        else:
+        elif i > 1:
             ps[i] = max(ps[i - 1] + rows, ss[i - 2] + p + wait)
         ss[i] = ps[i] + rows if i == 0 else max(ps[i] + rows, ss[i - 1] + p)
+    return ps, ss
+
+
+def stationary_stream_start(rows: int, p: int, tiles: int, release_wait: int) -> int:
+    """``SS_{tiles-1}``: the issue cycle at which the last tile starts streaming (see module)."""
+    n = min(tiles, _PREFIX)
+    _, ss = stationary_schedule(rows, p, n, release_wait)
     last = tiles - 1
     if last < n:
         return ss[last]
     j = n - 1 if (n - 1) % 2 == last % 2 else n - 2  # same parity as the last tile
-    period = max(2 * p, p + wait + rows, 2 * rows)
+    period = max(2 * p, p + release_wait - 1 + rows, 2 * rows)
     return ss[j] + (last - j) // 2 * period
 
 

@@ -27,10 +27,11 @@ import numpy as np
 from systolic.contract.activity import stream_traffic
 from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.contract.plan import steps
+from systolic.contract.timing import release_wait
 from systolic.golden.bf16 import fp32_add, product
 from systolic.golden.data import DataKind, random_operands
 
-from .cycles import command_counters, predict
+from .cycles import command_counters, predict, stationary_schedule
 
 __all__ = ["estimate_toggles", "predict_toggles"]
 
@@ -95,18 +96,24 @@ def _stationary(config, x, s, counts, state, separate):
     counts.add("pipeline", streaming, cols * per_row.sum())
     counts.add("edge", streaming, (np.arange(rows) * per_row).sum())
     counts.add("multiplier", "compute", cols * lane.sum())
-    # Stationary registers: tile t shifts into bank t % 2, last row first; row i sees the bank's
-    # old rows i-1 .. 0 go by, then the new rows rows-1 .. i.
+    # Stationary registers: tile t shifts into bank t % 2, last row first; row i shifts only
+    # once the tile reaches it, so it sees the new rows rows-1 .. i.
     banks = state.get("banks", [np.zeros((rows, cols), np.uint64) for _ in range(2)])
     selected = state.get("selected", banks[0])  # what the multipliers saw last
     stat = sel = 0
+    # The preload's column skew (column c: c registers) carries each tile's rows, and zeros
+    # whenever the preload port idles; every command ends with it idle.
+    starts, _ = stationary_schedule(rows, p, n_tiles, release_wait(config))
+    skew_seq = [np.zeros(cols, np.uint64)]
     for t, (ri, qi) in enumerate(tiles):
         new = _bits(sp[qi * rows : qi * rows + rows, ri * cols : ri * cols + cols], sw)
         old = banks[t % 2]
         feed = new[::-1]  # pushed last row first
+        if t and starts[t] > starts[t - 1] + rows:
+            skew_seq.append(np.zeros(cols, np.uint64))
+        skew_seq.extend(feed)
         for i in range(rows):
-            seq = np.concatenate([old[:i][::-1], feed[: rows - i]])
-            flips = _flips(seq, old[i]).sum()
+            flips = _flips(feed[: rows - i], old[i]).sum()
             stat += flips
             if t == 0:  # bank 0 is selected while it loads: its multiplier sees the shift
                 sel += flips + np.bitwise_count(old[i] ^ selected[i]).sum()
@@ -117,6 +124,9 @@ def _stationary(config, x, s, counts, state, separate):
     other = banks[n_tiles % 2]  # after the last tile the lanes' bank flag moves on
     sel += np.bitwise_count(other ^ selected).sum()
     state["banks"], state["selected"] = banks, other
+    skew_seq.append(np.zeros(cols, np.uint64))
+    skew = np.stack(skew_seq)
+    counts.add("edge", stationary, (np.arange(cols) * _flips(skew[1:], skew[0])).sum())
     counts.add("stationary", stationary, stat)
     counts.add("multiplier", "compute", sel)
     # Partial sums: PE (i, c) holds sum_{i' <= i} X[p, q0+i'] S[q0+i', c] for each streamed p.

@@ -101,10 +101,15 @@ class StationaryArray(_Array):
 
     Ports
     -----
-    preload : Flow({data: cols x stationary, bank})
+    preload : Flow({data: cols x stationary, bank, row})
         While ``valid``, shifts one row of the stationary tile into bank ``bank`` from the north.
         A tile takes :attr:`preload_cycles` cycles, **last row first** (row ``rows-1`` is
-        pushed first and ends at the bottom).
+        pushed first and ends at the bottom); ``row`` counts them, ``0 .. rows-1``. The preload
+        follows the stream's wavefront: column ``c`` takes it ``c`` cycles late (as the stream
+        reaches column ``c``), and PE row ``r`` shifts only from the tile's ``r``-th row on, when
+        the tile's data reaches it. So PE ``(r, c)`` is first overwritten ``r + c`` cycles after
+        the tile's first row entered: a bank may be preloaded right after the last vector that
+        uses it (:attr:`bank_release` is 0).
     stream : Flow({data: rows x streaming, bank})
         One streaming vector a cycle, multiplied with the tile in bank ``bank``.
     result : Flow(cols x accumulator)
@@ -112,7 +117,8 @@ class StationaryArray(_Array):
 
     Bank hazards, which the feeder must respect: a stream vector may use a bank from the cycle
     after the last preload cycle of that bank; a bank may be preloaded again from
-    :attr:`bank_release` cycles after the last stream vector using it entered.
+    :attr:`bank_release` cycles after the last stream vector using it entered (0: in the same
+    cycle, the preload then trails that vector through the mesh).
     """
 
     def __init__(self, config: ArrayConfig):
@@ -145,9 +151,11 @@ class StationaryArray(_Array):
 
     @classmethod
     def preload_layout(cls, config: ArrayConfig) -> data.StructLayout:
-        return data.StructLayout(
-            {"data": data.ArrayLayout(cls.stationary_shape(config), config.cols), "bank": 1}
-        )
+        return data.StructLayout({
+            "data": data.ArrayLayout(cls.stationary_shape(config), config.cols),
+            "bank": 1,
+            "row": range(max(config.rows, 2)),
+        })  # fmt: skip
 
     @classmethod
     def stream_layout(cls, config: ArrayConfig) -> data.StructLayout:
@@ -167,7 +175,7 @@ class StationaryArray(_Array):
 
     @property
     def bank_release(self) -> int:
-        """``rows + cols - 2`` (:func:`contract.timing.bank_release`)."""
+        """``0`` (:func:`contract.timing.bank_release`)."""
         return timing.bank_release(self._config)
 
     def elaborate(self, platform):
@@ -186,14 +194,25 @@ class StationaryArray(_Array):
         stream = self.stream
         _feed_rows(m, pes, lambda r: {"x": stream.payload.data[r], "valid": stream.valid,
                                       "bank": stream.payload.bank})  # fmt: skip
+        # The preload, skewed by column like the stream: its flags through one shared chain, each
+        # column's data through its own triangle of registers.
+        preload = self.preload
+        flags = Signal(data.StructLayout({"valid": 1, "bank": 1, "row": preload.payload.row.shape()}),
+                       name="pskew_ctl_in")  # fmt: skip
+        m.d.comb += [flags.valid.eq(preload.valid), flags.bank.eq(preload.payload.bank),
+                     flags.row.eq(preload.payload.row)]  # fmt: skip
+        column_flags = [flags]
+        for c in range(1, cfg.cols):
+            column_flags.append(_delay(m, column_flags[-1], 1, f"pskew_ctl{c}"))
         for r, row in enumerate(pes):
             for c, pe in enumerate(row):
-                m.d.comb += [
-                    pe.load.eq(self.preload.valid),
-                    pe.load_bank.eq(self.preload.payload.bank),
-                ]
+                f = column_flags[c]
+                # row r shifts once the tile's first row (bound for the bottom) reaches it
+                reached = f.valid if r == 0 else f.valid & (f.row >= r)
+                m.d.comb += [pe.load.eq(reached), pe.load_bank.eq(f.bank)]
                 if r == 0:
-                    m.d.comb += [pe.psum_in.eq(0), pe.w_in.eq(self.preload.payload.data[c])]
+                    skewed = _delay(m, preload.payload.data[c], c, f"pskew_col{c}")
+                    m.d.comb += [pe.psum_in.eq(0), pe.w_in.eq(skewed)]
                 else:
                     north = pes[r - 1][c]
                     m.d.comb += [pe.psum_in.eq(north.psum_out), pe.w_in.eq(north.w_out)]

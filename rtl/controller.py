@@ -75,7 +75,8 @@ class StationaryController(_Controller):
 
     - preload: pushes tile ``i`` into bank ``i % 2`` (``rows`` cycles, last row first; rows past Q
       are zeros and read nothing), as soon as that bank holds no unconsumed tile and the tile that
-      last used it released it (:attr:`StationaryArray.bank_release` cycles after its last vector);
+      last used it released it (:attr:`StationaryArray.bank_release` cycles after its last vector:
+      the cycle after, as the preload trails that vector through the mesh);
     - stream: streams the ``P`` vectors of tile ``i`` from the cycle after its preload ended;
     - write-back: sends result ``(rt, qt, p)`` to ``Y[rt, p]``, accumulating for ``qt > 0``.
     """
@@ -139,6 +140,7 @@ class StationaryController(_Controller):
         m.d.sync += [
             self.preload.valid.eq(pl_go),
             self.preload.payload.bank.eq(pl_bank),
+            self.preload.payload.row.eq(pl_row),
             pl_zero.eq(~pl_reads),
         ]
         m.d.comb += self.preload.payload.data.eq(Mux(pl_zero, 0, self.s_data))

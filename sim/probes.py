@@ -59,6 +59,10 @@ def _classify(config: ArrayConfig, inst: str, name: str) -> tuple[str, str] | No
     if inst == "array":
         if "deskew" in name:
             return "edge", "output"
+        if name.startswith(("pskew_col", "w_in")):  # its last stage takes the PE port's name
+            return "edge", stationary  # WS/IS: the preload, skewed by column
+        if name.startswith("pskew_ctl"):
+            return "control", "control"  # its valid, bank and row flags
         if "skew_col" in name or name.startswith("b_in"):
             return "edge", "weight"  # OS: B enters from the north
         return "edge", streaming

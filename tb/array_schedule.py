@@ -110,7 +110,7 @@ def _schedule_stationary(config, tiles, rng, bubble_rate) -> Schedule:
             start = max(start, last_use[bank] + array.bank_release)
         for j in range(array.preload_cycles):  # last row first: it ends at the bottom
             row = stationary[config.rows - 1 - j]
-            payload = pack(preload_layout, {"data": row, "bank": bank})
+            payload = pack(preload_layout, {"data": row, "bank": bank, "row": j})
             sched.at(start + j)["preload"] = (1, payload)
         preload_free = start + array.preload_cycles
         t = max(stream_free, preload_free)

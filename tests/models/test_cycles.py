@@ -59,8 +59,8 @@ def test_ws_single_tile_by_hand():
 
 
 def test_ws_bank_reuse_wait_by_hand():
-    # WS 2x2, M=1, K=6, N=2: three tiles of one vector each; the release wait is
-    # max(rows + cols - 2, 1) = 2. PS = 0, 2, max(4, SS0 + 1 + 1) = 4; SS = 2, max(4, 3) = 4,
+    # WS 2x2, M=1, K=6, N=2: three tiles of one vector each; the release wait is 1 (the
+    # preload trails the last vector). PS = 0, 2, max(4, SS0 + 1 + 0) = 4; SS = 2, max(4, 3) = 4,
     # max(6, 5) = 6. The last vector reads in 6, enters the mesh in 7, is written in 7 + 3 = 10,
     # busy until 11: 12 cycles, of which 3 stream, 3 fill, 4 drain and 2 stall.
     c = command_counters(ArrayConfig("ws", 2, 2), 1, 6, 2)

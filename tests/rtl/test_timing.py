@@ -13,10 +13,10 @@ R = N; IS: P = N, Q = K, R = M). Cycle 0 is the first busy cycle.
   bank i % 2) in ``rows`` cycles, one row a cycle, then streamed as P vectors, one a cycle.
 - The preload port does one tile at a time; a tile streams from the cycle after its preload's
   last row, and the stream port does one tile at a time.
-- A bank may be preloaded again once the last vector that used it has passed the whole mesh:
-  a vector entering row 0 in cycle t reaches PE (r, c) in t + r + c, the far corner in
-  ``t + rows + cols - 2``; the controller may issue the first preload read that many cycles
-  after that vector's read (at least one cycle after it).
+- A bank may be preloaded again from the cycle after the last read of the vector that used
+  it: that vector reaches PE (r, c) r + c cycles after entering, and the preload trails it
+  (column c delayed c cycles, row r shifting only once the tile's first row reaches it, r
+  cycles in), so it overwrites PE (r, c) no earlier than the vector has passed.
 - A buffer read issued in cycle t reaches the mesh in t + 1. A vector's result leaves the mesh
   ``rows + cols - 1`` cycles after it enters (``rows`` skew-and-PE stages down a column, then
   ``cols - 1`` de-skew stages). ``busy`` stays one cycle after the cycle the last result reaches
@@ -50,7 +50,7 @@ from ..helpers import stream_starts
 
 def stationary_cycles(rows: int, cols: int, p: int, q: int, r: int) -> int:
     """WS/IS: the busy cycles of one command, by the rules of the module docstring."""
-    release = max(rows + cols - 2, 1)  # issue cycles from a bank's last read to its next load
+    release = 1  # issue cycles from a bank's last read to its next load
     tiles = math.ceil(q / rows) * math.ceil(r / cols)
     last_read = stream_starts(rows, p, tiles, release)[-1] + p - 1
     last_result = last_read + 1 + (rows + cols - 1)
@@ -77,10 +77,10 @@ def expected_cycles(config: ArrayConfig, m: int, k: int, n: int) -> int:
 
 def _grid(config: ArrayConfig) -> list[tuple[int, int, int]]:
     """Shapes around every boundary of the timing: one and several tiles each way, streams
-    shorter and longer than the bank-reuse threshold ``rows + W - 1``, K below, at and above
+    shorter and longer than the preload-bound threshold ``rows``, K below, at and above
     ``rows``; those that fit the buffers as one command."""
     rows, cols = config.rows, config.cols
-    threshold = rows + max(rows + cols - 2, 1) - 1
+    threshold = rows
     streams = sorted({1, threshold - 1, threshold, threshold + 1, 2 * threshold + 1} - {0})
     ks = sorted({1, rows - 1, rows, rows + 1, 2 * rows + 1} - {0})
     if config.dataflow is Dataflow.OS:
@@ -106,13 +106,13 @@ def test_the_grid_reaches_every_regime():
         assert len(shapes) >= 12, (dataflow, shapes)
         assert {k < 3 for _, k, _ in shapes} == {True, False}
     ws = _grid(ArrayConfig("ws", 3, 5, **DEPTHS))
-    assert {m for m, _, _ in ws} >= {7, 8, 9}  # the threshold rows + W - 1 = 3 + 6 - 1 = 8
+    assert {m for m, _, _ in ws} >= {2, 3, 4}  # the threshold: streams as long as the preload
 
 
 def test_paper_formulas_on_hand_worked_cases():
     """Spot values worked by hand. WS 2x2, M = 1, K = 6, N = 2: three tiles; release W = 2;
     tile 0 preloads 0-1, streams 2; tile 1 preloads 2-3 (bank 1), streams 4; tile 2 reuses
-    bank 0, free from 2 + 0 + 2 = 4 and the port from 4: preloads 4-5, streams 6; its result
+    bank 0, free from 2 + 1 = 3 and the port from 4: preloads 4-5, streams 6; its result
     reaches C in 6 + 1 + 3 = 10, so 12 busy cycles. OS 4x4, M = 30, K = 20, N = 17: 40 tiles,
     last read 39 * 20 + 19 = 799, last row out 799 + 1 + 7 = 807, 809 cycles."""
     assert stationary_cycles(2, 2, 1, 6, 2) == 12
