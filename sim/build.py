@@ -35,6 +35,7 @@ __all__ = [
     "BUILD_ROOT",
     "Build",
     "TestRun",
+    "build_bench",
     "build_model",
     "run_cocotb",
 ]
@@ -187,7 +188,7 @@ class Build:
     for (its cocotb tests run with it), ``directory`` the model, which configurations of the same
     hardware share (:func:`rtl.generate.design_config`)."""
 
-    config: ArrayConfig
+    config: ArrayConfig | None  # None for a bench of hand-written Verilog (build_bench)
     directory: Path
     seconds: float  # time this call spent building: 0.0 when the cached model was reused
 
@@ -284,30 +285,65 @@ def build_model(
         (sources / "config.json").write_text(hardware.to_json() + "\n")
         if activity:
             (directory / "activity.json").write_text(json.dumps(groups, indent=1) + "\n")
-        log = directory / "build.log"
-        try:
-            _runner().build(
-                sources=[
-                    LINT_WAIVERS,
-                    sources / "public.vlt",
-                    sources / f"{top}.v",
-                    sources / f"{SIM_TOP}.v",
-                ],
-                hdl_toplevel=SIM_TOP,
-                build_dir=directory / "obj",
-                build_args=_BUILD_ARGS,
-                timescale=_TIMESCALE,
-                log_file=log,
-            )
-        except (RuntimeError, SystemExit) as e:
-            raise RuntimeError(
-                f"Verilator build of {config.name} failed ({e}); see {log}"
-            ) from None
-        for pch in (directory / "obj").glob("*.gch"):
-            pch.unlink()  # ~150 MB of precompiled headers per model, never needed again
+        _compile(directory, [sources / f"{top}.v", sources / f"{SIM_TOP}.v"], config.name)
         seconds = time.monotonic() - start
         stamp.write_text(json.dumps({"config": hardware.to_dict(), "seconds": seconds}) + "\n")
         return Build(config, directory, seconds)
+
+
+def _compile(directory: Path, verilog: list[Path], what: str) -> None:
+    """Verilate ``verilog`` (``SIM_TOP`` among it, ``src/public.vlt`` beside) into
+    ``directory/obj``, then drop the precompiled headers."""
+    log = directory / "build.log"
+    try:
+        _runner().build(
+            sources=[LINT_WAIVERS, directory / "src" / "public.vlt", *verilog],
+            hdl_toplevel=SIM_TOP,
+            build_dir=directory / "obj",
+            build_args=_BUILD_ARGS,
+            timescale=_TIMESCALE,
+            log_file=log,
+        )
+    except (RuntimeError, SystemExit) as e:
+        raise RuntimeError(f"Verilator build of {what} failed ({e}); see {log}") from None
+    for pch in (directory / "obj").glob("*.gch"):
+        pch.unlink()  # ~150 MB of precompiled headers per model, never needed again
+
+
+def build_bench(
+    name: str,
+    files: dict[str, str],
+    ports: list[tuple[str, str, int]],
+    *,
+    readable: tuple[str, ...] = (),
+    writable: tuple[str, ...] = (),
+    root: Path | None = None,
+) -> Build:
+    """Compile a bench of hand-written Verilog ``files`` (file name -> text, ``SIM_TOP`` among
+    them, with ``ports`` and the extra public nets ``readable``/``writable``), cached by a hash
+    of its text and of this module, like :func:`build_model`."""
+    toolchain.activate(cache_dir=BUILD_ROOT / "ccache")
+    h = hashlib.sha256(Path(__file__).read_text().encode())
+    for part in (json.dumps([files, ports, readable, writable], sort_keys=True),
+                 LINT_WAIVERS.read_text()):  # fmt: skip
+        h.update(part.encode())
+    directory = (root or BUILD_ROOT) / f"{name}-{h.hexdigest()[:12]}"
+    (directory / "src").mkdir(parents=True, exist_ok=True)
+    stamp = directory / "built.json"
+    with open(directory / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists():
+            return Build(None, directory, 0.0)
+        start = time.monotonic()
+        paths = []
+        for file, text in files.items():
+            paths.append(directory / "src" / file)
+            paths[-1].write_text(text)
+        (directory / "src" / "public.vlt").write_text(_public_ports(ports, readable, writable))
+        _compile(directory, paths, name)
+        seconds = time.monotonic() - start
+        stamp.write_text(json.dumps({"bench": name, "seconds": seconds}) + "\n")
+        return Build(None, directory, seconds)
 
 
 def run_cocotb(
@@ -327,7 +363,9 @@ def run_cocotb(
     test_dir.mkdir(parents=True)
     results = test_dir / "results.xml"
     log = test_dir / "sim.log"
-    extra_env = {"SYSTOLIC_CONFIG": build.config.to_json(), **(env or {})}
+    extra_env = dict(env or {})
+    if build.config is not None:
+        extra_env["SYSTOLIC_CONFIG"] = build.config.to_json()
     from cocotb_tools.check_results import get_results
 
     # The runner exits on a crashed simulator (and, under pytest, on failed tests): the results
@@ -346,6 +384,7 @@ def run_cocotb(
             log_file=log,
         )
     if not results.is_file():
-        raise RuntimeError(f"the simulation of {build.config.name} ended abnormally; see {log}")
+        what = build.config.name if build.config is not None else build.directory.name
+        raise RuntimeError(f"the simulation of {what} ended abnormally; see {log}")
     tests, failed = get_results(results)
     return TestRun(tests, failed, results, log)

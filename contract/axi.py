@@ -1,0 +1,63 @@
+"""The accelerator's AXI4 memory port: channel fields, widths and IDs, as the AMBA AXI4 spec
+names them (``ARADDR`` is field ``addr`` of channel ``ar``).
+
+The generator builds each channel as a valid/ready stream whose payload packs these fields in
+this order, least significant first; the simulation's DRAM model slices the same payloads, and
+the DMA's burst plan (:mod:`contract.dma`) fills them.
+"""
+
+from __future__ import annotations
+
+from .checks import check_integer
+
+__all__ = [
+    "ADDR_BITS",
+    "BURST_INCR",
+    "BUS_WIDTHS",
+    "ID_BITS",
+    "IDS",
+    "LEN_BITS",
+    "MAX_BURST_BYTES",
+    "channel_fields",
+    "field_slices",
+]
+
+#: DRAM byte addresses.
+ADDR_BITS = 32
+#: AXI4 burst lengths: ``len + 1`` beats, up to 256.
+LEN_BITS = 8
+#: Transaction IDs: one per stream of the DMA, so the DRAM model can count traffic per operand.
+ID_BITS = 2
+IDS = {"a": 0, "b": 1, "c": 2, "q": 3}
+#: ``AxBURST`` of an incrementing burst, the only kind the DMA issues.
+BURST_INCR = 1
+#: Data widths the DMA is built for.
+BUS_WIDTHS = (64, 128, 256, 512)
+#: A burst never crosses a 4 KB boundary (AXI4); the DMA's bursts are aligned to their size.
+MAX_BURST_BYTES = 4096
+
+
+def channel_fields(data_width: int) -> dict[str, list[tuple[str, int]]]:
+    """Each channel's payload fields ``(name, bits)``, least significant first."""
+    if data_width not in BUS_WIDTHS:
+        raise ValueError(f"bus_width must be one of {', '.join(map(str, BUS_WIDTHS))} bits, "
+                         f"not {data_width!r}")  # fmt: skip
+    address = [("addr", ADDR_BITS), ("len", LEN_BITS), ("size", 3), ("burst", 2),
+               ("id", ID_BITS)]  # fmt: skip
+    return {
+        "ar": address,
+        "r": [("data", data_width), ("resp", 2), ("last", 1), ("id", ID_BITS)],
+        "aw": address,
+        "w": [("data", data_width), ("strb", data_width // 8), ("last", 1)],
+        "b": [("resp", 2), ("id", ID_BITS)],
+    }
+
+
+def field_slices(data_width: int, channel: str) -> dict[str, tuple[int, int]]:
+    """``name -> (lsb, bits)`` of each field in the packed payload of ``channel``."""
+    check_integer("data_width", data_width, 8)
+    out, lsb = {}, 0
+    for name, bits in channel_fields(data_width)[channel]:
+        out[name] = (lsb, bits)
+        lsb += bits
+    return out

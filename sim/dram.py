@@ -1,0 +1,289 @@
+"""The simulation's DRAM: an AXI4 slave in Verilog, with the latency, bandwidth and request limit
+of :class:`contract.memory.Dram`, run inside the simulation wrapper at full Verilator speed.
+
+The rules are docs/memory.md's: requests are accepted while fewer than ``max_requests`` are
+outstanding; one data bus serves bursts in acceptance order (a read ``latency`` cycles after its
+AR, a write from the cycle after its AW); beats follow :class:`contract.memory.BeatClock`; a
+write's response comes ``latency`` cycles after its last beat. Its parameters are registers the
+testbench sets at run time, so one compiled model serves every memory setting. It counts the
+beats and bytes it served per AXI ID (per operand), an account independent of the
+accelerator's counters and of the model. Its contents are loaded and read back through
+``$readmemh``/``$writememh`` (:data:`BACKDOOR`).
+"""
+
+from __future__ import annotations
+
+import math
+
+from systolic.contract.axi import ID_BITS, IDS, channel_fields, field_slices
+
+__all__ = [
+    "BACKDOOR",
+    "COUNTERS",
+    "DRAM_BYTES",
+    "DUMP_FILE",
+    "LOAD_FILE",
+    "PARAMETERS",
+    "QUEUE",
+    "bench_top",
+    "dram_model",
+    "image_lines",
+    "instance",
+    "read_dump",
+    "slave_ports",
+]
+
+#: Bytes of simulated DRAM (addresses wrap past it).
+DRAM_BYTES = 1 << 24
+#: Requests the model can hold (the largest ``max_requests``).
+QUEUE = 4096
+#: Run-time parameters, registers of the wrapper: ``dram_<name>``.
+PARAMETERS = ("bw_num", "bw_den", "latency", "max_requests")
+#: The backdoor's registers: a rising edge on ``dram_load`` reads :data:`LOAD_FILE` (hex bus
+#: words, ``@<word>`` lines setting the address), one on ``dram_dump`` writes words
+#: ``dram_dump_first .. dram_dump_last`` to :data:`DUMP_FILE`, in the simulator's directory.
+BACKDOOR = ("dram_load", "dram_dump", "dram_dump_first", "dram_dump_last")
+LOAD_FILE = "dram_load.hex"
+DUMP_FILE = "dram_dump.hex"
+#: Counters per AXI ID (``dram_<counter>_<operand>``): beats and bytes served.
+COUNTERS = ("read_beats", "read_bytes", "write_beats", "write_bytes")
+
+
+def slave_ports(bus_width: int) -> list[tuple[str, str, int]]:
+    """``(name, direction, bits)`` of the slave's channel ports, ``<channel>_valid`` etc."""
+    ports = []
+    for channel, fields in channel_fields(bus_width).items():
+        to_slave = channel in ("ar", "aw", "w")
+        bits = sum(b for _, b in fields)
+        ports += [(f"{channel}_valid", "in" if to_slave else "out", 1),
+                  (f"{channel}_ready", "out" if to_slave else "in", 1),
+                  (f"{channel}_payload", "in" if to_slave else "out", bits)]  # fmt: skip
+    return ports
+
+
+def _field(bus_width: int, channel: str, name: str, signal: str) -> str:
+    lsb, bits = field_slices(bus_width, channel)[name]
+    return f"{signal}[{lsb + bits - 1}:{lsb}]"
+
+
+def dram_model(bus_width: int, size: int = DRAM_BYTES) -> str:
+    """Verilog of module ``dram_model`` for a ``bus_width``-bit AXI4 port and ``size`` bytes
+    (a power of two)."""
+    lanes = bus_width // 8
+    shift = int(math.log2(lanes))
+    words = size // lanes
+    wbits = int(math.log2(words))
+    qbits = int(math.log2(QUEUE))
+    ar = {n: _field(bus_width, "ar", n, "ar_payload") for n in ("addr", "len", "size", "id")}
+    aw = {n: _field(bus_width, "aw", n, "aw_payload") for n in ("addr", "len", "size", "id")}
+    w = {n: _field(bus_width, "w", n, "w_payload") for n in ("data", "strb")}
+    decls = ",\n".join(
+        f"  {'input' if d == 'in' else 'output'} wire [{b - 1}:0] {name}"
+        for name, d, b in slave_ports(bus_width)
+    )
+    params = ",\n".join(f"  input wire [31:0] {p}" for p in PARAMETERS)
+    r_fields = {name: (lsb, bits) for name, (lsb, bits) in field_slices(bus_width, "r").items()}
+    b_fields = field_slices(bus_width, "b")
+    counters = []
+    for c in COUNTERS:
+        for op in IDS:
+            counters.append(f"  reg [63:0] {c}_{op} = 64'd0;")
+    count_updates = []
+    for op, i in IDS.items():
+        count_updates.append(
+            f"      if (r_take && q_id[q_head] == {ID_BITS}'d{i}) begin "
+            f"read_beats_{op} <= read_beats_{op} + 64'd1; "
+            f"read_bytes_{op} <= read_bytes_{op} + beat_bytes; end"
+        )
+        count_updates.append(
+            f"      if (w_take && q_id[q_head] == {ID_BITS}'d{i}) begin "
+            f"write_beats_{op} <= write_beats_{op} + 64'd1; "
+            f"write_bytes_{op} <= write_bytes_{op} + beat_bytes; end"
+        )
+    strobes = "\n".join(
+        f"        if ({w['strb']}[{i}]) mem[word][{8 * i + 7}:{8 * i}] <= "
+        f"{w['data']}[{8 * i + 7}:{8 * i}];"
+        for i in range(lanes)
+    )
+
+    def r_slice(name):
+        lsb, bits = r_fields[name]
+        return f"r_payload[{lsb + bits - 1}:{lsb}]"
+
+    def b_slice(name):
+        lsb, bits = b_fields[name]
+        return f"b_payload[{lsb + bits - 1}:{lsb}]"
+
+    return f"""// The simulation's DRAM (sim/dram.py): fixed latency, bandwidth and request limit.
+module dram_model (
+  input wire clk,
+  input wire rst,
+{params},
+{decls}
+);
+  reg [{bus_width - 1}:0] mem [0:{words - 1}];
+  reg [63:0] now = 64'd0;
+  reg [95:0] v = 96'd0;  // the bus's virtual clock, in 1/bw_num cycles
+  // requests, in acceptance order
+  reg        q_wr    [0:{QUEUE - 1}];
+  reg [31:0] q_addr  [0:{QUEUE - 1}];
+  reg [7:0]  q_len   [0:{QUEUE - 1}];
+  reg [2:0]  q_size  [0:{QUEUE - 1}];
+  reg [{ID_BITS - 1}:0]  q_id    [0:{QUEUE - 1}];
+  reg [63:0] q_ready [0:{QUEUE - 1}];
+  reg [{qbits}:0] q_head = 0, q_tail = 0;
+  reg [{qbits}:0] outstanding = 0;
+  reg [8:0]  beat = 9'd0;  // beats served of the head burst
+  // write responses, in order
+  reg [63:0] b_time [0:{QUEUE - 1}];
+  reg [{ID_BITS - 1}:0]  b_ids  [0:{QUEUE - 1}];
+  reg [{qbits}:0] b_head = 0, b_tail = 0;
+{chr(10).join(counters)}
+
+  wire [{qbits - 1}:0] hq = q_head[{qbits - 1}:0];
+  wire pending = q_head != q_tail;
+  wire [95:0] ready_v = {{32'd0, q_ready[hq]}} * {{64'd0, bw_num}};
+  wire [95:0] u = (v > ready_v) ? v : ready_v;
+  wire eligible = pending && ({{32'd0, now}} * {{64'd0, bw_num}} >= u);
+  wire [31:0] beat_bytes32 = 32'd1 << q_size[hq];
+  wire [63:0] beat_bytes = {{32'd0, beat_bytes32}};
+  wire [95:0] cost = {{64'd0, beat_bytes32}} * {{64'd0, bw_den}};
+  wire [95:0] step = (cost > {{64'd0, bw_num}}) ? cost : {{64'd0, bw_num}};
+  wire [31:0] addr = q_addr[hq] + ({{23'd0, beat}} << q_size[hq]);
+  wire [{wbits - 1}:0] word = addr[{shift + wbits - 1}:{shift}];  // wraps past the end
+  wire last_beat = beat[7:0] == q_len[hq];
+
+  assign r_valid = eligible && !q_wr[hq];
+  assign w_ready = eligible && q_wr[hq];
+  wire r_take = r_valid && r_ready;
+  wire w_take = w_valid && w_ready;
+  assign {r_slice("data")} = mem[word];
+  assign {r_slice("resp")} = 2'd0;
+  assign {r_slice("last")} = last_beat;
+  assign {r_slice("id")} = q_id[hq];
+
+  assign ar_ready = outstanding < max_requests[{qbits}:0];
+  wire ar_take = ar_valid && ar_ready;
+  assign aw_ready = (outstanding + {{{qbits}'d0, ar_take}}) < max_requests[{qbits}:0];
+  wire aw_take = aw_valid && aw_ready;
+
+  wire [{qbits - 1}:0] hb = b_head[{qbits - 1}:0];
+  assign b_valid = (b_head != b_tail) && now >= b_time[hb];
+  assign {b_slice("resp")} = 2'd0;
+  assign {b_slice("id")} = b_ids[hb];
+  wire b_take = b_valid && b_ready;
+
+  wire [{qbits}:0] tail_aw = q_tail + {{{qbits}'d0, ar_take}};
+  always @(posedge clk) begin
+    if (rst) begin
+      now <= 64'd0; v <= 96'd0; q_head <= 0; q_tail <= 0; outstanding <= 0; beat <= 9'd0;
+      b_head <= 0; b_tail <= 0;
+{chr(10).join(f"      {c}_{op} <= 64'd0;" for c in COUNTERS for op in IDS)}
+    end else begin
+      now <= now + 64'd1;
+      if (ar_take) begin
+        q_wr[q_tail[{qbits - 1}:0]] <= 1'b0;
+        q_addr[q_tail[{qbits - 1}:0]] <= {ar["addr"]};
+        q_len[q_tail[{qbits - 1}:0]] <= {ar["len"]};
+        q_size[q_tail[{qbits - 1}:0]] <= {ar["size"]};
+        q_id[q_tail[{qbits - 1}:0]] <= {ar["id"]};
+        q_ready[q_tail[{qbits - 1}:0]] <= now + {{32'd0, latency}};
+      end
+      if (aw_take) begin
+        q_wr[tail_aw[{qbits - 1}:0]] <= 1'b1;
+        q_addr[tail_aw[{qbits - 1}:0]] <= {aw["addr"]};
+        q_len[tail_aw[{qbits - 1}:0]] <= {aw["len"]};
+        q_size[tail_aw[{qbits - 1}:0]] <= {aw["size"]};
+        q_id[tail_aw[{qbits - 1}:0]] <= {aw["id"]};
+        q_ready[tail_aw[{qbits - 1}:0]] <= now + 64'd1;
+      end
+      q_tail <= q_tail + {{{qbits}'d0, ar_take}} + {{{qbits}'d0, aw_take}};
+      if (w_take) begin
+{strobes}
+      end
+      if (r_take || w_take) begin
+        v <= u + step;
+        if (last_beat) begin
+          q_head <= q_head + 1;
+          beat <= 9'd0;
+        end else begin
+          beat <= beat + 9'd1;
+        end
+      end
+      if (w_take && last_beat) begin
+        b_time[b_tail[{qbits - 1}:0]] <= now + {{32'd0, latency}};
+        b_ids[b_tail[{qbits - 1}:0]] <= q_id[hq];
+        b_tail <= b_tail + 1;
+      end
+      if (b_take) b_head <= b_head + 1;
+      outstanding <= outstanding + {{{qbits}'d0, ar_take}} + {{{qbits}'d0, aw_take}}
+                     - {{{qbits}'d0, r_take && last_beat}} - {{{qbits}'d0, b_take}};
+{chr(10).join(count_updates)}
+    end
+  end
+endmodule
+"""
+
+
+def instance(
+    bus_width: int, connections: dict[str, str]
+) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """Verilog declaring the run-time parameters (``dram_<name>`` registers), instantiating
+    ``dram_model`` as ``dram`` with its channel ports wired to ``connections`` (port -> net),
+    and exposing its counters as ``dram_<counter>_<operand>``; with the names the testbench
+    writes (parameters) and reads (counters)."""
+    defaults = {"bw_num": 1, "bw_den": 1, "latency": 1, "max_requests": 64}
+    lines = [f"  reg [31:0] dram_{p} = 32'd{defaults[p]};" for p in PARAMETERS]
+    conns = ["    .clk(clk)", "    .rst(rst)"]
+    conns += [f"    .{p}(dram_{p})" for p in PARAMETERS]
+    conns += [f"    .{name}({connections[name]})" for name, _, _ in slave_ports(bus_width)]
+    lines.append("  dram_model dram(\n" + ",\n".join(conns) + "\n  );")
+    counters = tuple(f"dram_{c}_{op}" for c in COUNTERS for op in IDS)
+    lines += [f"  wire [63:0] dram_{c}_{op} = dram.{c}_{op};" for c in COUNTERS for op in IDS]
+    lines += [
+        "  reg dram_load = 1'b0;  // rising edge: load LOAD_FILE (with @word addresses)",
+        f'  always @(posedge dram_load) $readmemh("{LOAD_FILE}", dram.mem);',
+        "  reg dram_dump = 1'b0;  // rising edge: words first .. last to DUMP_FILE",
+        "  reg [31:0] dram_dump_first = 32'd0;",
+        "  reg [31:0] dram_dump_last = 32'd0;",
+        f'  always @(posedge dram_dump) $writememh("{DUMP_FILE}", dram.mem, dram_dump_first, '
+        "dram_dump_last);",
+    ]
+    writable = tuple(f"dram_{p}" for p in PARAMETERS) + BACKDOOR
+    return "\n".join(lines) + "\n", writable, counters
+
+
+def bench_top(bus_width: int) -> tuple[str, list[tuple[str, str, int]], tuple, tuple]:
+    """``sim_top`` of the DRAM model alone, its channels at the top for a cocotb master: the
+    Verilog, its ports, and the writable and readable nets."""
+    ports = [("rst", "in", 1)] + slave_ports(bus_width)
+    decls = ",\n".join(f"  {'input' if d == 'in' else 'output'} wire [{b - 1}:0] {name}"
+                       for name, d, b in ports)  # fmt: skip
+    body, writable, readable = instance(bus_width, {name: name for name, _, _ in ports})
+    text = (f"`timescale 1ns/1ps\nmodule sim_top(\n{decls}\n);\n  reg clk = 1'b0;\n"
+            f"  always #5 clk = ~clk;\n{body}endmodule\n")  # fmt: skip
+    return text, ports, writable, readable
+
+
+def image_lines(bus_width: int, regions: dict[int, bytes]) -> str:
+    """The text of :data:`LOAD_FILE` placing each ``bytes`` at its byte address (aligned to the
+    bus; the last word of a region is zero-padded)."""
+    lanes = bus_width // 8
+    out = []
+    for address, blob in sorted(regions.items()):
+        if address % lanes:
+            raise ValueError(f"a DRAM region must start on a {lanes}-byte boundary, not {address}")
+        out.append(f"@{address // lanes:x}")
+        padded = blob + bytes(-len(blob) % lanes)
+        for i in range(0, len(padded), lanes):
+            out.append(padded[i : i + lanes][::-1].hex())  # little-endian: byte 0 lowest
+    return "\n".join(out) + "\n"
+
+
+def read_dump(text: str, bus_width: int) -> bytes:
+    """The bytes of a :data:`DUMP_FILE`, in address order."""
+    lanes = bus_width // 8
+    words = [
+        line for line in text.split() if not line.startswith("@") and not line.startswith("//")
+    ]
+    return b"".join(bytes.fromhex(w.rjust(2 * lanes, "0"))[::-1] for w in words)
