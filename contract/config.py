@@ -8,7 +8,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .checks import check_bool, check_integer
+from .axi import BUS_WIDTHS, MAX_BURST_BYTES
+from .checks import check_bool, check_integer, is_integer
 
 __all__ = [
     "DEFAULT_DEPTH",
@@ -48,6 +49,9 @@ LIMITS = {
     "c_depth": (1, 1 << 24),
     "out_width": (2, 16),
     "q_depth": (1, 1 << 16),
+    "max_reads": (1, 64),
+    "max_writes": (1, 64),
+    "queue_depth": (1, 16),
 }
 
 #: What the RTL generator builds (``systolic generate``, ``sim``, RTL points of a sweep): arrays
@@ -138,6 +142,15 @@ class ArrayConfig:
     out_width, out_signed, q_depth : int, bool, int
         The requantized output's bits (2 to 16) and signedness; words of the per-channel
         parameter buffer (``cols`` channels a word, 1 to 65536).
+    bus_width : int
+        Bits of the AXI4 data bus to DRAM: 64, 128, 256 or 512.
+    max_burst : int
+        Beats of the DMA's longest burst, a power of two from 1 to 256 whose bytes at the bus
+        width fit in 4 KB (bursts are aligned to their size, so none crosses a 4 KB boundary).
+    max_reads, max_writes : int
+        Read and write bursts the DMA keeps outstanding, 1 to 64.
+    queue_depth : int
+        GEMM descriptors the device queues behind the one it runs, 1 to 16.
     """
 
     dataflow: Dataflow
@@ -157,6 +170,11 @@ class ArrayConfig:
     out_width: int = 8
     out_signed: bool = True
     q_depth: int = 256
+    bus_width: int = 128
+    max_burst: int = 16
+    max_reads: int = 16
+    max_writes: int = 8
+    queue_depth: int = 2
 
     def __post_init__(self) -> None:
         try:
@@ -185,6 +203,14 @@ class ArrayConfig:
                 f"zero_points need a_width and b_width <= {ZERO_POINT_MAX_WIDTH} (the array "
                 f"sees value - zero point in one more bit), not {self.a_width} and {self.b_width}"
             )
+        if self.bus_width not in BUS_WIDTHS:
+            raise ValueError(f"bus_width must be one of {', '.join(map(str, BUS_WIDTHS))} bits, "
+                             f"not {self.bus_width!r}")  # fmt: skip
+        burst_max = min(256, MAX_BURST_BYTES * 8 // self.bus_width)
+        if not (is_integer(self.max_burst) and 1 <= self.max_burst <= burst_max
+                and self.max_burst & (self.max_burst - 1) == 0):  # fmt: skip
+            raise ValueError(f"max_burst must be a power of two from 1 to {burst_max} beats at "
+                             f"bus_width {self.bus_width}, not {self.max_burst!r}")  # fmt: skip
         if self.requant and self.acc_width > REQUANT_MAX_ACC:
             raise ValueError(
                 f"requant takes an accumulator of at most {REQUANT_MAX_ACC} bits (int32, as the "
@@ -254,6 +280,9 @@ class ArrayConfig:
             name += f"-rq{operand(self.out_width, self.out_signed)}"
             if self.q_depth != 256:
                 name += f".q{self.q_depth}"
+        dma = (self.bus_width, self.max_burst, self.max_reads, self.max_writes, self.queue_depth)
+        if dma != (128, 16, 16, 8, 2):
+            name += "-axi" + ".".join(map(str, dma))
         return name
 
     # -- serialization --

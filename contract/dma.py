@@ -1,0 +1,395 @@
+"""The DMA path: how operands lie in DRAM, the GEMM descriptor and what it may ask, and the jobs
+and transfers the sequencer makes of it (docs/memory.md).
+
+A GEMM in DRAM is its buffer words (:mod:`contract.layouts`), tile-major: word ``(t, i)`` of an
+operand at ``addr + t * stride + i * container`` bytes, where ``container`` is the word's bits
+rounded up to a power-of-two number of bytes. The sequencer walks chunks of the descriptor's
+sizes in its loop order; each chunk is a :class:`Job` saying what to load, which banks it uses
+and what to store. The RTL's sequencer and engines, the simulation's driver and the model all
+read these functions.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .axi import ADDR_BITS, MAX_BURST_BYTES
+from .checks import is_integer
+from .config import ArrayConfig
+from .interface import DIM_BITS
+from .layouts import BufferWord, footprint, from_words, layouts, to_words
+from .memory import container_bytes
+from .plan import Chunk
+
+__all__ = [
+    "LOOP_ORDERS",
+    "Descriptor",
+    "Job",
+    "Refusal",
+    "Region",
+    "Transfer",
+    "beat_bytes",
+    "bursts",
+    "check_descriptor",
+    "containers",
+    "from_image",
+    "granularity",
+    "image",
+    "jobs",
+    "q_image",
+    "q_transfer",
+    "transfers",
+    "word_layout",
+]
+
+#: Loop orders of the chunk nest, outermost first; a descriptor names one by its index.
+LOOP_ORDERS = ("nmk", "mnk", "nkm", "knm", "mkn", "kmn")
+
+#: Bytes of one per-channel requantization entry in DRAM: the Q31 multiplier as a 32-bit word,
+#: then the shift as one signed byte, then padding.
+Q_ENTRY_BYTES = 8
+
+
+class Refusal(enum.IntEnum):
+    """Why a descriptor is refused (the device's error code; 0 is none)."""
+
+    NONE = 0
+    DIMENSION = 1  # M, K or N outside 1 .. 2**DIM_BITS - 1
+    CHUNK = 2  # a chunk size of zero, off its granularity, or past a bank
+    ALIGNMENT = 3  # an address that is not a multiple of its word container
+    STRIDE = 4  # a stride that is not a multiple of the container, or shorter than a tile row
+    ORDER = 5  # a loop order code past LOOP_ORDERS
+    MODE = 6  # accumulate into C with requantization (C holds narrow outputs)
+    TABLE = 7  # the requantization table does not fit the Q buffer
+    RANGE = 8  # an operand that reaches past the end of the address space
+
+
+@dataclass(frozen=True)
+class Region:
+    """Where an operand lies in DRAM: tile row ``t`` from ``addr + t * stride`` bytes."""
+
+    addr: int
+    stride: int
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """One GEMM for the device: ``C[M,N] (+)= A[M,K] @ B[K,N]`` from and to DRAM.
+
+    ``chunk`` gives the chunk sizes ``(mc, kc, nc)``, which the driver picks
+    (:func:`contract.plan.chunk_sizes`) and the hardware checks. ``p`` is where partial sums go
+    when K spans several chunks and is not the innermost loop (accumulator width, C's shape).
+    ``q_addr`` is the requantization table: ``N`` entries of :data:`Q_ENTRY_BYTES`.
+    """
+
+    m: int
+    k: int
+    n: int
+    chunk: tuple[int, int, int]
+    a: Region
+    b: Region
+    c: Region
+    p: Region = Region(0, 0)
+    q_addr: int = 0
+    accumulate: bool = False
+    order: str = "nmk"
+    a_zero: int = 0
+    b_zero: int = 0
+    requant: bool = False
+    out_zero: int = 0
+    relu: bool = False
+
+    @property
+    def order_code(self) -> int:
+        return LOOP_ORDERS.index(self.order) if self.order in LOOP_ORDERS else len(LOOP_ORDERS)
+
+
+def word_layout(config: ArrayConfig, kind: str) -> BufferWord:
+    """The buffer word of ``kind``: ``a``, ``b``, ``c`` (C as stored: requantized outputs with
+    ``requant``), ``p`` (partial sums, accumulator width) or ``q`` (a table word)."""
+    lay = layouts(config)
+    if kind in ("a", "b"):
+        return lay[kind]
+    if kind == "p":
+        return lay["c"]
+    if kind == "c":
+        c = lay["c"]
+        if not config.requant:
+            return c
+        return BufferWord(c.tile, c.rowwise, config.out_width, config.out_signed)
+    if kind == "q":
+        return BufferWord(config.cols, True, Q_ENTRY_BYTES * 8, False)
+    raise ValueError(f"kind must be one of 'a', 'b', 'c', 'p', 'q', not {kind!r}")
+
+
+def containers(config: ArrayConfig) -> dict[str, int]:
+    """Bytes each kind of word takes in DRAM (a power of two)."""
+    return {kind: container_bytes(word_layout(config, kind).bits) for kind in "abcpq"}
+
+
+def beat_bytes(config: ArrayConfig, kind: str) -> int:
+    """Bytes per beat of ``kind``'s transfers: the word's container, or the bus if narrower (a
+    beat never carries more than one word)."""
+    return min(containers(config)[kind], config.bus_width // 8)
+
+
+def granularity(config: ArrayConfig) -> dict[str, int]:
+    """Chunk sizes must be multiples of the tile along each dimension a word runs along (a
+    whole dimension is always allowed)."""
+    size = {"m": 1, "k": 1, "n": 1}
+    lay = layouts(config)
+    for buf, (row_dim, col_dim) in (("a", ("m", "k")), ("b", ("k", "n")), ("c", ("m", "n"))):
+        size[col_dim if lay[buf].rowwise else row_dim] = max(
+            size[col_dim if lay[buf].rowwise else row_dim], lay[buf].tile
+        )
+    return size
+
+
+def _shape(kind: str, m: int, k: int, n: int) -> tuple[int, int]:
+    return {"a": (m, k), "b": (k, n), "c": (m, n), "p": (m, n)}[kind]
+
+
+def _tiles_lines(word: BufferWord, shape: tuple[int, int]) -> tuple[int, int]:
+    """``(tile rows, words per tile row)`` of a matrix of ``shape`` in words of ``word``."""
+    rows, cols = shape
+    if word.rowwise:
+        return math.ceil(cols / word.tile), rows
+    return math.ceil(rows / word.tile), cols
+
+
+def check_descriptor(config: ArrayConfig, d: Descriptor) -> tuple[Refusal, str]:
+    """The refusal the device gives ``d`` (``Refusal.NONE`` when it runs it), and why."""
+    top = (1 << DIM_BITS) - 1
+    for name, value in (("m", d.m), ("k", d.k), ("n", d.n)):
+        if not is_integer(value) or not 1 <= value <= top:
+            return Refusal.DIMENSION, f"{name} must be in 1..{top}, not {value!r}"
+    if d.order not in LOOP_ORDERS:
+        return Refusal.ORDER, f"order must be one of {', '.join(LOOP_ORDERS)}, not {d.order!r}"
+    if d.accumulate and d.requant:
+        return Refusal.MODE, "accumulate into C needs C at accumulator width, not requantized"
+    g = granularity(config)
+    for dim, total, size in zip("mkn", (d.m, d.k, d.n), d.chunk, strict=True):
+        if not is_integer(size) or not 1 <= size <= total:
+            return Refusal.CHUNK, f"chunk size {dim}c must be in 1..{total}, not {size!r}"
+        if size != total and size % g[dim]:
+            return Refusal.CHUNK, (f"chunk size {dim}c = {size} must be a multiple of "
+                                   f"{g[dim]} (or all of {dim.upper()} = {total})")  # fmt: skip
+    need = footprint(config, *d.chunk)
+    for buf in "abc":
+        depth = getattr(config, f"{buf}_depth")
+        if need[buf] > depth:
+            return Refusal.CHUNK, (f"a chunk needs {need[buf]} words of a {buf.upper()} bank, "
+                                   f"which holds {buf}_depth = {depth}")  # fmt: skip
+    if d.requant and math.ceil(d.n / config.cols) > config.q_depth:
+        return Refusal.TABLE, (f"{d.n} channels take {math.ceil(d.n / config.cols)} Q words, "
+                               f"past q_depth = {config.q_depth}")  # fmt: skip
+    cont = containers(config)
+    used = {"a": d.a, "b": d.b, "c": d.c}
+    if _spills(d):
+        used["p"] = d.p
+    for kind, region in used.items():
+        size = cont[kind]
+        tiles, lines = _tiles_lines(word_layout(config, kind), _shape(kind, d.m, d.k, d.n))
+        if not is_integer(region.addr) or region.addr < 0 or region.addr % size:
+            return Refusal.ALIGNMENT, (f"{kind}_addr = {region.addr!r} must be a multiple of "
+                                       f"its {size}-byte words")  # fmt: skip
+        if not is_integer(region.stride) or region.stride % size or region.stride < lines * size:
+            return Refusal.STRIDE, (f"{kind}_stride = {region.stride!r} must be a multiple of "
+                                    f"{size} bytes and hold a tile row of {lines} words "
+                                    f"({lines * size} bytes)")  # fmt: skip
+        if region.addr + (tiles - 1) * region.stride + lines * size > 1 << ADDR_BITS:
+            return Refusal.RANGE, f"{kind} reaches past the {ADDR_BITS}-bit address space"
+    if d.requant and (not is_integer(d.q_addr) or d.q_addr % cont["q"]):
+        return Refusal.ALIGNMENT, f"q_addr = {d.q_addr!r} must be a multiple of {cont['q']}"
+    return Refusal.NONE, ""
+
+
+def _spills(d: Descriptor) -> bool:
+    """Partial sums leave the chip: K spans several chunks and is not the innermost loop."""
+    return d.chunk[1] < d.k and d.order[-1] != "k"
+
+
+# -- the chunk nest -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Job:
+    """One chunk of a descriptor and what the sequencer does around it."""
+
+    chunk: Chunk
+    load_a: bool  # A's chunk differs from the previous job's: load it into the other A bank
+    load_b: bool
+    c_in: str | None  # C's bank starts from DRAM: "c" (accumulate into C), "p" (partials), None
+    store: str | None  # after the compute: "c" (finished outputs), "p" (partials), None (kept)
+    banks: dict[str, int] = field(default_factory=dict)  # bank of A, B and C
+
+    @property
+    def accumulate(self) -> bool:
+        """The compute adds to what the C bank holds (a later K chunk, or C loaded)."""
+        return self.chunk.k0 > 0 or self.c_in is not None
+
+
+def jobs(config: ArrayConfig, d: Descriptor) -> list[Job]:
+    """The chunks of ``d`` in its loop order, with loads, stores and banks."""
+    mc, kc, nc = d.chunk
+    starts = {"m": range(0, d.m, mc), "k": range(0, d.k, kc), "n": range(0, d.n, nc)}
+    outer, middle, inner = d.order
+    chunks = []
+    for i in starts[outer]:
+        for j in starts[middle]:
+            for l in starts[inner]:  # noqa: E741
+                o = {outer: i, middle: j, inner: l}
+                chunks.append(Chunk(o["m"], min(d.m, o["m"] + mc), o["k"], min(d.k, o["k"] + kc),
+                                    o["n"], min(d.n, o["n"] + nc), d.k))  # fmt: skip
+    out = []
+    banks = {"a": 1, "b": 1, "c": 1}  # the first load of each goes to bank 0
+    for i, ch in enumerate(chunks):
+        prev = chunks[i - 1] if i else None
+        nxt = chunks[i + 1] if i + 1 < len(chunks) else None
+        new_a = prev is None or (prev.m0, prev.k0) != (ch.m0, ch.k0)
+        new_b = prev is None or (prev.k0, prev.n0) != (ch.k0, ch.n0)
+        new_c = prev is None or (prev.m0, prev.n0) != (ch.m0, ch.n0)
+        leaves = nxt is None or (nxt.m0, nxt.n0) != (ch.m0, ch.n0)
+        for buf, new in (("a", new_a), ("b", new_b), ("c", new_c)):
+            if new:
+                banks[buf] ^= 1
+        c_in = None
+        if new_c and ch.k0 > 0:
+            c_in = "p"
+        elif new_c and d.accumulate:
+            c_in = "c"
+        store = ("c" if ch.last_k else "p") if leaves else None
+        out.append(Job(ch, new_a, new_b, c_in, store, dict(banks)))
+    return out
+
+
+# -- transfers ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One load or store of a job: ``segments`` contiguous runs ``(dram address, words)``,
+    filling (or draining) the bank from word 0 in order."""
+
+    kind: str  # "a", "b", "c", "p" (C and partial sums move in either direction), "q"
+    bank: int
+    segments: tuple[tuple[int, int], ...]
+
+    @property
+    def words(self) -> int:
+        return sum(w for _, w in self.segments)
+
+
+def transfers(config: ArrayConfig, d: Descriptor, job: Job) -> tuple[list, list]:
+    """``(loads, stores)`` of ``job``: loads in the order the read engine serves them (A, B,
+    then C or partial sums), and the store, if any."""
+    cont = containers(config)
+    ch = job.chunk
+
+    def transfer(kind: str, region: Region, bank: int) -> Transfer:
+        word = word_layout(config, kind)
+        r0, r1, c0, c1 = {
+            "a": (ch.m0, ch.m1, ch.k0, ch.k1),
+            "b": (ch.k0, ch.k1, ch.n0, ch.n1),
+            "c": (ch.m0, ch.m1, ch.n0, ch.n1),
+            "p": (ch.m0, ch.m1, ch.n0, ch.n1),
+        }[kind]
+        if word.rowwise:  # tile rows along the columns, lines are matrix rows
+            t0, tiles, i0, lines = c0 // word.tile, math.ceil((c1 - c0) / word.tile), r0, r1 - r0
+        else:
+            t0, tiles, i0, lines = r0 // word.tile, math.ceil((r1 - r0) / word.tile), c0, c1 - c0
+        size = cont[kind]
+        segments = tuple(
+            (region.addr + (t0 + t) * region.stride + i0 * size, lines) for t in range(tiles)
+        )
+        return Transfer(kind, bank, segments)
+
+    loads = []
+    if job.load_a:
+        loads.append(transfer("a", d.a, job.banks["a"]))
+    if job.load_b:
+        loads.append(transfer("b", d.b, job.banks["b"]))
+    if job.c_in is not None:
+        loads.append(transfer(job.c_in, d.c if job.c_in == "c" else d.p, job.banks["c"]))
+    stores = []
+    if job.store is not None:
+        stores.append(transfer(job.store, d.c if job.store == "c" else d.p, job.banks["c"]))
+    return loads, stores
+
+
+def q_transfer(config: ArrayConfig, d: Descriptor) -> Transfer:
+    """The requantization table, loaded once before the first job."""
+    return Transfer("q", 0, ((d.q_addr, math.ceil(d.n / config.cols)),))
+
+
+def q_image(config: ArrayConfig, multiplier, shift) -> bytes:
+    """The requantization table in DRAM (:data:`Q_ENTRY_BYTES` per channel, contiguous)."""
+    entries = (np.asarray(multiplier, dtype=np.int64) & 0xFFFFFFFF) | (
+        (np.asarray(shift, dtype=np.int64) & 0xFF) << 32)  # fmt: skip
+    word = word_layout(config, "q")
+    return image(entries[None, :], word, containers(config)["q"], containers(config)["q"])
+
+
+def bursts(address: int, nbytes: int, beat: int, max_burst: int) -> list[tuple[int, int]]:
+    """``(address, beats)`` of the bursts moving ``nbytes`` from ``address``: split where an
+    address is a multiple of ``max_burst * beat`` bytes (so none crosses 4 KB)."""
+    span = max_burst * beat
+    assert span <= MAX_BURST_BYTES and address % beat == 0 and nbytes % beat == 0
+    out = []
+    end = address + nbytes
+    while address < end:
+        stop = min(end, (address // span + 1) * span)
+        out.append((address, (stop - address) // beat))
+        address = stop
+    return out
+
+
+# -- DRAM images ----------------------------------------------------------------------------------
+
+
+def image(mat: np.ndarray, word: BufferWord, container: int, stride: int) -> bytes:
+    """The bytes of ``mat`` in DRAM from its region's address: its words (:func:`to_words`
+    order), each packed LSB first (element ``j`` at bits ``j*width ..``) in ``container``
+    bytes, tile row ``t`` from byte ``t * stride``."""
+    words = to_words(np.asarray(mat, dtype=np.int64), word)
+    tiles, lines = _tiles_lines(word, np.asarray(mat).shape)
+    packed = _pack(words, word.width, container)  # (tiles * lines, container)
+    out = np.zeros((tiles, stride), dtype=np.uint8)
+    out[:, : lines * container] = packed.reshape(tiles, lines * container)
+    return out.reshape(-1)[: (tiles - 1) * stride + lines * container].tobytes()
+
+
+def from_image(blob: bytes, word: BufferWord, container: int, stride: int,
+               shape: tuple[int, int]) -> np.ndarray:  # fmt: skip
+    """Inverse of :func:`image`: the ``shape`` matrix (signed where the word is)."""
+    tiles, lines = _tiles_lines(word, shape)
+    raw = np.frombuffer(blob, dtype=np.uint8)
+    raw = np.concatenate([raw, np.zeros(tiles * stride - len(raw), np.uint8)])
+    rows = raw.reshape(tiles, stride)[:, : lines * container].reshape(tiles * lines, container)
+    return from_words(_unpack(rows, word), word, shape)
+
+
+def _pack(words: np.ndarray, width: int, container: int) -> np.ndarray:
+    """Words of ``width``-bit elements as ``container`` little-endian bytes each."""
+    n, tile = words.shape
+    values = words.astype(np.int64).astype(np.uint64) & np.uint64((1 << width) - 1)
+    bits = (values[:, :, None] >> np.arange(width, dtype=np.uint64)) & np.uint64(1)
+    bits = bits.reshape(n, tile * width).astype(np.uint8)
+    full = np.zeros((n, container * 8), dtype=np.uint8)
+    full[:, : tile * width] = bits
+    return np.packbits(full, axis=1, bitorder="little")
+
+
+def _unpack(rows: np.ndarray, word: BufferWord) -> np.ndarray:
+    bits = np.unpackbits(rows, axis=1, bitorder="little")[:, : word.tile * word.width]
+    bits = bits.reshape(len(rows), word.tile, word.width).astype(np.uint64)
+    values = (bits << np.arange(word.width, dtype=np.uint64)).sum(axis=2, dtype=np.uint64)
+    if word.signed:
+        top = np.uint64(1) << np.uint64(word.width - 1)
+        wrap = np.uint64(0) if word.width == 64 else np.uint64(1) << np.uint64(word.width)
+        values = np.where(values >= top, values - wrap, values)  # modulo 2**64
+    return values.view(np.int64) if word.signed else values.astype(np.int64)

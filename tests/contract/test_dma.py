@@ -1,0 +1,186 @@
+"""contract/dma.py: DRAM images, bursts, descriptor refusals and the chunk jobs of every loop
+order, each checked against a property or a hand-worked case rather than its own code."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from systolic.contract.config import ArrayConfig
+from systolic.contract.dma import (
+    LOOP_ORDERS,
+    Descriptor,
+    Refusal,
+    Region,
+    bursts,
+    check_descriptor,
+    containers,
+    from_image,
+    image,
+    jobs,
+    transfers,
+    word_layout,
+)
+from systolic.contract.layouts import footprint
+
+
+def test_image_by_hand():
+    # WS 2x2 int8: A words run along K, two elements (2 bytes, container 2); A is 3 x 3, so
+    # tile row 0 holds A[:, 0:2] and tile row 1 A[:, 2:3] zero-padded; stride 8 bytes
+    config = ArrayConfig("ws", 2, 2)
+    a = np.array([[1, 2, 3], [4, 5, 6], [-1, -2, -3]])
+    blob = image(a, word_layout(config, "a"), 2, 8)
+    want = bytes([1, 2, 4, 5, 0xFF, 0xFE, 0, 0, 3, 0, 6, 0, 0xFD, 0])
+    assert blob == want
+
+
+@pytest.mark.parametrize(
+    "config",
+    [ArrayConfig("ws", 3, 5), ArrayConfig("os", 4, 2, a_width=4, b_width=4, acc_width=16),
+     ArrayConfig("is", 2, 3, a_width=6, b_width=5, a_signed=False, acc_width=64),
+     ArrayConfig("ws", 4, 4, requant=True, out_width=4, out_signed=False)],
+    ids=lambda c: c.name,
+)  # fmt: skip
+def test_images_round_trip(config, seed):
+    rng = np.random.default_rng(seed)
+    cont = containers(config)
+    for kind in "abcp":
+        word = word_layout(config, kind)
+        lo, hi = (
+            (-(1 << (word.width - 1)), 1 << (word.width - 1))
+            if word.signed
+            else (0, 1 << word.width)
+        )
+        shape = (int(rng.integers(1, 12)), int(rng.integers(1, 12)))
+        mat = rng.integers(lo, hi, shape, dtype=np.int64) if word.width < 64 else rng.integers(
+            -(1 << 62), 1 << 62, shape)  # fmt: skip
+        tiles = math.ceil((shape[1] if word.rowwise else shape[0]) / word.tile)
+        lines = shape[0] if word.rowwise else shape[1]
+        stride = cont[kind] * (lines + int(rng.integers(0, 3)))
+        blob = image(mat, word, cont[kind], stride)
+        assert len(blob) == (tiles - 1) * stride + lines * cont[kind]
+        np.testing.assert_array_equal(from_image(blob, word, cont[kind], stride, shape), mat)
+
+
+def test_bursts_split_at_their_size_and_cover_the_run():
+    assert bursts(0, 64, 16, 2) == [(0, 2), (32, 2)]
+    assert bursts(48, 64, 16, 2) == [(48, 1), (64, 2), (96, 1)]
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        beat = int(2 ** rng.integers(0, 7))
+        burst = int(2 ** rng.integers(0, 5))
+        address = int(rng.integers(0, 10_000)) * beat
+        nbytes = int(rng.integers(1, 200)) * beat
+        out = bursts(address, nbytes, beat, burst)
+        assert out[0][0] == address and sum(b for _, b in out) * beat == nbytes
+        for (a0, b0), (a1, _) in itertools.pairwise(out):
+            assert a0 + b0 * beat == a1  # contiguous
+        for a, b in out:
+            assert 1 <= b <= burst and a // 4096 == (a + b * beat - 1) // 4096  # no 4 KB crossing
+
+
+def _descriptor(config, m, k, n, chunk, order="nmk", **kw):
+    cont = containers(config)
+
+    def region(kind, shape, base):
+        word = word_layout(config, kind)
+        lines = shape[0] if word.rowwise else shape[1]
+        return Region(base, lines * cont[kind])
+
+    return Descriptor(m, k, n, chunk, region("a", (m, k), 0), region("b", (k, n), 1 << 20),
+                      region("c", (m, n), 2 << 20), region("p", (m, n), 3 << 20), order=order,
+                      **kw)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "change, refusal",
+    [
+        ({"m": 0}, Refusal.DIMENSION),
+        ({"k": 1 << 16}, Refusal.DIMENSION),
+        ({"order": "mkk"}, Refusal.ORDER),
+        ({"accumulate": True, "requant": True}, Refusal.MODE),
+        ({"chunk": (0, 8, 8)}, Refusal.CHUNK),
+        ({"chunk": (8, 6, 8)}, Refusal.CHUNK),  # K chunks along A's words: multiples of rows 4
+        ({"chunk": (64, 8, 8)}, Refusal.CHUNK),  # 64 A words... past the 48-word bank
+        ({"a": Region(3, 64)}, Refusal.ALIGNMENT),
+        ({"b": Region(1 << 20, 6)}, Refusal.STRIDE),
+        ({"c": Region(2 << 20, 4 * 16)}, Refusal.STRIDE),  # C tile rows hold 32 words of 16 B
+        ({"c": Region((1 << 32) - 64, 32 * 16)}, Refusal.RANGE),
+    ],
+)
+def test_descriptors_are_refused_with_their_reason(change, refusal):
+    config = ArrayConfig("ws", 4, 4, a_depth=48, b_depth=48, c_depth=48)
+    good = _descriptor(config, 32, 16, 16, (8, 8, 8))
+    assert check_descriptor(config, good) == (Refusal.NONE, "")
+    fields = {f: getattr(good, f) for f in good.__dataclass_fields__} | change
+    code, why = check_descriptor(config, Descriptor(**fields))
+    assert code == refusal and why, (code, why)
+
+
+@pytest.mark.parametrize("order", LOOP_ORDERS)
+@pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
+def test_jobs_cover_the_gemm_and_keep_partial_sums(order, dataflow):
+    config = ArrayConfig(dataflow, 2, 3, a_depth=64, b_depth=64, c_depth=64)
+    m, k, n = 7, 10, 8
+    g = {"ws": (1, 2, 3), "os": (2, 1, 3), "is": (3, 2, 1)}[dataflow]
+    chunk = (2 * g[0] if g[0] > 1 else 3, 2 * g[1] if g[1] > 1 else 4, 2 * g[2] if g[2] > 1 else 3)
+    d = _descriptor(config, m, k, n, chunk, order)
+    assert check_descriptor(config, d)[0] is Refusal.NONE
+    js = jobs(config, d)
+    seen = np.zeros((m, k, n), dtype=int)
+    sums = {}  # (m0, n0) -> K rows accumulated so far, as C's bank or partial sums hold them
+    resident = None  # the output chunk C's bank holds
+    for j in js:
+        ch = j.chunk
+        seen[ch.m0 : ch.m1, ch.k0 : ch.k1, ch.n0 : ch.n1] += 1
+        key = (ch.m0, ch.n0)
+        before = sums.get(key, 0)
+        assert before == ch.k0, "K chunks of one output chunk run in order"
+        # partial sums come back from DRAM exactly when the bank does not hold them already
+        assert j.c_in == ("p" if before > 0 and resident != key else None)
+        assert j.accumulate == (before > 0)
+        sums[key] = ch.k1
+        resident = None if j.store else key
+        if j.store == "c":
+            assert ch.k1 == k
+    assert (seen == 1).all(), "every MAC in exactly one job"
+    stores = [j for j in js if j.store == "c"]
+    assert len(stores) == math.ceil(m / chunk[0]) * math.ceil(n / chunk[2])
+    spills = [j for j in js if j.store == "p"]
+    assert bool(spills) == (order[-1] != "k"), "partial sums leave only when K is not innermost"
+    assert len(spills) == sum(1 for j in js if j.c_in == "p")
+
+
+def test_jobs_reuse_what_the_previous_job_left():
+    # M innermost with K in one chunk: the B chunk stays while M chunks go by (weight reuse)
+    config = ArrayConfig("ws", 2, 2, a_depth=64, b_depth=64, c_depth=64)
+    d = _descriptor(config, 8, 4, 4, (2, 4, 2), "nkm")
+    js = jobs(config, d)
+    assert [j.load_b for j in js] == [True, False, False, False, True, False, False, False]
+    assert all(j.load_a for j in js) and all(j.store == "c" for j in js)
+    assert [j.banks["b"] for j in js] == [0] * 4 + [1] * 4
+    assert [j.banks["c"] for j in js] == [0, 1] * 4
+
+
+def test_transfers_move_each_chunk_footprint():
+    for dataflow, order in itertools.product(["ws", "os", "is"], LOOP_ORDERS):
+        config = ArrayConfig(dataflow, 3, 2, a_depth=96, b_depth=96, c_depth=96)
+        d = _descriptor(config, 9, 8, 7, (6, 4, 4) if dataflow != "is" else (4, 6, 6), order)
+        if check_descriptor(config, d)[0] is not Refusal.NONE:
+            continue
+        cont = containers(config)
+        for j in jobs(config, d):
+            loads, stores = transfers(config, d, j)
+            need = footprint(config, *j.chunk.shape)
+            kinds = [t.kind for t in loads]
+            assert kinds == [x for x, on in (("a", j.load_a), ("b", j.load_b)) if on] + (
+                [j.c_in] if j.c_in else [])  # fmt: skip
+            for t in loads + stores:
+                buf = "c" if t.kind == "p" else t.kind
+                assert t.words == need[buf] and t.bank == j.banks[buf]
+                region = {"a": d.a, "b": d.b, "c": d.c, "p": d.p}[t.kind]
+                for address, words in t.segments:
+                    assert (address - region.addr) % region.stride + words * cont[t.kind] <= (
+                        region.stride)  # a segment stays inside its tile row  # fmt: skip
