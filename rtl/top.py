@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from amaranth import Const, Module, Mux, Signal, signed, unsigned
+from amaranth import Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
-from systolic.contract.config import ArrayConfig, Dataflow, value_range
+from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.contract.interface import (
     COUNTER_BITS,
     COUNTERS,
     DIM_BITS,
-    MULTIPLIER_BITS,
-    SHIFT_BITS,
 )
 from systolic.contract.layouts import layouts
 
@@ -19,6 +17,7 @@ from .array import OutputStationaryArray, StationaryArray, operand_shape
 from .buffers import AccumulatorBuffer, InputBuffer, address_shape
 from .controller import OutputStationaryController, StationaryController
 from .fp import arithmetic
+from .requant import QUANT_PAIR, q_word_layout, requant_word
 
 __all__ = [
     "Accelerator",
@@ -49,17 +48,6 @@ def command_layout(config: ArrayConfig | None = None) -> data.StructLayout:
         fields["a_zero"] = operand_shape(config.a_width, config.a_signed)
         fields["b_zero"] = operand_shape(config.b_width, config.b_signed)
     return data.StructLayout(fields)
-
-
-#: Per-channel requantization parameters (contract.interface): a Q31 multiplier and a shift.
-QUANT_PAIR = data.StructLayout(
-    {"multiplier": unsigned(MULTIPLIER_BITS), "shift": signed(SHIFT_BITS)}
-)
-
-
-def q_word_layout(config: ArrayConfig) -> data.ArrayLayout:
-    """A word of the parameter buffer: the pairs of ``cols`` consecutive output channels."""
-    return data.ArrayLayout(QUANT_PAIR, config.cols)
 
 
 def c_read_layout(config: ArrayConfig):
@@ -295,57 +283,7 @@ class Accelerator(wiring.Component):
             m.d.sync += opts.eq(req.payload)
         raw = c_buf.read_data
         m.d.comb += [self.c_data.valid.eq(raw.valid), raw.ready.eq(self.c_data.ready)]
-        pairs = q_buf.read_data
-        shared = Signal(QUANT_PAIR, name="q_shared")
-        with m.Switch(opts.q_lane):  # a case per lane (a dynamic index is a wide shift)
-            for j in range(cfg.cols - 1):
-                with m.Case(j):
-                    m.d.comb += shared.eq(pairs[j])
-            with m.Default():  # the last lane (the host never names one past it)
-                m.d.comb += shared.eq(pairs[cfg.cols - 1])
-        for j in range(cfg.cols):
-            pair = Signal(QUANT_PAIR, name=f"q_pair{j}")
-            m.d.comb += pair.eq(Mux(opts.q_broadcast, shared.as_value(), pairs[j].as_value()))
-            out = requantize(m, raw.payload[j], pair, opts.out_zero, opts.relu, cfg, f"rq{j}")
+        outs = requant_word(m, cfg, raw.payload, q_buf.read_data, opts.q_lane, opts.q_broadcast,
+                            opts.out_zero, opts.relu)  # fmt: skip
+        for j, out in enumerate(outs):
             m.d.comb += self.c_data.payload[j].eq(Mux(opts.requant, out, raw.payload[j]))
-
-
-def requantize(m: Module, acc, pair, out_zero, relu, cfg: ArrayConfig, name: str):
-    """One output: ``acc`` (at most 32 bits) requantized by ``pair`` as golden/requant.py does."""
-    x = Signal(signed(32), name=f"{name}_x")
-    left = Signal(5, name=f"{name}_left")
-    right = Signal(5, name=f"{name}_right")
-    shifted = Signal(signed(32), name=f"{name}_shifted")
-    m.d.comb += [
-        x.eq(acc),
-        left.eq(Mux(pair.shift > 0, pair.shift, 0)),
-        right.eq(Mux(pair.shift < 0, -pair.shift, 0)),
-        shifted.eq((x << left)[:32]),  # wraps in 32 bits
-    ]
-    # SaturatingRoundingDoublingHighMul: the multiplier is below 2**31, so it never saturates.
-    product = Signal(signed(64), name=f"{name}_product")
-    nudged = Signal(signed(65), name=f"{name}_nudged")
-    high = Signal(signed(33), name=f"{name}_high")
-    m.d.comb += [
-        product.eq(shifted * pair.multiplier),
-        nudged.eq(product + Mux(product >= 0, Const(1 << 30), Const(1 - (1 << 30)))),
-        # division by 2**31 truncating toward zero: floor, plus one for an inexact negative
-        high.eq((nudged >> 31) + ((nudged < 0) & nudged[:31].any())),
-    ]
-    # RoundingDivideByPOT: ties away from zero.
-    mask = Signal(32, name=f"{name}_mask")
-    rounded = Signal(signed(34), name=f"{name}_rounded")
-    m.d.comb += [
-        mask.eq((Const(1, 33) << right) - 1),
-        rounded.eq((high >> right) + ((high & mask) > ((mask >> 1) + (high < 0)))),
-    ]
-    lo, hi = value_range(cfg.out_width, cfg.out_signed)
-    y = Signal(signed(36), name=f"{name}_y")
-    floor = Signal(signed(18), name=f"{name}_floor")
-    result = Signal(signed(18), name=f"{name}_out")
-    m.d.comb += [
-        y.eq(rounded + out_zero),
-        floor.eq(Mux(relu & (out_zero > lo), out_zero, lo)),
-        result.eq(Mux(y < floor, floor, Mux(y > hi, hi, y))),
-    ]
-    return result

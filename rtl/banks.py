@@ -1,0 +1,141 @@
+"""Ping-pong buffers: each is two SRAM banks with their own ports, so the DMA fills (or drains)
+one bank while the array works on the other. Which client owns a bank is the sequencer's
+business (rtl/sequencer.py); the banks only route each port to the bank it names."""
+
+from __future__ import annotations
+
+from amaranth import Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .array import Flow
+from .buffers import address_shape
+from .fp import IntegerArithmetic
+
+__all__ = ["BankedAccumulator", "BankedInput", "fill_layout"]
+
+
+def fill_layout(word) -> data.StructLayout:
+    """A DMA write of one word: its bank, address and data."""
+    return data.StructLayout({"bank": 1, "addr": address_shape(), "data": word})
+
+
+class BankedInput(wiring.Component):
+    """An operand buffer (A, B) of two banks of ``depth`` words.
+
+    Ports
+    -----
+    fill : Flow {bank, addr, data}
+        DMA writes, one word a cycle.
+    read_bank, read_addr, read_en : in
+        Controller reads of bank ``read_bank``; ``read_data`` holds the word one cycle after
+        ``read_en`` and keeps it while ``read_en`` is low.
+    """
+
+    def __init__(self, *, word, depth: int):
+        self._word, self._depth = word, depth
+        super().__init__({
+            "fill": In(Flow(fill_layout(word))),
+            "read_bank": In(1),
+            "read_addr": In(address_shape()),
+            "read_en": In(1),
+            "read_data": Out(word),
+        })  # fmt: skip
+
+    @property
+    def depth(self) -> int:
+        return self._depth
+
+    def elaborate(self, platform):
+        m = Module()
+        last_bank = Signal(name="last_read_bank")
+        with m.If(self.read_en):
+            m.d.sync += last_bank.eq(self.read_bank)
+        outs = []
+        for b in range(2):
+            m.submodules[f"bank{b}"] = mem = Memory(shape=self._word, depth=self._depth, init=[])
+            wp, rp = mem.write_port(), mem.read_port()
+            m.d.comb += [
+                wp.addr.eq(self.fill.payload.addr),
+                wp.data.eq(self.fill.payload.data),
+                wp.en.eq(self.fill.valid & (self.fill.payload.bank == b)),
+                rp.addr.eq(self.read_addr),
+                rp.en.eq(self.read_en & (self.read_bank == b)),
+            ]
+            outs.append(rp.data)
+        m.d.comb += self.read_data.eq(Mux(last_bank, outs[1], outs[0]))
+        return m
+
+
+class BankedAccumulator(wiring.Component):
+    """The output buffer (C) at accumulator width: two banks, each accumulating in place.
+
+    Ports
+    -----
+    update : Flow {bank, addr, data, accumulate}
+        From the controller: ``C[addr] <= data`` or ``C[addr] + data`` in bank ``bank``, a
+        read-modify-write over two cycles (the read is transparent to the write, so
+        back-to-back updates of one address add up).
+    fill : Flow {bank, addr, data}
+        DMA writes (C or partial sums loaded from DRAM); never to the bank being updated.
+    drain_bank, drain_addr, drain_en : in
+        DMA reads for a store; ``drain_data`` holds the word one cycle after ``drain_en``.
+    """
+
+    def __init__(self, *, word, depth: int, arithmetic=IntegerArithmetic):
+        self._word, self._depth, self._arith = word, depth, arithmetic
+        update = data.StructLayout(
+            {"bank": 1, "addr": address_shape(), "data": word, "accumulate": 1}
+        )
+        super().__init__({
+            "update": In(Flow(update)),
+            "fill": In(Flow(fill_layout(word))),
+            "drain_bank": In(1),
+            "drain_addr": In(address_shape()),
+            "drain_en": In(1),
+            "drain_data": Out(word),
+        })  # fmt: skip
+
+    @property
+    def depth(self) -> int:
+        return self._depth
+
+    def elaborate(self, platform):
+        m = Module()
+        upd = self.update
+        pending = Signal(upd.payload.shape(), name="rmw_pending")
+        pending_valid = Signal(name="rmw_pending_valid")
+        m.d.sync += [pending.eq(upd.payload), pending_valid.eq(upd.valid)]
+        drained_bank = Signal(name="drained_bank")
+        with m.If(self.drain_en):
+            m.d.sync += drained_bank.eq(self.drain_bank)
+        olds, drains, writes = [], [], []
+        for b in range(2):
+            m.submodules[f"bank{b}"] = mem = Memory(shape=self._word, depth=self._depth, init=[])
+            wp = mem.write_port()
+            old = mem.read_port(transparent_for=(wp,))
+            drain = mem.read_port()
+            mine = pending_valid & (pending.bank == b)
+            m.d.comb += [
+                old.addr.eq(upd.payload.addr),
+                old.en.eq(upd.valid & (upd.payload.bank == b)),
+                drain.addr.eq(self.drain_addr),
+                drain.en.eq(self.drain_en & (self.drain_bank == b)),
+                wp.addr.eq(Mux(mine, pending.addr, self.fill.payload.addr)),
+                wp.en.eq(mine | (self.fill.valid & (self.fill.payload.bank == b))),
+            ]
+            olds.append(old.data)
+            drains.append(drain.data)
+            writes.append((wp, mine))
+        # one set of adders, on the bank the pending update names
+        old_word = Signal(self._word, name="rmw_old")
+        new_word = Signal(self._word, name="rmw_new")
+        m.d.comb += old_word.eq(Mux(pending.bank, olds[1], olds[0]))
+        for i in range(self._word.length):
+            total = self._arith.add(m, old_word[i], pending.data[i], f"sum{i}")
+            m.d.comb += new_word[i].eq(Mux(pending.accumulate, total, pending.data[i]))
+        for wp, mine in writes:
+            m.d.comb += wp.data.eq(Mux(mine, new_word, self.fill.payload.data))
+        m.d.comb += self.drain_data.eq(Mux(drained_bank, drains[1], drains[0]))
+        return m

@@ -1,0 +1,436 @@
+"""The DMA engines: the read engine loads a transfer's words from DRAM into a bank, the write
+engine stores a C bank to DRAM (through requantization where asked), both over AXI4 INCR bursts
+that :func:`contract.dma.bursts` describes.
+
+A transfer is ``tiles`` contiguous runs of ``lines`` words from ``addr``, ``addr + stride``, ...
+(:class:`contract.dma.Transfer`), filling (or draining) its bank from word 0 in order. A DRAM beat
+never carries more than one buffer word (:func:`contract.dma.beat_bytes`): a word narrower than
+the bus moves in one narrow beat on its byte lanes, a wider one in ``container / bus`` beats.
+"""
+
+from __future__ import annotations
+
+import math
+
+from amaranth import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+from systolic.contract.axi import ADDR_BITS, BURST_INCR, IDS
+from systolic.contract.config import ArrayConfig
+from systolic.contract.dma import beat_bytes, containers
+from systolic.contract.interface import DIM_BITS
+from systolic.contract.layouts import layouts
+
+from .array import Flow, operand_shape
+from .axi import AxiMaster
+from .requant import requant_word
+
+__all__ = ["ReadEngine", "WriteEngine", "load_layout", "store_layout"]
+
+_ADDR = unsigned(ADDR_BITS)
+_COUNT = unsigned(DIM_BITS + 1)
+#: Kinds of loads, by AXI ID (contract.axi.IDS): C and partial sums both go to the C buffer.
+LOAD_KINDS = ("a", "b", "c", "q")
+
+
+def load_layout() -> data.StructLayout:
+    """A load command: which buffer (its AXI ID), the bank, and the transfer's runs."""
+    return data.StructLayout({"id": 2, "bank": 1, "addr": _ADDR, "stride": _ADDR,
+                              "tiles": _COUNT, "lines": _COUNT})  # fmt: skip
+
+
+def store_layout() -> data.StructLayout:
+    """A store command: finished outputs (``final``, requantized with ``requant``) or partial
+    sums, from a C bank to DRAM; ``n0`` is the chunk's first output channel."""
+    return data.StructLayout({"final": 1, "requant": 1, "bank": 1, "addr": _ADDR,
+                              "stride": _ADDR, "tiles": _COUNT, "lines": _COUNT,
+                              "n0": _COUNT})  # fmt: skip
+
+
+class _Runs:
+    """Walks a transfer's runs and splits them into bursts: the current burst's address and
+    beats, given the kind's beat and container sizes (constants selected by ``kind``)."""
+
+    def __init__(self, m: Module, config: ArrayConfig, kinds: dict, kind, name: str):
+        bus = config.bus_width // 8
+        self.addr = Signal(_ADDR, name=f"{name}_addr")  # next byte to request
+        self.end = Signal(unsigned(ADDR_BITS + 1), name=f"{name}_end")
+        self.row = Signal(_ADDR, name=f"{name}_row")  # start of the current run
+        self.tile = Signal(_COUNT, name=f"{name}_tile")
+        self.beat_log = Signal(range(8), name=f"{name}_size")  # log2 of the beat's bytes
+        self.cont = Signal(unsigned(16), name=f"{name}_cont")  # container bytes
+        span = Signal(unsigned(16), name=f"{name}_span")
+        with m.Switch(kind):
+            for k, (cont, beat) in kinds.items():
+                with m.Case(k):
+                    m.d.comb += [self.cont.eq(cont), self.beat_log.eq(int(math.log2(beat))),
+                                 span.eq(config.max_burst * beat)]  # fmt: skip
+        boundary = Signal(unsigned(ADDR_BITS + 1), name=f"{name}_boundary")
+        m.d.comb += boundary.eq((self.addr | (span - 1)) + 1)
+        self.stop = Signal(unsigned(ADDR_BITS + 1), name=f"{name}_stop")
+        m.d.comb += self.stop.eq(Mux(boundary < self.end, boundary, self.end))
+        self.beats = Signal(unsigned(ADDR_BITS + 1), name=f"{name}_beats")
+        m.d.comb += self.beats.eq((self.stop - self.addr) >> self.beat_log)
+        self.lane = Signal(range(bus), name=f"{name}_lane")
+        m.d.comb += self.lane.eq(self.addr[: max(1, int(math.log2(bus)))] if bus > 1 else 0)
+
+    def start(self, m: Module, cmd) -> list:
+        """Statements that begin ``cmd``'s first run."""
+        return [self.addr.eq(cmd.addr), self.row.eq(cmd.addr),
+                self.end.eq(cmd.addr + cmd.lines * self.cont), self.tile.eq(0)]  # fmt: skip
+
+    def step(self, m: Module, cmd, last_run) -> None:
+        """After the current burst: the rest of the run, or the next run."""
+        with m.If(self.stop == self.end):
+            nxt = self.row + cmd.stride
+            m.d.sync += [self.row.eq(nxt), self.addr.eq(nxt), self.tile.eq(self.tile + 1),
+                         self.end.eq(nxt + cmd.lines * self.cont)]  # fmt: skip
+        with m.Else():
+            m.d.sync += self.addr.eq(self.stop)
+
+
+def _load_kinds(config: ArrayConfig) -> dict[int, tuple[int, int]]:
+    """AXI ID -> (container bytes, beat bytes) of each load: C loads are accumulator-wide."""
+    cont = containers(config)
+    sizes = {"a": "a", "b": "b", "c": "p", "q": "q"}
+    return {IDS[k]: (cont[sizes[k]], beat_bytes(config, sizes[k])) for k in LOAD_KINDS}
+
+
+class ReadEngine(wiring.Component):
+    """Loads transfers into banks.
+
+    Ports
+    -----
+    cmd : stream load_layout()
+        The next load; taken when the request side is free (or issuing its last burst), so the
+        next load's first request can follow the previous one's last at once.
+    mem : the AR and R channels of the AXI4 master (AW, W, B are the write engine's).
+    fill_a, fill_b, fill_c, fill_q : Flow {bank, addr, data of the container}
+        One word a cycle into the bank, as its last beat arrives.
+    loaded : Flow {id, bank}
+        A load's last word was written this cycle.
+    """
+
+    def __init__(self, config: ArrayConfig):
+        self._config = config
+        self._kinds = _load_kinds(config)
+        fill = {k: Flow(data.StructLayout({"bank": 1, "addr": unsigned(DIM_BITS + 1),
+                                           "data": unsigned(8 * self._kinds[IDS[k]][0])}))
+                for k in LOAD_KINDS}  # fmt: skip
+        super().__init__({
+            "cmd": In(stream.Signature(load_layout())),
+            "mem": Out(AxiMaster(config.bus_width)),
+            **{f"fill_{k}": Out(fill[k]) for k in LOAD_KINDS},
+            "loaded": Out(Flow(data.StructLayout({"id": 2, "bank": 1}))),
+            "idle": Out(1),
+        })  # fmt: skip
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        bus = cfg.bus_width // 8
+        # -- request side -----------------------------------------------------------------
+        cmd = Signal(load_layout(), name="rd_cmd")
+        active = Signal(name="rd_active")
+        runs = _Runs(m, cfg, self._kinds, cmd.id, "rd")
+        inflight = fifo.SyncFIFO(width=2 + 1 + 9 + 8 + 1, depth=cfg.max_reads)
+        m.submodules.inflight = inflight
+        ar = self.mem.ar
+        last_burst = (runs.stop == runs.end) & (runs.tile + 1 == cmd.tiles)
+        m.d.comb += [
+            ar.valid.eq(active & inflight.w_rdy),
+            ar.payload.addr.eq(runs.addr),
+            ar.payload.len.eq(runs.beats - 1),
+            ar.payload.size.eq(runs.beat_log),
+            ar.payload.burst.eq(BURST_INCR),
+            ar.payload.id.eq(cmd.id),
+        ]
+        record = Cat(cmd.id, cmd.bank, runs.beats[:9], runs.lane, last_burst)
+        m.d.comb += [inflight.w_en.eq(ar.valid & ar.ready), inflight.w_data.eq(record)]
+        sent = ar.valid & ar.ready
+        m.d.comb += self.cmd.ready.eq(~active | (sent & last_burst))
+        with m.If(sent):
+            runs.step(m, cmd, last_burst)
+            with m.If(last_burst):
+                m.d.sync += active.eq(0)
+        with m.If(self.cmd.valid & self.cmd.ready):
+            m.d.sync += [cmd.eq(self.cmd.payload), active.eq(1)]
+            m.d.sync += runs.start(m, self.cmd.payload)
+        # -- data side ------------------------------------------------------------------------
+        head = Signal(data.StructLayout({"id": 2, "bank": 1, "beats": 9, "lane": 8, "last": 1}),
+                      name="rd_head")  # fmt: skip
+        m.d.comb += head.eq(inflight.r_data)
+        r = self.mem.r
+        beat = Signal(9, name="rd_beat")  # beats taken of the head burst
+        sub = Signal(8, name="rd_sub")  # beats taken of the current word
+        lane = Signal(8, name="rd_lane")
+        word_addr = Signal(DIM_BITS + 1, name="rd_word")
+        m.d.comb += r.ready.eq(1)
+        take = r.valid & inflight.r_rdy
+        first = beat == 0
+        this_lane = Mux(first, head.lane, lane)
+        size = Signal(range(8))
+        per_word = Signal(unsigned(16))  # beats per word
+        with m.Switch(head.id):
+            for k, (cont, bt) in self._kinds.items():
+                with m.Case(k):
+                    m.d.comb += [size.eq(int(math.log2(bt))), per_word.eq(cont // bt)]
+        widest = max(c for c, _ in self._kinds.values())
+        assembled = Signal(8 * max(widest, bus), name="rd_assembled")
+        shifted = Signal(cfg.bus_width, name="rd_narrow")
+        m.d.comb += shifted.eq(r.payload.data >> (this_lane * 8))
+        word = Signal(8 * widest, name="rd_word_data")
+        # a narrow word is the beat's lanes; a wide one is the beats so far plus this one
+        beats_of_widest = max(1, widest // bus)
+        with m.If(per_word == 1):
+            m.d.comb += word.eq(shifted)
+        with m.Else():
+            pieces = []
+            for i in range(beats_of_widest):
+                piece = Signal(cfg.bus_width, name=f"rd_piece{i}")
+                m.d.comb += piece.eq(Mux(sub == i, r.payload.data,
+                                         assembled[i * cfg.bus_width : (i + 1) * cfg.bus_width]))  # fmt: skip
+                pieces.append(piece)
+            m.d.comb += word.eq(Cat(*pieces))
+        complete = take & (sub + 1 == per_word)
+        last_beat = beat + 1 == head.beats
+        with m.If(take):
+            with m.Switch(sub):
+                for i in range(beats_of_widest):
+                    with m.Case(i):
+                        m.d.sync += assembled[i * cfg.bus_width : (i + 1) * cfg.bus_width].eq(
+                            r.payload.data
+                        )
+            m.d.sync += [beat.eq(Mux(last_beat, 0, beat + 1)),
+                         lane.eq((this_lane + (Const(1, 8) << size))[: max(1, int(math.log2(bus)))]),
+                         sub.eq(Mux(sub + 1 == per_word, 0, sub + 1))]  # fmt: skip
+            with m.If(complete):
+                m.d.sync += word_addr.eq(word_addr + 1)
+            with m.If(last_beat & head.last):
+                m.d.sync += [word_addr.eq(0), sub.eq(0)]
+        m.d.comb += inflight.r_en.eq(take & last_beat)
+        for k in LOAD_KINDS:
+            port = getattr(self, f"fill_{k}")
+            m.d.comb += [
+                port.valid.eq(complete & (head.id == IDS[k])),
+                port.payload.bank.eq(head.bank),
+                port.payload.addr.eq(word_addr),
+                port.payload.data.eq(word),
+            ]
+        m.d.comb += [
+            self.loaded.valid.eq(take & last_beat & head.last),
+            self.loaded.payload.id.eq(head.id),
+            self.loaded.payload.bank.eq(head.bank),
+            self.idle.eq(~active & ~inflight.r_rdy),
+        ]
+        return m
+
+
+class WriteEngine(wiring.Component):
+    """Stores C banks to DRAM.
+
+    A producer reads the bank's words in order, one a cycle while the write buffer has room,
+    through requantization for a final store with ``requant``, into a FIFO of DRAM words; the
+    request side issues a burst once its first beat is in the FIFO (the producer, at least one
+    beat a cycle, stays ahead of the DRAM, at most one), and the data side sends the beats with
+    ``WLAST`` at each burst's end. A store is done (``stored``) at its last W beat, which
+    releases the bank; its responses are counted in ``outstanding``.
+
+    Ports
+    -----
+    cmd : stream store_layout()
+        Taken when the producer and the request side are both done with the previous store.
+    mem : the AW, W and B channels of the AXI4 master.
+    drain_bank, drain_addr, drain_en / drain_data : the C bank's read port.
+    q_addr, q_en / q_data : the requantization parameters' read port.
+    out_zero, relu : in, the descriptor's output zero point and ReLU.
+    """
+
+    def __init__(self, config: ArrayConfig, c_word, q_word):
+        self._config = config
+        cont = containers(config)
+        self._kinds = {
+            1: (cont["c"], beat_bytes(config, "c")),
+            0: (cont["p"], beat_bytes(config, "p")),
+        }
+        members = {
+            "cmd": In(stream.Signature(store_layout())),
+            "mem": Out(AxiMaster(config.bus_width)),
+            "drain_bank": Out(1),
+            "drain_addr": Out(unsigned(DIM_BITS + 1)),
+            "drain_en": Out(1),
+            "drain_data": In(c_word),
+            "stored": Out(Flow(data.StructLayout({"bank": 1}))),
+            "outstanding": Out(range(config.max_writes + 1)),
+            "idle": Out(1),
+        }
+        if config.requant:
+            members |= {"q_addr": Out(unsigned(DIM_BITS + 1)), "q_en": Out(1), "q_data": In(q_word),
+                        "out_zero": In(operand_shape(config.out_width, config.out_signed)), "relu": In(1)}  # fmt: skip
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        bus = cfg.bus_width // 8
+        lane_bits = max(1, int(math.log2(bus)))
+        widest = max(c for c, _ in self._kinds.values())
+        cmd = Signal(store_layout(), name="wr_cmd")
+        producing = Signal(name="wr_producing")
+        requesting = Signal(name="wr_requesting")
+        m.d.comb += self.cmd.ready.eq(~producing & ~requesting)
+        start = self.cmd.valid & self.cmd.ready
+        # -- producer ---------------------------------------------------------------------------
+        depth = 4
+        words = fifo.SyncFIFO(width=8 * widest, depth=depth)
+        m.submodules.words = words
+        count = Signal(unsigned(2 * DIM_BITS + 2), name="wr_count")  # words read so far
+        total = Signal(unsigned(2 * DIM_BITS + 2), name="wr_total")
+        line = Signal(_COUNT, name="wr_line")
+        tile = Signal(_COUNT, name="wr_tile")
+        in_flight = Signal(name="wr_in_flight")  # a word read last cycle, arriving now
+        room = words.level + in_flight < depth
+        read = producing & room
+        m.d.comb += [
+            self.drain_bank.eq(cmd.bank),
+            self.drain_addr.eq(count),
+            self.drain_en.eq(read),
+        ]
+        m.d.sync += in_flight.eq(read)
+        with m.If(read):
+            m.d.sync += count.eq(count + 1)
+            with m.If(line + 1 == cmd.lines):
+                m.d.sync += [line.eq(0), tile.eq(tile + 1)]
+            with m.Else():
+                m.d.sync += line.eq(line + 1)
+            with m.If(count + 1 == total):
+                m.d.sync += producing.eq(0)
+        raw = self.drain_data
+        packed = Signal(8 * widest, name="wr_packed")
+        out_bits = cfg.out_width
+        if cfg.requant:
+            rowwise = layouts(cfg)["c"].rowwise
+            q_base = Signal(_COUNT, name="wr_q_base")  # the chunk's first channel, as Q word ...
+            q_lane0 = Signal(range(max(cfg.cols, 2)), name="wr_q_lane0")  # ... and lane
+            q_word = Signal(_COUNT, name="wr_q_word")
+            q_lane = Signal(range(max(cfg.cols, 2)), name="wr_q_lane")
+            # rowwise C: word (t, i) holds channels n0 + t*cols ..; columnwise: channel n0 + i
+            if rowwise:
+                m.d.comb += [q_word.eq(q_base + tile), q_lane.eq(0)]
+            else:
+                lane_sum = Signal(range(2 * max(cfg.cols, 2)))
+                word_sum = Signal(unsigned(DIM_BITS + 2))
+                m.d.comb += [lane_sum.eq(q_lane0 + line % cfg.cols),
+                             word_sum.eq(q_base + line // cfg.cols)]  # fmt: skip
+                with m.If(lane_sum >= cfg.cols):
+                    m.d.comb += [q_lane.eq(lane_sum - cfg.cols), q_word.eq(word_sum + 1)]
+                with m.Else():
+                    m.d.comb += [q_lane.eq(lane_sum), q_word.eq(word_sum)]
+            m.d.comb += [self.q_addr.eq(q_word), self.q_en.eq(read)]
+            lane_r = Signal.like(q_lane, name="wr_q_lane_r")
+            m.d.sync += lane_r.eq(q_lane)
+            with m.If(start):
+                m.d.sync += [q_base.eq(self.cmd.payload.n0 // cfg.cols),
+                             q_lane0.eq(self.cmd.payload.n0 % cfg.cols)]  # fmt: skip
+            outs = requant_word(m, cfg, raw, self.q_data, lane_r, Const(0 if rowwise else 1),
+                                self.out_zero, self.relu)  # fmt: skip
+            narrow = Cat(*[o[:out_bits] for o in outs])
+            m.d.comb += packed.eq(Mux(cmd.final & cmd.requant, narrow, raw.as_value()))
+        else:
+            m.d.comb += packed.eq(raw.as_value())
+        m.d.comb += [words.w_en.eq(in_flight), words.w_data.eq(packed)]
+        per_word = Signal(unsigned(16), name="wr_per_word")
+        beat_log = Signal(range(8), name="wr_beat_log")
+        with m.Switch(cmd.final & (cmd.requant if cfg.requant else 0)):
+            for k, (cont, bt) in self._kinds.items():
+                with m.Case(k):
+                    m.d.comb += [per_word.eq(cont // bt), beat_log.eq(int(math.log2(bt)))]
+        # -- requests -------------------------------------------------------------------------
+        kind = Signal(name="wr_kind")
+        m.d.comb += kind.eq(cmd.final & (cmd.requant if cfg.requant else 0))
+        runs = _Runs(m, cfg, self._kinds, kind, "wr")
+        pushed = Signal(unsigned(2 * DIM_BITS + 10), name="wr_pushed")  # beats in, per store
+        announced = Signal(unsigned(2 * DIM_BITS + 10), name="wr_announced")
+        bursts_rec = fifo.SyncFIFO(width=9 + 8 + 1 + 1, depth=cfg.max_writes)
+        m.submodules.bursts = bursts_rec
+        outstanding = Signal(range(cfg.max_writes + 1), name="wr_outstanding")
+        aw = self.mem.aw
+        last_burst = (runs.stop == runs.end) & (runs.tile + 1 == cmd.tiles)
+        m.d.comb += [
+            aw.valid.eq(
+                requesting
+                & (pushed > announced)
+                & (outstanding < cfg.max_writes)
+                & bursts_rec.w_rdy
+            ),  # fmt: skip
+            aw.payload.addr.eq(runs.addr),
+            aw.payload.len.eq(runs.beats - 1),
+            aw.payload.size.eq(runs.beat_log),
+            aw.payload.burst.eq(BURST_INCR),
+            aw.payload.id.eq(IDS["c"]),
+            bursts_rec.w_en.eq(aw.valid & aw.ready),
+            bursts_rec.w_data.eq(Cat(runs.beats[:9], runs.lane, last_burst, kind)),
+        ]
+        sent = aw.valid & aw.ready
+        with m.If(in_flight):
+            m.d.sync += pushed.eq(pushed + per_word)
+        with m.If(sent):
+            m.d.sync += announced.eq(announced + runs.beats)
+            runs.step(m, cmd, last_burst)
+            with m.If(last_burst):
+                m.d.sync += requesting.eq(0)
+        # -- data -----------------------------------------------------------------------------
+        head = Signal(
+            data.StructLayout({"beats": 9, "lane": 8, "last": 1, "kind": 1}), name="wr_head"
+        )
+        m.d.comb += head.eq(bursts_rec.r_data)
+        beat = Signal(9, name="wr_beat")
+        sub = Signal(8, name="wr_sub")
+        lane = Signal(lane_bits, name="wr_lane")
+        w = self.mem.w
+        w_per_word = Signal(unsigned(16))
+        w_log = Signal(range(8))
+        with m.Switch(head.kind):
+            for k, (cont, bt) in self._kinds.items():
+                with m.Case(k):
+                    m.d.comb += [w_per_word.eq(cont // bt), w_log.eq(int(math.log2(bt)))]
+        this_lane = Mux(beat == 0, head.lane[:lane_bits], lane)
+        word = words.r_data
+        wide = Signal(cfg.bus_width, name="wr_piece")
+        beats_of_widest = max(1, widest // bus)
+        with m.Switch(sub):
+            for i in range(beats_of_widest):
+                with m.Case(i):
+                    m.d.comb += wide.eq(word[i * cfg.bus_width : (i + 1) * cfg.bus_width])
+        narrow_strb = Signal(bus, name="wr_strb")
+        m.d.comb += narrow_strb.eq(((Const(1, bus + 1) << (Const(1, 8) << w_log)) - 1) << this_lane)
+        m.d.comb += [
+            w.valid.eq(bursts_rec.r_rdy & words.r_rdy),
+            w.payload.data.eq(Mux(w_per_word == 1, word << (this_lane * 8), wide)),
+            w.payload.strb.eq(Mux(w_per_word == 1, narrow_strb, (1 << bus) - 1)),
+            w.payload.last.eq(beat + 1 == head.beats),
+        ]
+        took = w.valid & w.ready
+        last_beat = beat + 1 == head.beats
+        word_done = took & (sub + 1 == w_per_word)
+        m.d.comb += [words.r_en.eq(word_done), bursts_rec.r_en.eq(took & last_beat)]
+        with m.If(took):
+            m.d.sync += [beat.eq(Mux(last_beat, 0, beat + 1)),
+                         sub.eq(Mux(sub + 1 == w_per_word, 0, sub + 1)),
+                         lane.eq((this_lane + (Const(1, 8) << w_log))[:lane_bits])]  # fmt: skip
+        stored_bank = Signal(name="wr_stored_bank")
+        m.d.comb += [self.stored.valid.eq(took & last_beat & head.last),
+                     self.stored.payload.bank.eq(stored_bank)]  # fmt: skip
+        # -- responses --------------------------------------------------------------------------
+        b = self.mem.b
+        m.d.comb += b.ready.eq(1)
+        m.d.sync += outstanding.eq(outstanding + sent - (b.valid & b.ready))
+        m.d.comb += [self.outstanding.eq(outstanding),
+                     self.idle.eq(~producing & ~requesting & ~bursts_rec.r_rdy & (outstanding == 0))]  # fmt: skip
+        with m.If(start):
+            p = self.cmd.payload
+            m.d.sync += [cmd.eq(p), producing.eq(1), requesting.eq(1), count.eq(0), line.eq(0),
+                         tile.eq(0), total.eq(p.tiles * p.lines), pushed.eq(0), announced.eq(0),
+                         stored_bank.eq(p.bank)]  # fmt: skip
+            m.d.sync += runs.start(m, p)
+        return m

@@ -1,0 +1,81 @@
+"""The requantization unit on the way out of the C buffer: per output channel a Q31 multiplier
+and a shift (:mod:`golden.requant` is the reference), an output zero point, ReLU, saturation."""
+
+from __future__ import annotations
+
+from amaranth import Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data
+from systolic.contract.config import ArrayConfig, value_range
+from systolic.contract.interface import MULTIPLIER_BITS, SHIFT_BITS
+
+__all__ = ["QUANT_PAIR", "q_word_layout", "requant_word", "requantize"]
+
+#: Per-channel requantization parameters (contract.interface): a Q31 multiplier and a shift.
+QUANT_PAIR = data.StructLayout(
+    {"multiplier": unsigned(MULTIPLIER_BITS), "shift": signed(SHIFT_BITS)}
+)
+
+
+def q_word_layout(config: ArrayConfig) -> data.ArrayLayout:
+    """A word of the parameter buffer: the pairs of ``cols`` consecutive output channels."""
+    return data.ArrayLayout(QUANT_PAIR, config.cols)
+
+
+def requant_word(m: Module, cfg: ArrayConfig, raw, pairs, lane, broadcast, out_zero, relu):
+    """The ``cols`` outputs of C word ``raw``: element ``j`` by pair ``j`` of the parameter
+    word ``pairs``, or every element by pair ``lane`` with ``broadcast`` (IS: a word is one
+    channel)."""
+    shared = Signal(QUANT_PAIR, name="q_shared")
+    with m.Switch(lane):  # a case per lane (a dynamic index is a wide shift)
+        for j in range(cfg.cols - 1):
+            with m.Case(j):
+                m.d.comb += shared.eq(pairs[j])
+        with m.Default():  # the last lane (nobody names one past it)
+            m.d.comb += shared.eq(pairs[cfg.cols - 1])
+    outs = []
+    for j in range(cfg.cols):
+        pair = Signal(QUANT_PAIR, name=f"q_pair{j}")
+        m.d.comb += pair.eq(Mux(broadcast, shared.as_value(), pairs[j].as_value()))
+        outs.append(requantize(m, raw[j], pair, out_zero, relu, cfg, f"rq{j}"))
+    return outs
+
+
+def requantize(m: Module, acc, pair, out_zero, relu, cfg: ArrayConfig, name: str):
+    """One output: ``acc`` (at most 32 bits) requantized by ``pair`` as golden/requant.py does."""
+    x = Signal(signed(32), name=f"{name}_x")
+    left = Signal(5, name=f"{name}_left")
+    right = Signal(5, name=f"{name}_right")
+    shifted = Signal(signed(32), name=f"{name}_shifted")
+    m.d.comb += [
+        x.eq(acc),
+        left.eq(Mux(pair.shift > 0, pair.shift, 0)),
+        right.eq(Mux(pair.shift < 0, -pair.shift, 0)),
+        shifted.eq((x << left)[:32]),  # wraps in 32 bits
+    ]
+    # SaturatingRoundingDoublingHighMul: the multiplier is below 2**31, so it never saturates.
+    product = Signal(signed(64), name=f"{name}_product")
+    nudged = Signal(signed(65), name=f"{name}_nudged")
+    high = Signal(signed(33), name=f"{name}_high")
+    m.d.comb += [
+        product.eq(shifted * pair.multiplier),
+        nudged.eq(product + Mux(product >= 0, Const(1 << 30), Const(1 - (1 << 30)))),
+        # division by 2**31 truncating toward zero: floor, plus one for an inexact negative
+        high.eq((nudged >> 31) + ((nudged < 0) & nudged[:31].any())),
+    ]
+    # RoundingDivideByPOT: ties away from zero.
+    mask = Signal(32, name=f"{name}_mask")
+    rounded = Signal(signed(34), name=f"{name}_rounded")
+    m.d.comb += [
+        mask.eq((Const(1, 33) << right) - 1),
+        rounded.eq((high >> right) + ((high & mask) > ((mask >> 1) + (high < 0)))),
+    ]
+    lo, hi = value_range(cfg.out_width, cfg.out_signed)
+    y = Signal(signed(36), name=f"{name}_y")
+    floor = Signal(signed(18), name=f"{name}_floor")
+    result = Signal(signed(18), name=f"{name}_out")
+    m.d.comb += [
+        y.eq(rounded + out_zero),
+        floor.eq(Mux(relu & (out_zero > lo), out_zero, lo)),
+        result.eq(Mux(y < floor, floor, Mux(y > hi, hi, y))),
+    ]
+    return result

@@ -1,0 +1,120 @@
+"""The GEMM sequencer's chunk walker: the loop nest of :func:`contract.dma.jobs` in hardware.
+
+Each engine of the device (loads, compute, stores) walks the same nest with its own walker, so
+each can run ahead of the next as far as the banks allow, and none needs a queue of jobs. A
+walker shows its current job's chunk, what to load, which banks, and what to store; ``advance``
+moves to the next job in the descriptor's loop order.
+"""
+
+from __future__ import annotations
+
+from amaranth import Module, Mux, Signal, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+from systolic.contract.dma import LOOP_ORDERS
+from systolic.contract.interface import DIM_BITS
+
+__all__ = ["ChunkWalker", "nest_layout"]
+
+_DIM = unsigned(DIM_BITS)
+_WIDE = unsigned(DIM_BITS + 1)
+DIMS = "mkn"
+
+
+def nest_layout() -> data.StructLayout:
+    """What a walker needs of the descriptor: the dimensions, the chunk sizes, the order."""
+    return data.StructLayout({"m": _DIM, "k": _DIM, "n": _DIM, "mc": _DIM, "kc": _DIM,
+                              "nc": _DIM, "order": 3, "accumulate": 1})  # fmt: skip
+
+
+class ChunkWalker(wiring.Component):
+    """One pass over the chunks of a descriptor (:func:`contract.dma.jobs`).
+
+    Ports
+    -----
+    nest : in, the descriptor's dimensions, chunk sizes, loop order and accumulate flag.
+    restart : in, go to the first job (the nest is read from then on).
+    advance : in, go to the next job; past the last, ``valid`` falls.
+    valid : out, a current job exists.
+    m0, k0, n0, mlen, klen, nlen : out, its chunk.
+    load_a, load_b : out, its A (B) chunk differs from the previous job's.
+    c_in : out, 0 none, 1 C (accumulate into C), 2 partial sums.
+    store : out, 0 none, 1 finished outputs, 2 partial sums.
+    bank_a, bank_b, bank_c : out, the banks it uses.
+    last : out, it is the final job.
+    """
+
+    def __init__(self):
+        super().__init__({
+            "nest": In(nest_layout()),
+            "restart": In(1),
+            "advance": In(1),
+            "valid": Out(1),
+            **{f"{d}0": Out(_DIM) for d in DIMS},
+            **{f"{d}len": Out(_DIM) for d in DIMS},
+            "load_a": Out(1),
+            "load_b": Out(1),
+            "new_c": Out(1),
+            "c_in": Out(2),
+            "store": Out(2),
+            "bank_a": Out(1),
+            "bank_b": Out(1),
+            "bank_c": Out(1),
+            "last": Out(1),
+        })  # fmt: skip
+
+    def elaborate(self, platform):
+        m = Module()
+        nest = self.nest
+        total = {"m": nest.m, "k": nest.k, "n": nest.n}
+        size = {"m": nest.mc, "k": nest.kc, "n": nest.nc}
+        origin = {d: getattr(self, f"{d}0") for d in DIMS}
+        # rank 0 is the innermost loop: each order's letters, outermost first
+        rank = {d: Signal(2, name=f"rank_{d}") for d in DIMS}
+        with m.Switch(nest.order):
+            for code, order in enumerate(LOOP_ORDERS):
+                with m.Case(code):
+                    m.d.comb += [rank[d].eq(2 - order.index(d)) for d in DIMS]
+        wrap = {}
+        for d in DIMS:
+            end = Signal(_WIDE, name=f"end_{d}")
+            m.d.comb += end.eq(origin[d] + size[d])
+            wrap[d] = Signal(name=f"wrap_{d}")
+            m.d.comb += wrap[d].eq(end >= total[d])
+            length = getattr(self, f"{d}len")
+            m.d.comb += length.eq(Mux(wrap[d], total[d] - origin[d], size[d]))
+        # a dimension moves when every loop inside it wraps; it changes unless it has one chunk
+        moves, changes, nxt = {}, {}, {}
+        for d in DIMS:
+            inner = [wrap[e] & (rank[e] < rank[d]) | (rank[e] >= rank[d]) for e in DIMS if e != d]
+            moves[d] = Signal(name=f"moves_{d}")
+            m.d.comb += moves[d].eq(inner[0] & inner[1])
+            nxt[d] = Signal(_DIM, name=f"next_{d}")
+            m.d.comb += nxt[d].eq(Mux(moves[d], Mux(wrap[d], 0, origin[d] + size[d]), origin[d]))
+            changes[d] = Signal(name=f"changes_{d}")
+            m.d.comb += changes[d].eq(nxt[d] != origin[d])
+        m.d.comb += self.last.eq(wrap["m"] & wrap["k"] & wrap["n"])
+        leaves = self.last | changes["m"] | changes["n"]
+        last_k = wrap["k"]
+        m.d.comb += [
+            self.store.eq(Mux(leaves, Mux(last_k, 1, 2), 0)),
+            self.c_in.eq(Mux(self.new_c, Mux(origin["k"] != 0, 2, Mux(nest.accumulate, 1, 0)), 0)),
+        ]
+        load_a = changes["m"] | changes["k"]
+        load_b = changes["k"] | changes["n"]
+        new_c = changes["m"] | changes["n"]
+        with m.If(self.restart):
+            m.d.sync += [self.valid.eq(1), self.load_a.eq(1), self.load_b.eq(1),
+                         self.new_c.eq(1), self.bank_a.eq(0), self.bank_b.eq(0),
+                         self.bank_c.eq(0)]  # fmt: skip
+            m.d.sync += [origin[d].eq(0) for d in DIMS]
+        with m.Elif(self.advance & self.valid):
+            with m.If(self.last):
+                m.d.sync += self.valid.eq(0)
+            with m.Else():
+                m.d.sync += [origin[d].eq(nxt[d]) for d in DIMS]
+                m.d.sync += [self.load_a.eq(load_a), self.load_b.eq(load_b), self.new_c.eq(new_c),
+                             self.bank_a.eq(self.bank_a ^ load_a),
+                             self.bank_b.eq(self.bank_b ^ load_b),
+                             self.bank_c.eq(self.bank_c ^ new_c)]  # fmt: skip
+        return m
