@@ -34,7 +34,10 @@ __all__ = [
     "Transfer",
     "beat_bytes",
     "bursts",
+    "c_format",
     "check_descriptor",
+    "descriptor_fields",
+    "descriptor_values",
     "containers",
     "from_image",
     "granularity",
@@ -108,6 +111,34 @@ class Descriptor:
         return LOOP_ORDERS.index(self.order) if self.order in LOOP_ORDERS else len(LOOP_ORDERS)
 
 
+def descriptor_fields(config: ArrayConfig) -> list[tuple[str, int]]:
+    """The descriptor as the device takes it: ``(field, bits)`` packed least significant first
+    (zero points and the output zero point in two's complement where signed)."""
+    dim = DIM_BITS
+    fields = [("m", dim), ("k", dim), ("n", dim), ("mc", dim), ("kc", dim), ("nc", dim),
+              ("order", 3), ("accumulate", 1)]  # fmt: skip
+    for r in "abcp":
+        fields += [(f"{r}_addr", ADDR_BITS), (f"{r}_stride", ADDR_BITS)]
+    fields.append(("q_addr", ADDR_BITS))
+    if config.zero_points:
+        fields += [("a_zero", config.a_width), ("b_zero", config.b_width)]
+    if config.requant:
+        fields += [("requant", 1), ("out_zero", config.out_width), ("relu", 1)]
+    return fields
+
+
+def descriptor_values(config: ArrayConfig, d: Descriptor) -> dict[str, int]:
+    """The fields of :func:`descriptor_fields` for ``d``."""
+    values = {"m": d.m, "k": d.k, "n": d.n, "mc": d.chunk[0], "kc": d.chunk[1],
+              "nc": d.chunk[2], "order": d.order_code, "accumulate": int(d.accumulate),
+              "q_addr": d.q_addr, "a_zero": d.a_zero, "b_zero": d.b_zero,
+              "requant": int(d.requant), "out_zero": d.out_zero, "relu": int(d.relu)}  # fmt: skip
+    for r in "abcp":
+        region = getattr(d, r)
+        values[f"{r}_addr"], values[f"{r}_stride"] = region.addr, region.stride
+    return {name: values[name] for name, _ in descriptor_fields(config)}
+
+
 def word_layout(config: ArrayConfig, kind: str) -> BufferWord:
     """The buffer word of ``kind``: ``a``, ``b``, ``c`` (C as stored: requantized outputs with
     ``requant``), ``p`` (partial sums, accumulator width) or ``q`` (a table word)."""
@@ -124,6 +155,11 @@ def word_layout(config: ArrayConfig, kind: str) -> BufferWord:
     if kind == "q":
         return BufferWord(config.cols, True, Q_ENTRY_BYTES * 8, False)
     raise ValueError(f"kind must be one of 'a', 'b', 'c', 'p', 'q', not {kind!r}")
+
+
+def c_format(config: ArrayConfig, d: Descriptor) -> str:
+    """How finished outputs lie in DRAM: ``"c"`` (requantized) or ``"p"`` (accumulators)."""
+    return "c" if config.requant and d.requant else "p"
 
 
 def containers(config: ArrayConfig) -> dict[str, int]:
@@ -192,8 +228,9 @@ def check_descriptor(config: ArrayConfig, d: Descriptor) -> tuple[Refusal, str]:
     if _spills(d):
         used["p"] = d.p
     for kind, region in used.items():
-        size = cont[kind]
-        tiles, lines = _tiles_lines(word_layout(config, kind), _shape(kind, d.m, d.k, d.n))
+        fmt = c_format(config, d) if kind == "c" else kind
+        size = cont[fmt]
+        tiles, lines = _tiles_lines(word_layout(config, fmt), _shape(kind, d.m, d.k, d.n))
         if not is_integer(region.addr) or region.addr < 0 or region.addr % size:
             return Refusal.ALIGNMENT, (f"{kind}_addr = {region.addr!r} must be a multiple of "
                                        f"its {size}-byte words")  # fmt: skip
@@ -290,8 +327,8 @@ def transfers(config: ArrayConfig, d: Descriptor, job: Job) -> tuple[list, list]
     cont = containers(config)
     ch = job.chunk
 
-    def transfer(kind: str, region: Region, bank: int) -> Transfer:
-        word = word_layout(config, kind)
+    def transfer(kind: str, region: Region, bank: int, fmt: str) -> Transfer:
+        word = word_layout(config, fmt)
         r0, r1, c0, c1 = {
             "a": (ch.m0, ch.m1, ch.k0, ch.k1),
             "b": (ch.k0, ch.k1, ch.n0, ch.n1),
@@ -302,7 +339,7 @@ def transfers(config: ArrayConfig, d: Descriptor, job: Job) -> tuple[list, list]
             t0, tiles, i0, lines = c0 // word.tile, math.ceil((c1 - c0) / word.tile), r0, r1 - r0
         else:
             t0, tiles, i0, lines = r0 // word.tile, math.ceil((r1 - r0) / word.tile), c0, c1 - c0
-        size = cont[kind]
+        size = cont[fmt]
         segments = tuple(
             (region.addr + (t0 + t) * region.stride + i0 * size, lines) for t in range(tiles)
         )
@@ -310,14 +347,16 @@ def transfers(config: ArrayConfig, d: Descriptor, job: Job) -> tuple[list, list]
 
     loads = []
     if job.load_a:
-        loads.append(transfer("a", d.a, job.banks["a"]))
+        loads.append(transfer("a", d.a, job.banks["a"], "a"))
     if job.load_b:
-        loads.append(transfer("b", d.b, job.banks["b"]))
-    if job.c_in is not None:
-        loads.append(transfer(job.c_in, d.c if job.c_in == "c" else d.p, job.banks["c"]))
+        loads.append(transfer("b", d.b, job.banks["b"], "b"))
+    if job.c_in is not None:  # C and partial sums come in at accumulator width
+        loads.append(transfer(job.c_in, d.c if job.c_in == "c" else d.p, job.banks["c"], "p"))
     stores = []
-    if job.store is not None:
-        stores.append(transfer(job.store, d.c if job.store == "c" else d.p, job.banks["c"]))
+    if job.store == "c":
+        stores.append(transfer("c", d.c, job.banks["c"], c_format(config, d)))
+    elif job.store == "p":
+        stores.append(transfer("p", d.p, job.banks["c"], "p"))
     return loads, stores
 
 

@@ -10,6 +10,7 @@ __all__ = [
     "ADDR_BITS",
     "COUNTERS",
     "COUNTER_BITS",
+    "DEVICE_COUNTERS",
     "DIM_BITS",
     "MULTIPLIER_BITS",
     "NAN32",
@@ -40,6 +41,23 @@ COUNTERS = {
     "b_reads": "words read from the B buffer by the controller",
     "c_reads": "words read from the C buffer to accumulate into",
     "c_writes": "words written to the C buffer",
+}
+
+#: The device's counters for one descriptor (a whole GEMM from DRAM): its cycles, the compute
+#: counters above summed over its chunks (``compute_cycles`` is their ``cycles``), how long each
+#: side waited for the other, and the DRAM traffic per buffer, counted at the AXI handshakes.
+DEVICE_COUNTERS = {
+    "cycles": "cycles from the descriptor's start to done",
+    "jobs": "chunks computed",
+    "compute_cycles": "busy cycles of the array's controller, summed over the chunks",
+    **{name: text + ", summed over the chunks" for name, text in COUNTERS.items()
+       if name != "cycles"},  # fmt: skip
+    "array_wait_cycles": "cycles a chunk waited for its operands or its C bank (memory bound)",
+    "dma_wait_cycles": "cycles the read engine waited for a bank to be released",
+    **{f"dram_read_beats_{b}": f"read beats of {b.upper()}" for b in "abcq"},
+    **{f"dram_read_bytes_{b}": f"bytes read for {b.upper()}" for b in "abcq"},
+    "dram_write_beats": "write beats (C and partial sums)",
+    "dram_write_bytes": "bytes written",
 }
 
 #: Per-channel requantization parameters: a Q31 multiplier in ``[0, 2**31)`` (unsigned, 31 bits)

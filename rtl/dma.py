@@ -390,10 +390,12 @@ class WriteEngine(wiring.Component):
         w = self.mem.w
         w_per_word = Signal(unsigned(16))
         w_log = Signal(range(8))
+        w_mask = Signal(bus, name="wr_beat_mask")  # the byte lanes of a narrow beat at lane 0
         with m.Switch(head.kind):
             for k, (cont, bt) in self._kinds.items():
                 with m.Case(k):
-                    m.d.comb += [w_per_word.eq(cont // bt), w_log.eq(int(math.log2(bt)))]
+                    m.d.comb += [w_per_word.eq(cont // bt), w_log.eq(int(math.log2(bt))),
+                                 w_mask.eq((1 << bt) - 1)]  # fmt: skip
         this_lane = Mux(beat == 0, head.lane[:lane_bits], lane)
         word = words.r_data
         wide = Signal(cfg.bus_width, name="wr_piece")
@@ -403,7 +405,7 @@ class WriteEngine(wiring.Component):
                 with m.Case(i):
                     m.d.comb += wide.eq(word[i * cfg.bus_width : (i + 1) * cfg.bus_width])
         narrow_strb = Signal(bus, name="wr_strb")
-        m.d.comb += narrow_strb.eq(((Const(1, bus + 1) << (Const(1, 8) << w_log)) - 1) << this_lane)
+        m.d.comb += narrow_strb.eq(w_mask << this_lane)
         m.d.comb += [
             w.valid.eq(bursts_rec.r_rdy & words.r_rdy),
             w.payload.data.eq(Mux(w_per_word == 1, word << (this_lane * 8), wide)),

@@ -42,6 +42,8 @@ class ChunkWalker(wiring.Component):
     store : out, 0 none, 1 finished outputs, 2 partial sums.
     bank_a, bank_b, bank_c : out, the banks it uses.
     last : out, it is the final job.
+    next_load_a, next_load_b : out, the next job loads a new A (B) chunk: this job's bank is
+        free after it.
     """
 
     def __init__(self):
@@ -61,6 +63,8 @@ class ChunkWalker(wiring.Component):
             "bank_b": Out(1),
             "bank_c": Out(1),
             "last": Out(1),
+            "next_load_a": Out(1),
+            "next_load_b": Out(1),
         })  # fmt: skip
 
     def elaborate(self, platform):
@@ -103,6 +107,7 @@ class ChunkWalker(wiring.Component):
         load_a = changes["m"] | changes["k"]
         load_b = changes["k"] | changes["n"]
         new_c = changes["m"] | changes["n"]
+        m.d.comb += [self.next_load_a.eq(load_a), self.next_load_b.eq(load_b)]
         with m.If(self.restart):
             m.d.sync += [self.valid.eq(1), self.load_a.eq(1), self.load_b.eq(1),
                          self.new_c.eq(1), self.bank_a.eq(0), self.bank_b.eq(0),

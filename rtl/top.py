@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from amaranth import Module, Mux, Signal, signed, unsigned
+from amaranth import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
-from systolic.contract.config import ArrayConfig, Dataflow
+from systolic.contract.config import ArrayConfig
 from systolic.contract.interface import (
-    COUNTER_BITS,
-    COUNTERS,
     DIM_BITS,
 )
 from systolic.contract.layouts import layouts
 
-from .array import OutputStationaryArray, StationaryArray, operand_shape
+from .array import operand_shape
 from .buffers import AccumulatorBuffer, InputBuffer, address_shape
-from .controller import OutputStationaryController, StationaryController
+from .core import command_counters, compute_core, counters_layout, offset
 from .fp import arithmetic
 from .requant import QUANT_PAIR, q_word_layout, requant_word
 
@@ -65,10 +63,6 @@ def c_read_layout(config: ArrayConfig):
         "out_zero": operand_shape(config.out_width, config.out_signed),
         "relu": 1,
     })  # fmt: skip
-
-
-def counters_layout() -> data.StructLayout:
-    return data.StructLayout({name: unsigned(COUNTER_BITS) for name in COUNTERS})
 
 
 def write_layout(word: data.ArrayLayout) -> data.StructLayout:
@@ -159,52 +153,12 @@ class Accelerator(wiring.Component):
             m.d.sync += cmd.eq(self.cmd.payload)
 
         # The mesh and its controller see the operands minus their zero points (mesh_config).
-        mcfg = cfg.mesh_config()
         a_data, b_data = a_buf.read_data, b_buf.read_data
         if cfg.zero_points:
-            a_data = self._offset(m, a_data, cmd.a_zero, "a_offset")
-            b_data = self._offset(m, b_data, cmd.b_zero, "b_offset")
-        if cfg.dataflow is Dataflow.OS:
-            m.submodules.array = array = OutputStationaryArray(mcfg)
-            m.submodules.controller = ctrl = OutputStationaryController(
-                mcfg, a_depth=cfg.a_depth, b_depth=cfg.b_depth, c_depth=cfg.c_depth
-            )
-            m.d.comb += [
-                ctrl.dim_p.eq(cmd.m), ctrl.dim_q.eq(cmd.k), ctrl.dim_r.eq(cmd.n),
-                ctrl.a_base.eq(cmd.a_base), ctrl.b_base.eq(cmd.b_base),
-                ctrl.c_base.eq(cmd.c_base),
-            ]  # fmt: skip
-            reads = {"a": ctrl.a_read, "b": ctrl.b_read}
-            m.d.comb += [ctrl.a_data.eq(a_data), ctrl.b_data.eq(b_data)]
-            wiring.connect(m, ctrl.operands, array.operands)
-            streamed = array.operands.valid
-            preloaded = 0
-        else:
-            m.submodules.array = array = StationaryArray(mcfg)
-            # IS is WS on the transposed problem: B streams, A stays, C^T comes out.
-            ws = cfg.dataflow is Dataflow.WS
-            x_buf, s_buf = (a_buf, b_buf) if ws else (b_buf, a_buf)
-            x_data, s_data = (a_data, b_data) if ws else (b_data, a_data)
-            m.submodules.controller = ctrl = StationaryController(
-                mcfg, x_depth=x_buf.depth, s_depth=s_buf.depth, y_depth=cfg.c_depth
-            )
-            m.d.comb += [
-                ctrl.dim_p.eq(cmd.m if ws else cmd.n),
-                ctrl.dim_q.eq(cmd.k),
-                ctrl.dim_r.eq(cmd.n if ws else cmd.m),
-                ctrl.x_base.eq(cmd.a_base if ws else cmd.b_base),
-                ctrl.s_base.eq(cmd.b_base if ws else cmd.a_base),
-                ctrl.y_base.eq(cmd.c_base),
-                ctrl.x_data.eq(x_data),
-                ctrl.s_data.eq(s_data),
-            ]
-            reads = (
-                {"a": ctrl.x_read, "b": ctrl.s_read} if ws else {"a": ctrl.s_read, "b": ctrl.x_read}
-            )
-            wiring.connect(m, ctrl.preload, array.preload)
-            wiring.connect(m, ctrl.stream, array.stream)
-            streamed = array.stream.valid
-            preloaded = array.preload.valid
+            a_data = offset(m, a_data, cmd.a_zero, "a_offset")
+            b_data = offset(m, b_data, cmd.b_zero, "b_offset")
+        depths = {"a": cfg.a_depth, "b": cfg.b_depth, "c": cfg.c_depth}
+        ctrl, array, reads, streamed, preloaded = compute_core(m, cfg, a_data, b_data, cmd, depths)
         for name, buf in (("a", a_buf), ("b", b_buf)):
             m.d.comb += [buf.read_addr.eq(reads[name].payload), buf.read_en.eq(reads[name].valid)]
         wiring.connect(m, array.result, ctrl.result)
@@ -223,45 +177,10 @@ class Accelerator(wiring.Component):
             m.d.sync += bad_seen.eq(bad)
         m.d.comb += self.error.eq(bad_seen | ctrl.range_error)
 
-        # Performance counters. A non-streaming busy cycle after the first streamed vector is a
-        # stall if another vector follows and drain otherwise: count the gaps and the cycles
-        # since the last vector, and take their difference.
-        cnt = Signal(counters_layout(), name="counter")
-        gaps = Signal(COUNTER_BITS, name="counter_gaps")
-        m.d.comb += [self.counters.eq(cnt), self.counters.stall_cycles.eq(gaps - cnt.drain_cycles)]
-        seen_stream = Signal(name="seen_stream")
-        updates = c_buf.update
-        increments = {
-            "cycles": ctrl.busy,
-            "stream_cycles": streamed,
-            "preload_cycles": preloaded,
-            "fill_cycles": ctrl.busy & ~seen_stream & ~streamed,
-            "a_reads": reads["a"].valid,
-            "b_reads": reads["b"].valid,
-            "c_reads": updates.valid & updates.payload.accumulate,
-            "c_writes": updates.valid,
-        }
-        with m.If(accept):
-            m.d.sync += [getattr(cnt, name).eq(0) for name in COUNTERS]
-            m.d.sync += [seen_stream.eq(0), gaps.eq(0)]
-        with m.Else():
-            for name, inc in increments.items():
-                m.d.sync += getattr(cnt, name).eq(getattr(cnt, name) + inc)
-            with m.If(streamed):
-                m.d.sync += [seen_stream.eq(1), cnt.drain_cycles.eq(0)]
-            with m.Elif(ctrl.busy & seen_stream):
-                m.d.sync += [cnt.drain_cycles.eq(cnt.drain_cycles + 1), gaps.eq(gaps + 1)]
+        m.d.comb += self.counters.eq(
+            command_counters(m, ctrl, reads, streamed, preloaded, c_buf.update, accept)
+        )
         return m
-
-    @staticmethod
-    def _offset(m: Module, word, zero, name: str):
-        """Every element of a buffer word minus the zero point, one bit wider and signed: the
-        zero point is subtracted once at the array's edge, not in every PE."""
-        width = len(word[0]) + 1
-        out = Signal(data.ArrayLayout(signed(width), word.shape().length), name=name)
-        for i in range(word.shape().length):
-            m.d.comb += out[i].eq(word[i] - zero)
-        return out
 
     def _requant_read_path(self, m: Module, c_buf) -> None:
         """Host reads of C through the requantization unit: the parameter word is read in the

@@ -1,0 +1,435 @@
+"""The accelerator as a device: it takes GEMM descriptors, fetches its operands from DRAM over
+AXI4, computes chunk by chunk on ping-pong banks, and stores C (docs/memory.md).
+
+Three walkers of the chunk nest (rtl/sequencer.py) drive three engines that overlap: the read
+engine loads the next chunk's operands while the array computes the current one and the write
+engine stores the previous one's C. Each bank has a state that hands it from one engine to the
+next; nothing else synchronizes them.
+"""
+
+from __future__ import annotations
+
+import math
+
+from amaranth import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+from systolic.contract.axi import ADDR_BITS, IDS
+from systolic.contract.config import ArrayConfig
+from systolic.contract.dma import (
+    LOOP_ORDERS,
+    Refusal,
+    beat_bytes,
+    containers,
+    descriptor_fields,
+    granularity,
+    word_layout,
+)
+from systolic.contract.interface import COUNTER_BITS, COUNTERS, DEVICE_COUNTERS, DIM_BITS
+
+from .array import operand_shape
+from .axi import AxiMaster
+from .banks import BankedAccumulator, BankedInput
+from .buffers import InputBuffer
+from .core import command_counters, compute_core, offset
+from .dma import ReadEngine, WriteEngine
+from .fp import arithmetic
+from .requant import q_word_layout
+from .sequencer import ChunkWalker
+from .top import word_layouts
+
+__all__ = ["Device", "descriptor_layout", "device_counters_layout"]
+
+# bank states
+FREE, LOADING, FULL, LOADED, COMPUTE, STORING = range(6)
+_STATE = range(6)
+
+
+def descriptor_layout(config: ArrayConfig) -> data.StructLayout:
+    """:func:`contract.dma.descriptor_fields` as an Amaranth layout."""
+    signed_fields = {"a_zero": (config.a_width, config.a_signed),
+                     "b_zero": (config.b_width, config.b_signed),
+                     "out_zero": (config.out_width, config.out_signed)}  # fmt: skip
+    return data.StructLayout({
+        name: operand_shape(*signed_fields[name]) if name in signed_fields else unsigned(bits)
+        for name, bits in descriptor_fields(config)
+    })  # fmt: skip
+
+
+def device_counters_layout() -> data.StructLayout:
+    return data.StructLayout({name: unsigned(COUNTER_BITS) for name in DEVICE_COUNTERS})
+
+
+class _Geometry:
+    """Per buffer kind: the tile rows and words per tile row of a matrix, and where a chunk
+    starts in its DRAM region (combinational, on the walker's outputs)."""
+
+    def __init__(self, config: ArrayConfig):
+        self.config = config
+
+    def shape(self, kind, m, k, n):
+        return {"a": (m, k), "b": (k, n), "c": (m, n), "p": (m, n)}[kind]
+
+    def tiles_lines(self, kind, rows, cols):
+        word = word_layout(self.config, kind)
+        if word.rowwise:
+            return (cols + word.tile - 1) // word.tile, rows
+        return (rows + word.tile - 1) // word.tile, cols
+
+    def origin(self, kind, r0, c0):
+        """``(t0, i0)``: the first tile row and line of a chunk starting at ``(r0, c0)``;
+        chunk origins along a word are multiples of the tile (contract.dma.granularity)."""
+        word = word_layout(self.config, kind)
+        if word.rowwise:
+            return c0 // word.tile, r0
+        return r0 // word.tile, c0
+
+
+class Device(wiring.Component):
+    """A GEMM device on DRAM.
+
+    Ports
+    -----
+    desc : stream descriptor_layout(config)
+        A GEMM (:class:`contract.dma.Descriptor`), queued (``queue_depth`` deep) while another
+        runs.
+    mem : AXI4 master (rtl/axi.py), ``bus_width`` bits.
+    busy, done : out
+        ``busy`` while a descriptor runs; ``done`` for one cycle at its end.
+    error : out
+        The last descriptor's :class:`contract.dma.Refusal` (0: it ran); a refused descriptor
+        moves no data and finishes at once.
+    counters : out
+        :data:`contract.interface.DEVICE_COUNTERS` of the last descriptor, valid from ``done``.
+    """
+
+    def __init__(self, config: ArrayConfig):
+        if not isinstance(config, ArrayConfig):
+            raise TypeError(f"config must be an ArrayConfig, not {config!r}")
+        self._config = config
+        super().__init__({
+            "desc": In(stream.Signature(descriptor_layout(config))),
+            "mem": Out(AxiMaster(config.bus_width)),
+            "busy": Out(1),
+            "done": Out(1),
+            "error": Out(4),
+            "counters": Out(device_counters_layout()),
+        })  # fmt: skip
+
+    @property
+    def config(self) -> ArrayConfig:
+        return self._config
+
+    def elaborate(self, platform):  # noqa: C901 (one wiring diagram)
+        m = Module()
+        cfg = self._config
+        geo = _Geometry(cfg)
+        cont = containers(cfg)
+        words = word_layouts(cfg)
+        # -- descriptor queue and the running descriptor -----------------------------------------
+        layout = descriptor_layout(cfg)
+        m.submodules.queue = queue = fifo.SyncFIFO(width=layout.size, depth=cfg.queue_depth)
+        m.d.comb += [queue.w_data.eq(self.desc.payload), queue.w_en.eq(self.desc.valid),
+                     self.desc.ready.eq(queue.w_rdy)]  # fmt: skip
+        d = Signal(layout, name="descriptor")
+        checking = Signal(name="checking")
+        running = Signal(name="running")
+        m.d.comb += self.busy.eq(checking | running)
+        m.d.comb += queue.r_en.eq(~checking & ~running & queue.r_rdy)
+        with m.If(queue.r_en):
+            m.d.sync += [d.eq(queue.r_data), checking.eq(1)]
+        refusal = self._refusal(m, d, geo)
+
+        # -- buffers and engines ----------------------------------------------------------------
+        m.submodules.a_buffer = a_buf = BankedInput(word=words["a"], depth=cfg.a_depth)
+        m.submodules.b_buffer = b_buf = BankedInput(word=words["b"], depth=cfg.b_depth)
+        m.submodules.c_buffer = c_buf = BankedAccumulator(
+            word=words["c"], depth=cfg.c_depth, arithmetic=arithmetic(cfg)
+        )
+        m.submodules.reader = rd = ReadEngine(cfg)
+        m.submodules.writer = wr = WriteEngine(cfg, words["c"], q_word_layout(cfg))
+        for name in ("ar", "r"):
+            wiring.connect(m, getattr(rd.mem, name), getattr(wiring.flipped(self.mem), name))
+        for name in ("aw", "w", "b"):
+            wiring.connect(m, getattr(wr.mem, name), getattr(wiring.flipped(self.mem), name))
+        for k, buf in (("a", a_buf), ("b", b_buf), ("c", c_buf)):
+            fill = getattr(rd, f"fill_{k}")
+            m.d.comb += [buf.fill.valid.eq(fill.valid), buf.fill.payload.bank.eq(fill.payload.bank),
+                         buf.fill.payload.addr.eq(fill.payload.addr),
+                         buf.fill.payload.data.eq(fill.payload.data)]  # fmt: skip
+        if cfg.requant:
+            m.submodules.q_buffer = q_buf = InputBuffer(word=q_word_layout(cfg), depth=cfg.q_depth)
+            qf = rd.fill_q
+            m.d.comb += [q_buf.write.valid.eq(qf.valid), q_buf.write.payload.addr.eq(qf.payload.addr)]
+            for j in range(cfg.cols):  # a DRAM entry: multiplier in bits 0-31, shift in 32-39
+                entry = qf.payload.data[64 * j : 64 * j + 64]
+                m.d.comb += [q_buf.write.payload.data[j].multiplier.eq(entry[:31]),
+                             q_buf.write.payload.data[j].shift.eq(entry[32:38])]  # fmt: skip
+            m.d.comb += [q_buf.read_addr.eq(wr.q_addr), q_buf.read_en.eq(wr.q_en),
+                         wr.q_data.eq(q_buf.read_data), wr.out_zero.eq(d.out_zero),
+                         wr.relu.eq(d.relu)]  # fmt: skip
+        m.d.comb += [c_buf.drain_bank.eq(wr.drain_bank), c_buf.drain_addr.eq(wr.drain_addr),
+                     c_buf.drain_en.eq(wr.drain_en), wr.drain_data.eq(c_buf.drain_data)]  # fmt: skip
+
+        # -- walkers ----------------------------------------------------------------------------
+        walkers = {}
+        for side in ("rd", "cp", "wr"):
+            m.submodules[f"walk_{side}"] = w = ChunkWalker()
+            walkers[side] = w
+            for f in ("m", "k", "n", "mc", "kc", "nc", "order", "accumulate"):
+                m.d.comb += getattr(w.nest, f).eq(getattr(d, f))
+        start = Signal(name="start")  # the checked descriptor begins
+        for w in walkers.values():
+            m.d.comb += w.restart.eq(start)
+        a_state = [Signal(_STATE, name=f"a_bank{b}_state") for b in (0, 1)]
+        b_state = [Signal(_STATE, name=f"b_bank{b}_state") for b in (0, 1)]
+        c_state = [Signal(_STATE, name=f"c_bank{b}_state") for b in (0, 1)]
+        q_loaded = Signal(name="q_loaded")
+
+        def state_of(states, bank):
+            return Mux(bank, states[1], states[0])
+
+        def set_state(states, bank, value):
+            for b, s in enumerate(states):
+                with m.If(bank == b):
+                    m.d.sync += s.eq(value)
+
+        # -- the read side: a job's loads, A then B then C, each once its bank is free --------
+        w = walkers["rd"]
+        done_mask = Signal(3, name="rd_done")  # loads of the current job already issued
+        q_pending = Signal(name="q_pending")
+        need = Cat(w.load_a, w.load_b, w.c_in != 0) & ~done_mask
+        kind = Signal(2, name="rd_kind")  # 0 A, 1 B, 2 C
+        m.d.comb += kind.eq(Mux(need[0], 0, Mux(need[1], 1, 2)))
+        any_need = need.any()
+        bank = Mux(kind == 0, w.bank_a, Mux(kind == 1, w.bank_b, w.bank_c))
+        free = Mux(kind == 0, state_of(a_state, w.bank_a) == FREE,
+                   Mux(kind == 1, state_of(b_state, w.bank_b) == FREE,
+                       state_of(c_state, w.bank_c) == FREE))  # fmt: skip
+        cmd = rd.cmd
+        addr = {}
+        for k in "abcp":
+            rows, cols = geo.shape(k, w.m0, w.k0, w.n0)
+            t0, i0 = geo.origin(k, rows, cols)
+            region_addr, stride = getattr(d, f"{k}_addr"), getattr(d, f"{k}_stride")
+            addr[k] = Signal(ADDR_BITS, name=f"rd_addr_{k}")
+            size = cont["p"] if k == "c" else cont[k]  # C comes in at accumulator width
+            m.d.comb += addr[k].eq(region_addr + t0 * stride + i0 * size)
+        lens = {}
+        for k in "abc":
+            rows, cols = geo.shape(k, w.mlen, w.klen, w.nlen)
+            lens[k] = geo.tiles_lines("p" if k == "c" else k, rows, cols)
+        c_from_p = w.c_in == 2
+        with m.If(q_pending):
+            nq = (d.n + cfg.cols - 1) // cfg.cols
+            m.d.comb += [cmd.valid.eq(1), cmd.payload.id.eq(IDS["q"]), cmd.payload.bank.eq(0),
+                         cmd.payload.addr.eq(d.q_addr), cmd.payload.stride.eq(0),
+                         cmd.payload.tiles.eq(1), cmd.payload.lines.eq(nq)]  # fmt: skip
+            with m.If(cmd.ready):
+                m.d.sync += q_pending.eq(0)
+        with m.Elif(running & w.valid & any_need):
+            m.d.comb += [cmd.valid.eq(free), cmd.payload.bank.eq(bank)]
+            with m.Switch(kind):
+                for code, k in enumerate("abc"):
+                    with m.Case(code):
+                        tiles, lines = lens[k]
+                        region = addr[k] if k != "c" else Mux(c_from_p, addr["p"], addr["c"])
+                        stride = getattr(d, f"{k}_stride") if k != "c" else Mux(
+                            c_from_p, d.p_stride, d.c_stride)  # fmt: skip
+                        m.d.comb += [cmd.payload.id.eq(IDS[k]), cmd.payload.addr.eq(region),
+                                     cmd.payload.stride.eq(stride), cmd.payload.tiles.eq(tiles),
+                                     cmd.payload.lines.eq(lines)]  # fmt: skip
+            with m.If(cmd.valid & cmd.ready):
+                m.d.sync += done_mask.eq(done_mask | (1 << kind))
+                with m.Switch(kind):
+                    with m.Case(0):
+                        set_state(a_state, w.bank_a, LOADING)
+                    with m.Case(1):
+                        set_state(b_state, w.bank_b, LOADING)
+                    with m.Case(2):
+                        set_state(c_state, w.bank_c, LOADING)
+        dma_wait = running & ~q_pending & w.valid & any_need & ~free
+        m.d.comb += w.advance.eq(running & ~q_pending & w.valid & ~any_need)
+        with m.If(w.advance):
+            m.d.sync += done_mask.eq(0)
+        loaded = rd.loaded
+        with m.If(loaded.valid):
+            with m.Switch(loaded.payload.id):
+                with m.Case(IDS["a"]):
+                    set_state(a_state, loaded.payload.bank, FULL)
+                with m.Case(IDS["b"]):
+                    set_state(b_state, loaded.payload.bank, FULL)
+                with m.Case(IDS["c"]):
+                    set_state(c_state, loaded.payload.bank, LOADED)
+                with m.Case(IDS["q"]):
+                    m.d.sync += q_loaded.eq(1)
+
+        # -- compute: a chunk runs once its operands are in and its C bank is its own ------------
+        w = walkers["cp"]
+        cmd_view = Signal(data.StructLayout({"m": DIM_BITS, "k": DIM_BITS, "n": DIM_BITS,
+                                             "a_base": 1, "b_base": 1, "c_base": 1}))  # fmt: skip
+        m.d.comb += [cmd_view.m.eq(w.mlen), cmd_view.k.eq(w.klen), cmd_view.n.eq(w.nlen)]
+        a_data, b_data = a_buf.read_data, b_buf.read_data
+        if cfg.zero_points:
+            a_data = offset(m, a_data, d.a_zero, "a_offset")
+            b_data = offset(m, b_data, d.b_zero, "b_offset")
+        depths = {"a": cfg.a_depth, "b": cfg.b_depth, "c": cfg.c_depth}
+        ctrl, _, reads, streamed, preloaded = compute_core(m, cfg, a_data, b_data, cmd_view, depths)
+        for buf, read, bank in ((a_buf, reads["a"], w.bank_a), (b_buf, reads["b"], w.bank_b)):
+            m.d.comb += [buf.read_addr.eq(read.payload), buf.read_en.eq(read.valid),
+                         buf.read_bank.eq(bank)]  # fmt: skip
+        upd = ctrl.update
+        m.d.comb += [c_buf.update.valid.eq(upd.valid), c_buf.update.payload.bank.eq(w.bank_c),
+                     c_buf.update.payload.addr.eq(upd.payload.addr),
+                     c_buf.update.payload.data.eq(upd.payload.data),
+                     c_buf.update.payload.accumulate.eq(upd.payload.accumulate)]  # fmt: skip
+        c_now = state_of(c_state, w.bank_c)
+        c_ready = Mux(w.c_in != 0, c_now == LOADED, Mux(w.new_c, c_now == FREE, 1))
+        ready = (state_of(a_state, w.bank_a) == FULL) & (state_of(b_state, w.bank_b) == FULL) & c_ready
+        computing = Signal(name="computing")
+        go = running & w.valid & ~computing & ready
+        m.d.comb += [ctrl.start.eq(go), ctrl.accumulate.eq((w.k0 != 0) | (w.c_in != 0))]
+        array_wait = running & w.valid & ~computing & ~ready
+        with m.If(go):
+            m.d.sync += computing.eq(1)
+            set_state(c_state, w.bank_c, COMPUTE)
+        per_command = command_counters(m, ctrl, reads, streamed, preloaded, upd, go)
+        finished = computing & ctrl.done
+        m.d.comb += w.advance.eq(finished)
+        with m.If(finished):
+            m.d.sync += computing.eq(0)
+            with m.If(w.store != 0):
+                set_state(c_state, w.bank_c, FULL)
+            with m.If(w.last | w.next_load_a):
+                set_state(a_state, w.bank_a, FREE)
+            with m.If(w.last | w.next_load_b):
+                set_state(b_state, w.bank_b, FREE)
+
+        # -- stores: a finished C bank goes to DRAM, and comes back free -------------------------
+        w = walkers["wr"]
+        final = w.store == 1
+        c_full = state_of(c_state, w.bank_c) == FULL
+        store_ok = c_full & (q_loaded | ~final | (d.requant if cfg.requant else 1))
+        scmd = wr.cmd
+        tiles, lines = geo.tiles_lines("p", *geo.shape("c", w.mlen, w.klen, w.nlen))
+        addr_c = Signal(ADDR_BITS, name="wr_addr_c")
+        addr_p = Signal(ADDR_BITS, name="wr_addr_p")
+        c_size = Mux(d.requant, cont["c"], cont["p"]) if cfg.requant else cont["p"]
+        for k, sig, size in (("c", addr_c, c_size), ("p", addr_p, cont["p"])):
+            rows, cols = geo.shape(k, w.m0, w.k0, w.n0)
+            t0, i0 = geo.origin(k, rows, cols)
+            m.d.comb += sig.eq(getattr(d, f"{k}_addr") + t0 * getattr(d, f"{k}_stride")
+                               + i0 * size)  # fmt: skip
+        m.d.comb += [
+            scmd.valid.eq(running & w.valid & (w.store != 0) & store_ok),
+            scmd.payload.final.eq(final),
+            scmd.payload.requant.eq(final & d.requant if cfg.requant else 0),
+            scmd.payload.bank.eq(w.bank_c),
+            scmd.payload.addr.eq(Mux(final, addr_c, addr_p)),
+            scmd.payload.stride.eq(Mux(final, d.c_stride, d.p_stride)),
+            scmd.payload.tiles.eq(tiles),
+            scmd.payload.lines.eq(lines),
+            scmd.payload.n0.eq(w.n0),
+        ]
+        with m.If(scmd.valid & scmd.ready):
+            set_state(c_state, w.bank_c, STORING)
+        m.d.comb += w.advance.eq((scmd.valid & scmd.ready) | (running & w.valid & (w.store == 0)))
+        with m.If(wr.stored.valid):
+            set_state(c_state, wr.stored.payload.bank, FREE)
+
+        # -- start, finish, refusal ---------------------------------------------------------------
+        idle_all = ~walkers["cp"].valid & ~walkers["wr"].valid & wr.idle & rd.idle
+        finish = running & idle_all
+        refuse = checking & (refusal != 0)
+        m.d.comb += start.eq(checking & (refusal == 0))
+        with m.If(checking):
+            m.d.sync += [checking.eq(0), running.eq(refusal == 0), self.error.eq(refusal)]
+            m.d.sync += [s.eq(FREE) for s in (*a_state, *b_state, *c_state)]
+            m.d.sync += [q_loaded.eq(0), q_pending.eq(d.requant if cfg.requant else 0),
+                         done_mask.eq(0)]  # fmt: skip
+        with m.If(finish):
+            m.d.sync += running.eq(0)
+        m.d.sync += self.done.eq(finish | refuse)
+
+        # -- counters --------------------------------------------------------------------------
+        cnt = Signal(device_counters_layout(), name="device_counter")
+        m.d.comb += self.counters.eq(cnt)
+        incs = {
+            "cycles": running,
+            "array_wait_cycles": array_wait,
+            "dma_wait_cycles": dma_wait,
+        }
+        r, wch = self.mem.r, self.mem.w
+        r_take = r.valid & r.ready
+        for k, i in IDS.items():
+            mine = r_take & (r.payload.id == i)
+            size = beat_bytes(cfg, {"a": "a", "b": "b", "c": "p", "q": "q"}[k])
+            incs[f"dram_read_beats_{k}"] = mine
+            incs[f"dram_read_bytes_{k}"] = Mux(mine, size, 0)
+        w_take = wch.valid & wch.ready
+        strobes = Signal(range(cfg.bus_width // 8 + 1), name="strobe_bytes")
+        m.d.comb += strobes.eq(sum(wch.payload.strb[i] for i in range(cfg.bus_width // 8)))
+        incs["dram_write_beats"] = w_take
+        incs["dram_write_bytes"] = Mux(w_take, strobes, 0)
+        with m.If(start):
+            m.d.sync += [getattr(cnt, name).eq(0) for name in DEVICE_COUNTERS]
+        with m.Else():
+            for name, inc in incs.items():
+                m.d.sync += getattr(cnt, name).eq(getattr(cnt, name) + inc)
+            with m.If(finished):
+                m.d.sync += cnt.jobs.eq(cnt.jobs + 1)
+                m.d.sync += cnt.compute_cycles.eq(cnt.compute_cycles + per_command.cycles)
+                for name in COUNTERS:
+                    if name != "cycles":
+                        m.d.sync += getattr(cnt, name).eq(getattr(cnt, name)
+                                                          + getattr(per_command, name))  # fmt: skip
+        return m
+
+    def _refusal(self, m: Module, d, geo: _Geometry):
+        """The :class:`contract.dma.Refusal` of ``d``, in the contract's order of checks."""
+        cfg = self._config
+        checks = []  # (condition, code), first true wins
+
+        def add(cond, code):
+            checks.append((cond, int(code)))
+
+        for dim in ("m", "k", "n"):
+            add(getattr(d, dim) == 0, Refusal.DIMENSION)
+        add(d.order >= len(LOOP_ORDERS), Refusal.ORDER)
+        if cfg.requant:
+            add(d.accumulate & d.requant, Refusal.MODE)
+        g = granularity(cfg)
+        for dim in ("m", "k", "n"):
+            size, total = getattr(d, f"{dim}c"), getattr(d, dim)
+            add((size == 0) | (size > total), Refusal.CHUNK)
+            if g[dim] > 1:
+                add((size != total) & (size % g[dim] != 0), Refusal.CHUNK)
+        for k in "abc":
+            tiles, lines = geo.tiles_lines(k if k != "c" else "p", *geo.shape(k, d.mc, d.kc, d.nc))
+            add(tiles * lines > getattr(cfg, f"{k}_depth"), Refusal.CHUNK)
+        if cfg.requant:
+            add(d.requant & ((d.n + cfg.cols - 1) // cfg.cols > cfg.q_depth), Refusal.TABLE)
+        cont = containers(cfg)
+        spills = (d.kc < d.k) & (d.order != LOOP_ORDERS.index("nmk")) & (
+            d.order != LOOP_ORDERS.index("mnk"))  # fmt: skip
+        for k in "abcp":
+            if k == "c" and cfg.requant:
+                size_sig = Mux(d.requant, cont["c"], cont["p"])
+            else:
+                size_sig = Const(cont["p"] if k == "c" else cont[k], 16)
+            tiles, lines = geo.tiles_lines("p" if k == "c" else k, *geo.shape(k, d.m, d.k, d.n))
+            addr, stride = getattr(d, f"{k}_addr"), getattr(d, f"{k}_stride")
+            on = spills if k == "p" else Const(1)
+            mask = size_sig - 1
+            add(on & ((addr & mask) != 0), Refusal.ALIGNMENT)
+            add(on & (((stride & mask) != 0) | (stride < lines * size_sig)), Refusal.STRIDE)
+            reach = addr + (tiles - 1) * stride + lines * size_sig
+            add(on & (reach > (1 << ADDR_BITS)), Refusal.RANGE)
+        if cfg.requant:
+            add(d.requant & ((d.q_addr & (cont["q"] - 1)) != 0), Refusal.ALIGNMENT)
+        code = Signal(4, name="refusal")
+        value = Const(0, 4)
+        for cond, c in reversed(checks):
+            value = Mux(cond, c, value)
+        m.d.comb += code.eq(value)
+        return code
