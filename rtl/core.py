@@ -75,6 +75,7 @@ def compute_core(m: Module, cfg: ArrayConfig, a_data, b_data, cmd, depths: dict)
         wiring.connect(m, ctrl.stream, array.stream)
         streamed = array.stream.valid
         preloaded = array.preload.valid
+    wiring.connect(m, array.result, ctrl.result)
     return ctrl, array, reads, streamed, preloaded
 
 

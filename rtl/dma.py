@@ -53,6 +53,7 @@ class _Runs:
 
     def __init__(self, m: Module, config: ArrayConfig, kinds: dict, kind, name: str):
         bus = config.bus_width // 8
+        self.name, self.kinds = name, kinds
         self.addr = Signal(_ADDR, name=f"{name}_addr")  # next byte to request
         self.end = Signal(unsigned(ADDR_BITS + 1), name=f"{name}_end")
         self.row = Signal(_ADDR, name=f"{name}_row")  # start of the current run
@@ -71,13 +72,19 @@ class _Runs:
         m.d.comb += self.stop.eq(Mux(boundary < self.end, boundary, self.end))
         self.beats = Signal(unsigned(ADDR_BITS + 1), name=f"{name}_beats")
         m.d.comb += self.beats.eq((self.stop - self.addr) >> self.beat_log)
-        self.lane = Signal(range(bus), name=f"{name}_lane")
+        self.lane = Signal(8, name=f"{name}_lane")  # 8 bits, as the burst records hold it
         m.d.comb += self.lane.eq(self.addr[: max(1, int(math.log2(bus)))] if bus > 1 else 0)
 
-    def start(self, m: Module, cmd) -> list:
-        """Statements that begin ``cmd``'s first run."""
+    def start(self, m: Module, cmd, kind) -> list:
+        """Statements that begin ``cmd`` (of ``kind``, the incoming command's, not the one the
+        walk holds)."""
+        cont = Signal(unsigned(16), name=f"{self.name}_next_cont")
+        with m.Switch(kind):
+            for k, (c, _) in self.kinds.items():
+                with m.Case(k):
+                    m.d.comb += cont.eq(c)
         return [self.addr.eq(cmd.addr), self.row.eq(cmd.addr),
-                self.end.eq(cmd.addr + cmd.lines * self.cont), self.tile.eq(0)]  # fmt: skip
+                self.end.eq(cmd.addr + cmd.lines * cont), self.tile.eq(0)]  # fmt: skip
 
     def step(self, m: Module, cmd, last_run) -> None:
         """After the current burst: the rest of the run, or the next run."""
@@ -155,7 +162,7 @@ class ReadEngine(wiring.Component):
                 m.d.sync += active.eq(0)
         with m.If(self.cmd.valid & self.cmd.ready):
             m.d.sync += [cmd.eq(self.cmd.payload), active.eq(1)]
-            m.d.sync += runs.start(m, self.cmd.payload)
+            m.d.sync += runs.start(m, self.cmd.payload, self.cmd.payload.id)
         # -- data side ------------------------------------------------------------------------
         head = Signal(data.StructLayout({"id": 2, "bank": 1, "beats": 9, "lane": 8, "last": 1}),
                       name="rd_head")  # fmt: skip
@@ -165,7 +172,7 @@ class ReadEngine(wiring.Component):
         sub = Signal(8, name="rd_sub")  # beats taken of the current word
         lane = Signal(8, name="rd_lane")
         word_addr = Signal(DIM_BITS + 1, name="rd_word")
-        m.d.comb += r.ready.eq(1)
+        m.d.comb += r.ready.eq(inflight.r_rdy)  # always, once the burst's request is recorded
         take = r.valid & inflight.r_rdy
         first = beat == 0
         this_lane = Mux(first, head.lane, lane)
@@ -434,5 +441,5 @@ class WriteEngine(wiring.Component):
             m.d.sync += [cmd.eq(p), producing.eq(1), requesting.eq(1), count.eq(0), line.eq(0),
                          tile.eq(0), total.eq(p.tiles * p.lines), pushed.eq(0), announced.eq(0),
                          stored_bank.eq(p.bank)]  # fmt: skip
-            m.d.sync += runs.start(m, p)
+            m.d.sync += runs.start(m, p, p.final & (p.requant if cfg.requant else 0))
         return m

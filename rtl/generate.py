@@ -18,6 +18,7 @@ from systolic.contract.config import ArrayConfig, Dataflow, check_buildable
 from systolic.contract.interface import TOPS
 
 from .array import OutputStationaryArray, StationaryArray
+from .device import Device
 from .top import Accelerator
 
 __all__ = ["design", "design_config", "design_ports", "design_verilog", "write_design"]
@@ -48,6 +49,8 @@ def design(config: ArrayConfig, kind: str = "accelerator"):
     check_buildable(config)
     if kind == "accelerator":
         return Accelerator(config)
+    if kind == "device":
+        return Device(config)
     if config.dataflow is Dataflow.OS:
         return OutputStationaryArray(config)
     return StationaryArray(design_config(config, kind))

@@ -161,7 +161,6 @@ class Accelerator(wiring.Component):
         ctrl, array, reads, streamed, preloaded = compute_core(m, cfg, a_data, b_data, cmd, depths)
         for name, buf in (("a", a_buf), ("b", b_buf)):
             m.d.comb += [buf.read_addr.eq(reads[name].payload), buf.read_en.eq(reads[name].valid)]
-        wiring.connect(m, array.result, ctrl.result)
         wiring.connect(m, ctrl.update, c_buf.update)
 
         start = accept & ~bad

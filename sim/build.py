@@ -24,7 +24,7 @@ from systolic.contract.config import ArrayConfig, check_buildable
 from systolic.contract.interface import TOPS
 from systolic.rtl.generate import design_config, design_ports, design_verilog
 
-from . import toolchain
+from . import dram, toolchain
 from .lint import LINT_WAIVERS
 from .probes import Probe, probes
 
@@ -58,19 +58,50 @@ _TIMESCALE = ("1ns", "1ps")
 CLOCK_PERIOD_NS = 10
 
 
-def _wrapper(top: str, ports: list[tuple[str, str, int]], extra: str = "") -> str:
-    """``SIM_TOP``: the design with a free-running clock, its other ports passed through, and
-    ``extra`` Verilog (activity counters, backdoor loads) inside."""
+def _wrapper(
+    top: str, ports: list[tuple[str, str, int]], extra: str = "", internal: list | None = None
+) -> str:
+    """``SIM_TOP``: the design with a free-running clock, its other ports passed through (but
+    ``internal`` ones, wires inside the wrapper), and ``extra`` Verilog (activity counters,
+    backdoor loads, the DRAM model) inside."""
+    internal = internal or []
     decls = ",\n".join(
         f"  {'input' if d == 'in' else 'output'} wire [{w - 1}:0] {name}" for name, d, w in ports
     )
-    conns = ",\n".join(f"    .{name}({name})" for name, _, _ in ports)
+    wires = "".join(f"  wire [{w - 1}:0] {name};\n" for name, _, w in internal)
+    conns = ",\n".join(f"    .{name}({name})" for name, _, _ in ports + internal)
     half = CLOCK_PERIOD_NS // 2
     return (
         f"`timescale 1ns/1ps\nmodule {SIM_TOP}(\n{decls}\n);\n"
-        f"  reg clk = 1'b0;\n  always #{half} clk = ~clk;\n"
+        f"  reg clk = 1'b0;\n  always #{half} clk = ~clk;\n{wires}"
         f"  {top} dut(\n    .clk(clk),\n{conns}\n  );\n{extra}endmodule\n"
     )
+
+
+def _device_inside(config: ArrayConfig, ports: list[tuple[str, str, int]]):
+    """The device's AXI port stays inside the wrapper, wired to the DRAM model (sim/dram.py):
+    ``(outside ports, inside wires, Verilog, writable and readable nets)``. The bench monitor
+    counts the cycles from each descriptor's acceptance to its ``done``."""
+    inside = [p for p in ports if p[0].startswith("mem__")]
+    outside = [p for p in ports if not p[0].startswith("mem__")]
+    connections = {f"{ch}_{sig}": f"mem__{ch}__{sig}"
+                   for ch in ("ar", "r", "aw", "w", "b") for sig in ("valid", "ready", "payload")}  # fmt: skip
+    text, writable, readable = dram.instance(config.bus_width, connections)
+    text += "\n".join([
+        "  // bench monitor: cycles from a descriptor's acceptance to its done",
+        "  reg [63:0] bench_cycles = 64'd0;",
+        "  reg bench_running = 1'b0;",
+        "  always @(posedge clk) begin",
+        "    if (desc__valid & desc__ready & ~bench_running) begin",
+        "      bench_running <= 1'b1;",
+        "      bench_cycles <= 64'd0;",
+        "    end else if (bench_running) begin",
+        "      if (done) bench_running <= 1'b0;",
+        "      else bench_cycles <= bench_cycles + 64'd1;",
+        "    end",
+        "  end",
+    ]) + "\n"
+    return outside, inside, text, writable, readable + ("bench_cycles",)
 
 
 #: Backdoor loads of the A and B buffers, for long sweeps: a rising edge on ``backdoor_a``
@@ -272,20 +303,30 @@ def build_model(
         verilog = design_verilog(hardware, kind)
         ports = design_ports(hardware, kind)
         counters, groups = _activity_counters(probes(config, verilog)) if activity else ("", [])
+        internal: list[tuple[str, str, int]] = []
         writable: tuple[str, ...] = ()
         readable = tuple(g["counter"] for g in groups)
+        extra_files = []
         if kind == "accelerator":
             monitor, bench = _bench_monitor(ports)
             counters += _BACKDOOR + monitor
             writable = tuple(f"{BACKDOOR_PREFIX}{b}" for b in "ab")
             readable += bench
+        if kind == "device":
+            ports, internal, inside, dram_writable, dram_readable = _device_inside(hardware, ports)
+            counters += inside
+            writable += dram_writable
+            readable += dram_readable
+            (sources / "dram_model.v").write_text(dram.dram_model(hardware.bus_width))
+            extra_files.append(sources / "dram_model.v")
         (sources / f"{top}.v").write_text(verilog)
-        (sources / f"{SIM_TOP}.v").write_text(_wrapper(top, ports, counters))
+        (sources / f"{SIM_TOP}.v").write_text(_wrapper(top, ports, counters, internal))
         (sources / "public.vlt").write_text(_public_ports(ports, readable, writable))
         (sources / "config.json").write_text(hardware.to_json() + "\n")
         if activity:
             (directory / "activity.json").write_text(json.dumps(groups, indent=1) + "\n")
-        _compile(directory, [sources / f"{top}.v", sources / f"{SIM_TOP}.v"], config.name)
+        _compile(directory, [*extra_files, sources / f"{top}.v", sources / f"{SIM_TOP}.v"],
+                 config.name)
         seconds = time.monotonic() - start
         stamp.write_text(json.dumps({"config": hardware.to_dict(), "seconds": seconds}) + "\n")
         return Build(config, directory, seconds)
