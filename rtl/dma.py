@@ -358,7 +358,7 @@ class WriteEngine(wiring.Component):
         runs = _Runs(m, cfg, self._kinds, kind, "wr")
         pushed = Signal(unsigned(2 * DIM_BITS + 10), name="wr_pushed")  # beats in, per store
         announced = Signal(unsigned(2 * DIM_BITS + 10), name="wr_announced")
-        bursts_rec = fifo.SyncFIFO(width=9 + 8 + 1 + 1, depth=cfg.max_writes)
+        bursts_rec = fifo.SyncFIFO(width=9 + 8 + 1 + 1 + 1, depth=cfg.max_writes)
         m.submodules.bursts = bursts_rec
         outstanding = Signal(range(cfg.max_writes + 1), name="wr_outstanding")
         aw = self.mem.aw
@@ -376,7 +376,7 @@ class WriteEngine(wiring.Component):
             aw.payload.burst.eq(BURST_INCR),
             aw.payload.id.eq(IDS["c"]),
             bursts_rec.w_en.eq(aw.valid & aw.ready),
-            bursts_rec.w_data.eq(Cat(runs.beats[:9], runs.lane, last_burst, kind)),
+            bursts_rec.w_data.eq(Cat(runs.beats[:9], runs.lane, last_burst, kind, cmd.bank)),
         ]
         sent = aw.valid & aw.ready
         with m.If(in_flight):
@@ -388,7 +388,8 @@ class WriteEngine(wiring.Component):
                 m.d.sync += requesting.eq(0)
         # -- data -----------------------------------------------------------------------------
         head = Signal(
-            data.StructLayout({"beats": 9, "lane": 8, "last": 1, "kind": 1}), name="wr_head"
+            data.StructLayout({"beats": 9, "lane": 8, "last": 1, "kind": 1, "bank": 1}),
+            name="wr_head",
         )
         m.d.comb += head.eq(bursts_rec.r_data)
         beat = Signal(9, name="wr_beat")
@@ -427,9 +428,9 @@ class WriteEngine(wiring.Component):
             m.d.sync += [beat.eq(Mux(last_beat, 0, beat + 1)),
                          sub.eq(Mux(sub + 1 == w_per_word, 0, sub + 1)),
                          lane.eq((this_lane + (Const(1, 8) << w_log))[:lane_bits])]  # fmt: skip
-        stored_bank = Signal(name="wr_stored_bank")
+        # the bank travels with the burst: the next store may start before this one's last beat
         m.d.comb += [self.stored.valid.eq(took & last_beat & head.last),
-                     self.stored.payload.bank.eq(stored_bank)]  # fmt: skip
+                     self.stored.payload.bank.eq(head.bank)]  # fmt: skip
         # -- responses --------------------------------------------------------------------------
         b = self.mem.b
         m.d.comb += b.ready.eq(1)
@@ -439,7 +440,6 @@ class WriteEngine(wiring.Component):
         with m.If(start):
             p = self.cmd.payload
             m.d.sync += [cmd.eq(p), producing.eq(1), requesting.eq(1), count.eq(0), line.eq(0),
-                         tile.eq(0), total.eq(p.tiles * p.lines), pushed.eq(0), announced.eq(0),
-                         stored_bank.eq(p.bank)]  # fmt: skip
+                         tile.eq(0), total.eq(p.tiles * p.lines), pushed.eq(0), announced.eq(0)]  # fmt: skip
             m.d.sync += runs.start(m, p, p.final & (p.requant if cfg.requant else 0))
         return m

@@ -124,6 +124,14 @@ def run_device_gemms(
         d = (descriptors[i] if descriptors else
              place(config, m, k, n, order=order, accumulate=acc is not None, pad=pad,
                    zeros=(za, zb), requant=rq))  # fmt: skip
+        refused = check_descriptor(config, d)[0] is not Refusal.NONE
+        if refused:  # the device must refuse it before any traffic: nothing to place or read
+            hex_path = run_dir / f"image-{i}.hex"
+            hex_path.write_text(image_lines(config.bus_width, {}))
+            jobs.append({"image": str(hex_path), "descriptor": descriptor_values(config, d),
+                         "dumps": [], "dram": _dram_fields(memory)})  # fmt: skip
+            plans.append((d, None, (m, k, n)))
+            continue
         regions = {d.a.addr: image(a, word_layout(config, "a"), cont["a"], d.a.stride),
                    d.b.addr: image(b, word_layout(config, "b"), cont["b"], d.b.stride)}  # fmt: skip
         if acc is not None:
@@ -138,11 +146,8 @@ def run_device_gemms(
         hex_path.write_text(image_lines(config.bus_width, regions))
         first = d.c.addr // bus
         last = (d.c.addr + c_bytes - 1) // bus
-        bw = memory.bandwidth
         jobs.append({"image": str(hex_path), "descriptor": descriptor_values(config, d),
-                     "dumps": [[first, last]],
-                     "dram": {"bw_num": bw.numerator, "bw_den": bw.denominator,
-                              "latency": memory.latency, "max_requests": memory.max_requests}})  # fmt: skip
+                     "dumps": [[first, last]], "dram": _dram_fields(memory)})  # fmt: skip
         plans.append((d, fmt, (m, k, n)))
     jobs_file = run_dir / "jobs.json"
     jobs_file.write_text(json.dumps(jobs))
@@ -158,6 +163,11 @@ def run_device_gemms(
             raise RuntimeError(f"{config.name}: the device simulation ended before GEMM {i}; "
                                f"see {run.log}")  # fmt: skip
         got = json.loads(path.read_text())
+        if fmt is None:  # refused
+            out.append(DeviceResult(config, shape, d, np.zeros((0, 0), np.int64), got["counters"],
+                                    got["error"], got["measured_cycles"], got["dram"],
+                                    got["compute_seconds"]))  # fmt: skip
+            continue
         blob = read_dump(got["dumps"][0], config.bus_width)
         offset = d.c.addr % bus
         c = from_image(blob[offset : offset + _c_bytes(config, d, fmt)], word_layout(config, fmt),
@@ -167,6 +177,12 @@ def run_device_gemms(
     if run.failed:
         raise RuntimeError(f"{config.name}: the device simulation failed; see {run.log}")
     return out
+
+
+def _dram_fields(memory: Dram) -> dict[str, int]:
+    bw = memory.bandwidth
+    return {"bw_num": bw.numerator, "bw_den": bw.denominator, "latency": memory.latency,
+            "max_requests": memory.max_requests}  # fmt: skip
 
 
 def _c_bytes(config: ArrayConfig, d: Descriptor, fmt: str) -> int:

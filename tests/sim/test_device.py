@@ -1,0 +1,143 @@
+"""The device on DRAM (rtl/device.py under Verilator, with sim/dram.py's DRAM model): bit-exact
+GEMMs in every loop order, the DRAM traffic counted three ways (the device, the DRAM model, the
+contract's bursts), the compute counters as the model predicts them chunk by chunk, and every
+refusal code answered as the contract says, with no traffic."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import numpy as np
+import pytest
+from systolic.contract.config import ArrayConfig
+from systolic.contract.dma import (
+    LOOP_ORDERS,
+    Refusal,
+    Region,
+    beat_bytes,
+    bursts,
+    c_format,
+    check_descriptor,
+    containers,
+    jobs,
+    q_transfer,
+    transfers,
+)
+from systolic.contract.interface import COUNTERS
+from systolic.contract.memory import Dram
+from systolic.golden.data import random_operands
+from systolic.golden.reference import reference, requantized_reference
+from systolic.golden.requant import RequantParams
+from systolic.models.cycles import command_counters
+from systolic.sim.device import place, run_device_gemms
+
+CONFIGS = [
+    ArrayConfig("ws", 2, 3, a_depth=24, b_depth=24, c_depth=24),
+    ArrayConfig("os", 3, 2, a_depth=24, b_depth=24, c_depth=24, a_width=4, b_width=6,
+                a_signed=False, acc_width=20, bus_width=64),
+    ArrayConfig("is", 3, 3, a_depth=24, b_depth=24, c_depth=24, max_burst=2, max_reads=2),
+]  # fmt: skip
+
+
+def _traffic(config: ArrayConfig, d) -> dict[str, int]:
+    """Bytes read per buffer and written, from the contract's jobs, transfers and bursts."""
+    cont = containers(config)
+    out = {"a": 0, "b": 0, "c": 0, "q": 0, "write": 0}
+    moves = [q_transfer(config, d)] if d.requant else []
+    for job in jobs(config, d):
+        loads, stores = transfers(config, d, job)
+        moves += loads + [dataclasses.replace(t, kind="store-" + t.kind) for t in stores]
+    for t in moves:
+        store = t.kind.startswith("store-")
+        kind = t.kind.removeprefix("store-")
+        fmt = "p" if kind in ("c", "p") and not store else kind
+        if store and kind == "c":
+            fmt = c_format(config, d)
+        beat = beat_bytes(config, fmt)
+        for address, words in t.segments:
+            moved = sum(b for _, b in bursts(address, words * cont[fmt], beat, config.max_burst))
+            key = "write" if store else ("c" if kind in ("c", "p") else kind)
+            out[key] += moved * beat
+    return out
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
+def test_device_gemms_bit_exact_in_every_order(config, seed):
+    rng = np.random.default_rng([seed, config.rows, config.cols])
+    shapes = [(int(rng.integers(1, 14)), int(rng.integers(1, 14)), int(rng.integers(1, 14)))
+              for _ in LOOP_ORDERS]  # fmt: skip
+    operands = random_operands(rng, config, shapes)
+    results = []
+    for order in LOOP_ORDERS:  # one simulator process per order, every shape in it
+        results.append(run_device_gemms(config, operands, order=order, pad=1,
+                                        memory=Dram("7/3", 9, 4), name=f"orders-{order}"))  # fmt: skip
+    for order, runs in zip(LOOP_ORDERS, results, strict=True):
+        for (a, b), res in zip(operands, runs, strict=True):
+            where = f"{config.name} {order} {res.shape}"
+            assert res.error == 0, where
+            np.testing.assert_array_equal(res.c, reference(config, a, b), err_msg=where)
+            js = jobs(config, res.descriptor)
+            assert res.counters["jobs"] == len(js), where
+            traffic = _traffic(config, res.descriptor)
+            for k in "abcq":  # the device's count, the DRAM model's, the contract's
+                assert res.counters[f"dram_read_bytes_{k}"] == res.dram[f"read_bytes_{k}"] == (
+                    traffic[k]), (where, k)  # fmt: skip
+            assert res.counters["dram_write_bytes"] == res.dram["write_bytes_c"] == (
+                traffic["write"]), where  # fmt: skip
+            compute = dict.fromkeys(COUNTERS, 0)
+            for j in js:
+                for name, value in command_counters(config, *j.chunk.shape, j.accumulate).items():
+                    compute[name] += value
+            assert res.counters["compute_cycles"] == compute["cycles"], where
+            for name in COUNTERS:
+                if name != "cycles":
+                    assert res.counters[name] == compute[name], (where, name)
+
+
+def test_quantized_and_accumulating_gemms(seed):
+    """Zero points, requantization (IS: a C word is one channel), and accumulate into C."""
+    rng = np.random.default_rng(seed)
+    config = ArrayConfig("is", 2, 3, a_depth=24, b_depth=24, c_depth=24, zero_points=True,
+                         requant=True, a_signed=False, out_signed=False)  # fmt: skip
+    shapes = [(7, 9, 8), (5, 4, 11)]
+    operands = random_operands(rng, config, shapes)
+    params = [RequantParams(rng.integers(1 << 29, 1 << 31, n), rng.integers(-8, 3, n),
+                            int(rng.integers(0, 20)), bool(i)) for i, (_, _, n) in enumerate(shapes)]  # fmt: skip
+    zeros = [(int(rng.integers(0, 50)), int(rng.integers(-20, 20))) for _ in shapes]
+    res = run_device_gemms(config, operands, zeros=zeros, requant=params, order="mkn")
+    for (a, b), (za, zb), p, r in zip(operands, zeros, params, res, strict=True):
+        assert r.error == 0
+        np.testing.assert_array_equal(r.c, requantized_reference(config, a, b, za, zb, p))
+    plain = ArrayConfig("ws", 2, 2, a_depth=24, b_depth=24, c_depth=24)
+    operands = random_operands(rng, plain, [(6, 7, 5)])
+    c0 = rng.integers(-1000, 1000, (6, 5))
+    (r,) = run_device_gemms(plain, operands, c_in=[c0], order="kmn")
+    (a, b), = operands
+    np.testing.assert_array_equal(r.c, reference(plain, a, b) + c0)
+
+
+def test_refused_descriptors_move_nothing():
+    config = ArrayConfig("ws", 2, 2, a_depth=24, b_depth=24, c_depth=24)
+    good = place(config, 6, 6, 6)
+    cases = {
+        Refusal.DIMENSION: dataclasses.replace(good, m=0),
+        Refusal.ORDER: dataclasses.replace(good, order="kkk"),
+        Refusal.CHUNK: dataclasses.replace(good, chunk=(6, 3, 6)),  # K chunks: multiples of 2
+        Refusal.ALIGNMENT: dataclasses.replace(good, b=Region(good.b.addr + 1, good.b.stride)),
+        Refusal.STRIDE: dataclasses.replace(good, a=Region(good.a.addr, 2)),
+        Refusal.RANGE: dataclasses.replace(good, c=Region((1 << 32) - 16, good.c.stride)),
+    }
+    for code, d in cases.items():
+        assert check_descriptor(config, d)[0] is code, code
+    rng = np.random.default_rng(0)
+    operands = random_operands(rng, config, [(6, 6, 6)] * (len(cases) + 1))
+    descriptors = [*cases.values(), good]
+    res = run_device_gemms(config, operands, descriptors=descriptors, name="refusals")
+    for code, r in zip(itertools.chain(cases, [Refusal.NONE]), res, strict=True):
+        assert r.error == int(code), (code, r.error)
+        moved = sum(v for k, v in r.dram.items())
+        if code is Refusal.NONE:
+            assert moved > 0
+        else:
+            assert moved == 0 and r.counters["jobs"] == 0, code
