@@ -50,8 +50,11 @@ DEVICE_COUNTERS = {
     "cycles": "cycles from the descriptor's start to done",
     "jobs": "chunks computed",
     "compute_cycles": "busy cycles of the array's controller, summed over the chunks",
-    **{name: text + ", summed over the chunks" for name, text in COUNTERS.items()
-       if name != "cycles"},  # fmt: skip
+    **{
+        name: text + ", summed over the chunks"
+        for name, text in COUNTERS.items()
+        if name != "cycles"
+    },  # fmt: skip
     "array_wait_cycles": "cycles a chunk waited for its operands or its C bank (memory bound)",
     "dma_wait_cycles": "cycles the read engine waited for a bank to be released",
     **{f"dram_read_beats_{b}": f"read beats of {b.upper()}" for b in "abcq"},
@@ -72,5 +75,8 @@ NAN32 = 0x7FC00000
 
 #: Verilog top-module name of each design: the bare mesh, the host-fed accelerator around it,
 #: and the device that streams GEMMs from DRAM.
-TOPS = {"array": "systolic_array", "accelerator": "systolic_accelerator",
-        "device": "systolic_device"}
+TOPS = {
+    "array": "systolic_array",
+    "accelerator": "systolic_accelerator",
+    "device": "systolic_device",
+}

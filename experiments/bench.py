@@ -20,8 +20,8 @@ import numpy as np
 from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.golden.data import random_operands
 from systolic.golden.reference import reference
-from systolic.sim.bare import run_bare
 from systolic.models.cycles import predict
+from systolic.sim.bare import run_bare
 from systolic.sim.simulate import run_gemm, run_gemms
 
 #: Streamed vectors per stationary tile in the small-batch table (decode to prefill).

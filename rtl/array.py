@@ -197,8 +197,8 @@ class StationaryArray(_Array):
         # The preload, skewed by column like the stream: its flags through one shared chain, each
         # column's data through its own triangle of registers.
         preload = self.preload
-        flags = Signal(data.StructLayout({"valid": 1, "bank": 1, "row": preload.payload.row.shape()}),
-                       name="pskew_ctl_in")  # fmt: skip
+        flag_layout = {"valid": 1, "bank": 1, "row": preload.payload.row.shape()}
+        flags = Signal(data.StructLayout(flag_layout), name="pskew_ctl_in")
         m.d.comb += [flags.valid.eq(preload.valid), flags.bank.eq(preload.payload.bank),
                      flags.row.eq(preload.payload.row)]  # fmt: skip
         column_flags = [flags]

@@ -68,9 +68,7 @@ def compute_core(m: Module, cfg: ArrayConfig, a_data, b_data, cmd, depths: dict)
             ctrl.x_data.eq(x_data),
             ctrl.s_data.eq(s_data),
         ]
-        reads = (
-            {"a": ctrl.x_read, "b": ctrl.s_read} if ws else {"a": ctrl.s_read, "b": ctrl.x_read}
-        )
+        reads = {"a": ctrl.x_read, "b": ctrl.s_read} if ws else {"a": ctrl.s_read, "b": ctrl.x_read}
         wiring.connect(m, ctrl.preload, array.preload)
         wiring.connect(m, ctrl.stream, array.stream)
         streamed = array.stream.valid

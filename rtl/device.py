@@ -9,8 +9,6 @@ next; nothing else synchronizes them.
 
 from __future__ import annotations
 
-import math
-
 from amaranth import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -27,6 +25,7 @@ from systolic.contract.dma import (
 )
 from systolic.contract.interface import COUNTER_BITS, COUNTERS, DEVICE_COUNTERS, DIM_BITS
 
+from .arith import divide, equals, remainder
 from .array import operand_shape
 from .axi import AxiMaster
 from .banks import BankedAccumulator, BankedInput
@@ -73,16 +72,16 @@ class _Geometry:
     def tiles_lines(self, kind, rows, cols):
         word = word_layout(self.config, kind)
         if word.rowwise:
-            return (cols + word.tile - 1) // word.tile, rows
-        return (rows + word.tile - 1) // word.tile, cols
+            return divide(cols + word.tile - 1, word.tile, DIM_BITS + 1), rows
+        return divide(rows + word.tile - 1, word.tile, DIM_BITS + 1), cols
 
     def origin(self, kind, r0, c0):
         """``(t0, i0)``: the first tile row and line of a chunk starting at ``(r0, c0)``;
         chunk origins along a word are multiples of the tile (contract.dma.granularity)."""
         word = word_layout(self.config, kind)
         if word.rowwise:
-            return c0 // word.tile, r0
-        return r0 // word.tile, c0
+            return divide(c0, word.tile, DIM_BITS), r0
+        return divide(r0, word.tile, DIM_BITS), c0
 
 
 class Device(wiring.Component):
@@ -160,7 +159,10 @@ class Device(wiring.Component):
         if cfg.requant:
             m.submodules.q_buffer = q_buf = InputBuffer(word=q_word_layout(cfg), depth=cfg.q_depth)
             qf = rd.fill_q
-            m.d.comb += [q_buf.write.valid.eq(qf.valid), q_buf.write.payload.addr.eq(qf.payload.addr)]
+            m.d.comb += [
+                q_buf.write.valid.eq(qf.valid),
+                q_buf.write.payload.addr.eq(qf.payload.addr),
+            ]
             for j in range(cfg.cols):  # a DRAM entry: multiplier in bits 0-31, shift in 32-39
                 entry = qf.payload.data[64 * j : 64 * j + 64]
                 m.d.comb += [q_buf.write.payload.data[j].multiplier.eq(entry[:31]),
@@ -168,8 +170,12 @@ class Device(wiring.Component):
             m.d.comb += [q_buf.read_addr.eq(wr.q_addr), q_buf.read_en.eq(wr.q_en),
                          wr.q_data.eq(q_buf.read_data), wr.out_zero.eq(d.out_zero),
                          wr.relu.eq(d.relu)]  # fmt: skip
-        m.d.comb += [c_buf.drain_bank.eq(wr.drain_bank), c_buf.drain_addr.eq(wr.drain_addr),
-                     c_buf.drain_en.eq(wr.drain_en), wr.drain_data.eq(c_buf.drain_data)]  # fmt: skip
+        m.d.comb += [
+            c_buf.drain_bank.eq(wr.drain_bank),
+            c_buf.drain_addr.eq(wr.drain_addr),
+            c_buf.drain_en.eq(wr.drain_en),
+            wr.drain_data.eq(c_buf.drain_data),
+        ]
 
         # -- walkers ----------------------------------------------------------------------------
         walkers = {}
@@ -198,14 +204,14 @@ class Device(wiring.Component):
         w = walkers["rd"]
         done_mask = Signal(3, name="rd_done")  # loads of the current job already issued
         q_pending = Signal(name="q_pending")
-        need = Cat(w.load_a, w.load_b, w.c_in != 0) & ~done_mask
+        need = Cat(w.load_a, w.load_b, w.c_in.any()) & ~done_mask
         kind = Signal(2, name="rd_kind")  # 0 A, 1 B, 2 C
         m.d.comb += kind.eq(Mux(need[0], 0, Mux(need[1], 1, 2)))
         any_need = need.any()
-        bank = Mux(kind == 0, w.bank_a, Mux(kind == 1, w.bank_b, w.bank_c))
-        free = Mux(kind == 0, state_of(a_state, w.bank_a) == FREE,
-                   Mux(kind == 1, state_of(b_state, w.bank_b) == FREE,
-                       state_of(c_state, w.bank_c) == FREE))  # fmt: skip
+        bank = Mux(~kind.any(), w.bank_a, Mux(kind == 1, w.bank_b, w.bank_c))
+        free = Mux(~kind.any(), ~state_of(a_state, w.bank_a).any(),
+                   Mux(kind == 1, ~state_of(b_state, w.bank_b).any(),
+                       ~state_of(c_state, w.bank_c).any()))  # fmt: skip
         cmd = rd.cmd
         addr = {}
         for k in "abcp":
@@ -221,7 +227,7 @@ class Device(wiring.Component):
             lens[k] = geo.tiles_lines("p" if k == "c" else k, rows, cols)
         c_from_p = w.c_in == 2
         with m.If(q_pending):
-            nq = (d.n + cfg.cols - 1) // cfg.cols
+            nq = divide(d.n + cfg.cols - 1, cfg.cols, DIM_BITS + 1)
             m.d.comb += [cmd.valid.eq(1), cmd.payload.id.eq(IDS["q"]), cmd.payload.bank.eq(0),
                          cmd.payload.addr.eq(d.q_addr), cmd.payload.stride.eq(0),
                          cmd.payload.tiles.eq(1), cmd.payload.lines.eq(nq)]  # fmt: skip
@@ -231,7 +237,7 @@ class Device(wiring.Component):
             m.d.comb += [cmd.valid.eq(free), cmd.payload.bank.eq(bank)]
             with m.Switch(kind):
                 for code, k in enumerate("abc"):
-                    with m.Case(code):
+                    with m.Case(code) if k != "c" else m.Default():
                         tiles, lines = lens[k]
                         region = addr[k] if k != "c" else Mux(c_from_p, addr["p"], addr["c"])
                         stride = getattr(d, f"{k}_stride") if k != "c" else Mux(
@@ -241,28 +247,27 @@ class Device(wiring.Component):
                                      cmd.payload.lines.eq(lines)]  # fmt: skip
             with m.If(cmd.valid & cmd.ready):
                 m.d.sync += done_mask.eq(done_mask | (1 << kind))
-                with m.Switch(kind):
-                    with m.Case(0):
-                        set_state(a_state, w.bank_a, LOADING)
-                    with m.Case(1):
-                        set_state(b_state, w.bank_b, LOADING)
-                    with m.Case(2):
-                        set_state(c_state, w.bank_c, LOADING)
+                with m.If(equals(kind, 0)):
+                    set_state(a_state, w.bank_a, LOADING)
+                with m.Elif(kind == 1):
+                    set_state(b_state, w.bank_b, LOADING)
+                with m.Else():
+                    set_state(c_state, w.bank_c, LOADING)
         dma_wait = running & ~q_pending & w.valid & any_need & ~free
         m.d.comb += w.advance.eq(running & ~q_pending & w.valid & ~any_need)
         with m.If(w.advance):
             m.d.sync += done_mask.eq(0)
         loaded = rd.loaded
         with m.If(loaded.valid):
-            with m.Switch(loaded.payload.id):
-                with m.Case(IDS["a"]):
-                    set_state(a_state, loaded.payload.bank, FULL)
-                with m.Case(IDS["b"]):
-                    set_state(b_state, loaded.payload.bank, FULL)
-                with m.Case(IDS["c"]):
-                    set_state(c_state, loaded.payload.bank, LOADED)
-                with m.Case(IDS["q"]):
-                    m.d.sync += q_loaded.eq(1)
+            got = loaded.payload.id
+            with m.If(equals(got, IDS["a"])):
+                set_state(a_state, loaded.payload.bank, FULL)
+            with m.Elif(got == IDS["b"]):
+                set_state(b_state, loaded.payload.bank, FULL)
+            with m.Elif(got == IDS["c"]):
+                set_state(c_state, loaded.payload.bank, LOADED)
+            with m.Else():
+                m.d.sync += q_loaded.eq(1)
 
         # -- compute: a chunk runs once its operands are in and its C bank is its own ------------
         w = walkers["cp"]
@@ -284,11 +289,13 @@ class Device(wiring.Component):
                      c_buf.update.payload.data.eq(upd.payload.data),
                      c_buf.update.payload.accumulate.eq(upd.payload.accumulate)]  # fmt: skip
         c_now = state_of(c_state, w.bank_c)
-        c_ready = Mux(w.c_in != 0, c_now == LOADED, Mux(w.new_c, c_now == FREE, 1))
-        ready = (state_of(a_state, w.bank_a) == FULL) & (state_of(b_state, w.bank_b) == FULL) & c_ready
+        c_ready = Mux(w.c_in.any(), c_now == LOADED, Mux(w.new_c, ~c_now.any(), 1))
+        ready = (
+            (state_of(a_state, w.bank_a) == FULL) & (state_of(b_state, w.bank_b) == FULL) & c_ready
+        )
         computing = Signal(name="computing")
         go = running & w.valid & ~computing & ready
-        m.d.comb += [ctrl.start.eq(go), ctrl.accumulate.eq((w.k0 != 0) | (w.c_in != 0))]
+        m.d.comb += [ctrl.start.eq(go), ctrl.accumulate.eq(w.k0.any() | w.c_in.any())]
         array_wait = running & w.valid & ~computing & ~ready
         with m.If(go):
             m.d.sync += computing.eq(1)
@@ -298,7 +305,7 @@ class Device(wiring.Component):
         m.d.comb += w.advance.eq(finished)
         with m.If(finished):
             m.d.sync += computing.eq(0)
-            with m.If(w.store != 0):
+            with m.If(w.store.any()):
                 set_state(c_state, w.bank_c, FULL)
             with m.If(w.last | w.next_load_a):
                 set_state(a_state, w.bank_a, FREE)
@@ -321,7 +328,7 @@ class Device(wiring.Component):
             m.d.comb += sig.eq(getattr(d, f"{k}_addr") + t0 * getattr(d, f"{k}_stride")
                                + i0 * size)  # fmt: skip
         m.d.comb += [
-            scmd.valid.eq(running & w.valid & (w.store != 0) & store_ok),
+            scmd.valid.eq(running & w.valid & w.store.any() & store_ok),
             scmd.payload.final.eq(final),
             scmd.payload.requant.eq(final & d.requant if cfg.requant else 0),
             scmd.payload.bank.eq(w.bank_c),
@@ -333,17 +340,17 @@ class Device(wiring.Component):
         ]
         with m.If(scmd.valid & scmd.ready):
             set_state(c_state, w.bank_c, STORING)
-        m.d.comb += w.advance.eq((scmd.valid & scmd.ready) | (running & w.valid & (w.store == 0)))
+        m.d.comb += w.advance.eq((scmd.valid & scmd.ready) | (running & w.valid & ~w.store.any()))
         with m.If(wr.stored.valid):
             set_state(c_state, wr.stored.payload.bank, FREE)
 
         # -- start, finish, refusal ---------------------------------------------------------------
         idle_all = ~walkers["cp"].valid & ~walkers["wr"].valid & wr.idle & rd.idle
         finish = running & idle_all
-        refuse = checking & (refusal != 0)
-        m.d.comb += start.eq(checking & (refusal == 0))
+        refuse = checking & refusal.any()
+        m.d.comb += start.eq(checking & ~refusal.any())
         with m.If(checking):
-            m.d.sync += [checking.eq(0), running.eq(refusal == 0), self.error.eq(refusal)]
+            m.d.sync += [checking.eq(0), running.eq(~refusal.any()), self.error.eq(refusal)]
             m.d.sync += [s.eq(FREE) for s in (*a_state, *b_state, *c_state)]
             m.d.sync += [q_loaded.eq(0), q_pending.eq(d.requant if cfg.requant else 0),
                          done_mask.eq(0)]  # fmt: skip
@@ -362,7 +369,7 @@ class Device(wiring.Component):
         r, wch = self.mem.r, self.mem.w
         r_take = r.valid & r.ready
         for k, i in IDS.items():
-            mine = r_take & (r.payload.id == i)
+            mine = r_take & equals(r.payload.id, i)
             size = beat_bytes(cfg, {"a": "a", "b": "b", "c": "p", "q": "q"}[k])
             incs[f"dram_read_beats_{k}"] = mine
             incs[f"dram_read_bytes_{k}"] = Mux(mine, size, 0)
@@ -394,21 +401,24 @@ class Device(wiring.Component):
             checks.append((cond, int(code)))
 
         for dim in ("m", "k", "n"):
-            add(getattr(d, dim) == 0, Refusal.DIMENSION)
+            add(~getattr(d, dim).any(), Refusal.DIMENSION)
         add(d.order >= len(LOOP_ORDERS), Refusal.ORDER)
         if cfg.requant:
             add(d.accumulate & d.requant, Refusal.MODE)
         g = granularity(cfg)
         for dim in ("m", "k", "n"):
             size, total = getattr(d, f"{dim}c"), getattr(d, dim)
-            add((size == 0) | (size > total), Refusal.CHUNK)
+            add(~size.any() | (size > total), Refusal.CHUNK)
             if g[dim] > 1:
-                add((size != total) & (size % g[dim] != 0), Refusal.CHUNK)
+                add((size != total) & remainder(size, g[dim], DIM_BITS).any(), Refusal.CHUNK)
         for k in "abc":
             tiles, lines = geo.tiles_lines(k if k != "c" else "p", *geo.shape(k, d.mc, d.kc, d.nc))
             add(tiles * lines > getattr(cfg, f"{k}_depth"), Refusal.CHUNK)
         if cfg.requant:
-            add(d.requant & ((d.n + cfg.cols - 1) // cfg.cols > cfg.q_depth), Refusal.TABLE)
+            add(
+                d.requant & (divide(d.n + cfg.cols - 1, cfg.cols, DIM_BITS + 1) > cfg.q_depth),
+                Refusal.TABLE,
+            )
         cont = containers(cfg)
         spills = (d.kc < d.k) & (d.order != LOOP_ORDERS.index("nmk")) & (
             d.order != LOOP_ORDERS.index("mnk"))  # fmt: skip
@@ -421,12 +431,12 @@ class Device(wiring.Component):
             addr, stride = getattr(d, f"{k}_addr"), getattr(d, f"{k}_stride")
             on = spills if k == "p" else Const(1)
             mask = size_sig - 1
-            add(on & ((addr & mask) != 0), Refusal.ALIGNMENT)
-            add(on & (((stride & mask) != 0) | (stride < lines * size_sig)), Refusal.STRIDE)
+            add(on & (addr & mask).any(), Refusal.ALIGNMENT)
+            add(on & ((stride & mask).any() | (stride < lines * size_sig)), Refusal.STRIDE)
             reach = addr + (tiles - 1) * stride + lines * size_sig
             add(on & (reach > (1 << ADDR_BITS)), Refusal.RANGE)
         if cfg.requant:
-            add(d.requant & ((d.q_addr & (cont["q"] - 1)) != 0), Refusal.ALIGNMENT)
+            add(d.requant & (d.q_addr & (cont["q"] - 1)).any(), Refusal.ALIGNMENT)
         code = Signal(4, name="refusal")
         value = Const(0, 4)
         for cond, c in reversed(checks):

@@ -21,6 +21,7 @@ from systolic.contract.dma import beat_bytes, containers
 from systolic.contract.interface import DIM_BITS
 from systolic.contract.layouts import layouts
 
+from .arith import divide, equals, remainder
 from .array import Flow, operand_shape
 from .axi import AxiMaster
 from .requant import requant_word
@@ -174,7 +175,7 @@ class ReadEngine(wiring.Component):
         word_addr = Signal(DIM_BITS + 1, name="rd_word")
         m.d.comb += r.ready.eq(inflight.r_rdy)  # always, once the burst's request is recorded
         take = r.valid & inflight.r_rdy
-        first = beat == 0
+        first = ~beat.any()
         this_lane = Mux(first, head.lane, lane)
         size = Signal(range(8))
         per_word = Signal(unsigned(16))  # beats per word
@@ -195,8 +196,13 @@ class ReadEngine(wiring.Component):
             pieces = []
             for i in range(beats_of_widest):
                 piece = Signal(cfg.bus_width, name=f"rd_piece{i}")
-                m.d.comb += piece.eq(Mux(sub == i, r.payload.data,
-                                         assembled[i * cfg.bus_width : (i + 1) * cfg.bus_width]))  # fmt: skip
+                m.d.comb += piece.eq(
+                    Mux(
+                        equals(sub, i),
+                        r.payload.data,
+                        assembled[i * cfg.bus_width : (i + 1) * cfg.bus_width],
+                    )
+                )
                 pieces.append(piece)
             m.d.comb += word.eq(Cat(*pieces))
         complete = take & (sub + 1 == per_word)
@@ -204,12 +210,13 @@ class ReadEngine(wiring.Component):
         with m.If(take):
             with m.Switch(sub):
                 for i in range(beats_of_widest):
-                    with m.Case(i):
+                    with m.Case(i) if i < beats_of_widest - 1 else m.Default():
                         m.d.sync += assembled[i * cfg.bus_width : (i + 1) * cfg.bus_width].eq(
                             r.payload.data
                         )
+            lane_bits = max(1, int(math.log2(bus)))
             m.d.sync += [beat.eq(Mux(last_beat, 0, beat + 1)),
-                         lane.eq((this_lane + (Const(1, 8) << size))[: max(1, int(math.log2(bus)))]),
+                         lane.eq((this_lane + (Const(1, 8) << size))[:lane_bits]),
                          sub.eq(Mux(sub + 1 == per_word, 0, sub + 1))]  # fmt: skip
             with m.If(complete):
                 m.d.sync += word_addr.eq(word_addr + 1)
@@ -219,7 +226,7 @@ class ReadEngine(wiring.Component):
         for k in LOAD_KINDS:
             port = getattr(self, f"fill_{k}")
             m.d.comb += [
-                port.valid.eq(complete & (head.id == IDS[k])),
+                port.valid.eq(complete & equals(head.id, IDS[k])),
                 port.payload.bank.eq(head.bank),
                 port.payload.addr.eq(word_addr),
                 port.payload.data.eq(word),
@@ -272,8 +279,13 @@ class WriteEngine(wiring.Component):
             "idle": Out(1),
         }
         if config.requant:
-            members |= {"q_addr": Out(unsigned(DIM_BITS + 1)), "q_en": Out(1), "q_data": In(q_word),
-                        "out_zero": In(operand_shape(config.out_width, config.out_signed)), "relu": In(1)}  # fmt: skip
+            members |= {
+                "q_addr": Out(unsigned(DIM_BITS + 1)),
+                "q_en": Out(1),
+                "q_data": In(q_word),
+                "out_zero": In(operand_shape(config.out_width, config.out_signed)),
+                "relu": In(1),
+            }
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -327,8 +339,10 @@ class WriteEngine(wiring.Component):
             else:
                 lane_sum = Signal(range(2 * max(cfg.cols, 2)))
                 word_sum = Signal(unsigned(DIM_BITS + 2))
-                m.d.comb += [lane_sum.eq(q_lane0 + line % cfg.cols),
-                             word_sum.eq(q_base + line // cfg.cols)]  # fmt: skip
+                m.d.comb += [
+                    lane_sum.eq(q_lane0 + remainder(line, cfg.cols, DIM_BITS + 1)),
+                    word_sum.eq(q_base + divide(line, cfg.cols, DIM_BITS + 1)),
+                ]
                 with m.If(lane_sum >= cfg.cols):
                     m.d.comb += [q_lane.eq(lane_sum - cfg.cols), q_word.eq(word_sum + 1)]
                 with m.Else():
@@ -337,8 +351,10 @@ class WriteEngine(wiring.Component):
             lane_r = Signal.like(q_lane, name="wr_q_lane_r")
             m.d.sync += lane_r.eq(q_lane)
             with m.If(start):
-                m.d.sync += [q_base.eq(self.cmd.payload.n0 // cfg.cols),
-                             q_lane0.eq(self.cmd.payload.n0 % cfg.cols)]  # fmt: skip
+                m.d.sync += [
+                    q_base.eq(divide(self.cmd.payload.n0, cfg.cols, DIM_BITS + 1)),
+                    q_lane0.eq(remainder(self.cmd.payload.n0, cfg.cols, DIM_BITS + 1)),
+                ]
             outs = requant_word(m, cfg, raw, self.q_data, lane_r, Const(0 if rowwise else 1),
                                 self.out_zero, self.relu)  # fmt: skip
             narrow = Cat(*[o[:out_bits] for o in outs])
@@ -404,13 +420,13 @@ class WriteEngine(wiring.Component):
                 with m.Case(k):
                     m.d.comb += [w_per_word.eq(cont // bt), w_log.eq(int(math.log2(bt))),
                                  w_mask.eq((1 << bt) - 1)]  # fmt: skip
-        this_lane = Mux(beat == 0, head.lane[:lane_bits], lane)
+        this_lane = Mux(~beat.any(), head.lane[:lane_bits], lane)
         word = words.r_data
         wide = Signal(cfg.bus_width, name="wr_piece")
         beats_of_widest = max(1, widest // bus)
         with m.Switch(sub):
             for i in range(beats_of_widest):
-                with m.Case(i):
+                with m.Case(i) if i < beats_of_widest - 1 else m.Default():
                     m.d.comb += wide.eq(word[i * cfg.bus_width : (i + 1) * cfg.bus_width])
         narrow_strb = Signal(bus, name="wr_strb")
         m.d.comb += narrow_strb.eq(w_mask << this_lane)
@@ -435,11 +451,22 @@ class WriteEngine(wiring.Component):
         b = self.mem.b
         m.d.comb += b.ready.eq(1)
         m.d.sync += outstanding.eq(outstanding + sent - (b.valid & b.ready))
-        m.d.comb += [self.outstanding.eq(outstanding),
-                     self.idle.eq(~producing & ~requesting & ~bursts_rec.r_rdy & (outstanding == 0))]  # fmt: skip
+        m.d.comb += [
+            self.outstanding.eq(outstanding),
+            self.idle.eq(~producing & ~requesting & ~bursts_rec.r_rdy & ~outstanding.any()),
+        ]
         with m.If(start):
             p = self.cmd.payload
-            m.d.sync += [cmd.eq(p), producing.eq(1), requesting.eq(1), count.eq(0), line.eq(0),
-                         tile.eq(0), total.eq(p.tiles * p.lines), pushed.eq(0), announced.eq(0)]  # fmt: skip
+            m.d.sync += [
+                cmd.eq(p),
+                producing.eq(1),
+                requesting.eq(1),
+                count.eq(0),
+                line.eq(0),
+                tile.eq(0),
+                total.eq(p.tiles * p.lines),
+                pushed.eq(0),
+                announced.eq(0),
+            ]
             m.d.sync += runs.start(m, p, p.final & (p.requant if cfg.requant else 0))
         return m

@@ -76,8 +76,8 @@ class ChunkWalker(wiring.Component):
         # rank 0 is the innermost loop: each order's letters, outermost first
         rank = {d: Signal(2, name=f"rank_{d}") for d in DIMS}
         with m.Switch(nest.order):
-            for code, order in enumerate(LOOP_ORDERS):
-                with m.Case(code):
+            for code, order in enumerate(LOOP_ORDERS):  # codes past them: refused, any will do
+                with m.Case(code) if code < len(LOOP_ORDERS) - 1 else m.Default():
                     m.d.comb += [rank[d].eq(2 - order.index(d)) for d in DIMS]
         wrap = {}
         for d in DIMS:
@@ -102,7 +102,7 @@ class ChunkWalker(wiring.Component):
         last_k = wrap["k"]
         m.d.comb += [
             self.store.eq(Mux(leaves, Mux(last_k, 1, 2), 0)),
-            self.c_in.eq(Mux(self.new_c, Mux(origin["k"] != 0, 2, Mux(nest.accumulate, 1, 0)), 0)),
+            self.c_in.eq(Mux(self.new_c, Mux(origin["k"].any(), 2, Mux(nest.accumulate, 1, 0)), 0)),
         ]
         load_a = changes["m"] | changes["k"]
         load_b = changes["k"] | changes["n"]

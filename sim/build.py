@@ -84,23 +84,31 @@ def _device_inside(config: ArrayConfig, ports: list[tuple[str, str, int]]):
     counts the cycles from each descriptor's acceptance to its ``done``."""
     inside = [p for p in ports if p[0].startswith("mem__")]
     outside = [p for p in ports if not p[0].startswith("mem__")]
-    connections = {f"{ch}_{sig}": f"mem__{ch}__{sig}"
-                   for ch in ("ar", "r", "aw", "w", "b") for sig in ("valid", "ready", "payload")}  # fmt: skip
+    connections = {
+        f"{ch}_{sig}": f"mem__{ch}__{sig}"
+        for ch in ("ar", "r", "aw", "w", "b")
+        for sig in ("valid", "ready", "payload")
+    }
     text, writable, readable = dram.instance(config.bus_width, connections)
-    text += "\n".join([
-        "  // bench monitor: cycles from a descriptor's acceptance to its done",
-        "  reg [63:0] bench_cycles = 64'd0;",
-        "  reg bench_running = 1'b0;",
-        "  always @(posedge clk) begin",
-        "    if (desc__valid & desc__ready & ~bench_running) begin",
-        "      bench_running <= 1'b1;",
-        "      bench_cycles <= 64'd0;",
-        "    end else if (bench_running) begin",
-        "      if (done) bench_running <= 1'b0;",
-        "      else bench_cycles <= bench_cycles + 64'd1;",
-        "    end",
-        "  end",
-    ]) + "\n"
+    text += (
+        "\n".join(
+            [
+                "  // bench monitor: cycles from a descriptor's acceptance to its done",
+                "  reg [63:0] bench_cycles = 64'd0;",
+                "  reg bench_running = 1'b0;",
+                "  always @(posedge clk) begin",
+                "    if (desc__valid & desc__ready & ~bench_running) begin",
+                "      bench_running <= 1'b1;",
+                "      bench_cycles <= 64'd0;",
+                "    end else if (bench_running) begin",
+                "      if (done) bench_running <= 1'b0;",
+                "      else bench_cycles <= bench_cycles + 64'd1;",
+                "    end",
+                "  end",
+            ]
+        )
+        + "\n"
+    )
     return outside, inside, text, writable, readable + ("bench_cycles",)
 
 
@@ -325,8 +333,9 @@ def build_model(
         (sources / "config.json").write_text(hardware.to_json() + "\n")
         if activity:
             (directory / "activity.json").write_text(json.dumps(groups, indent=1) + "\n")
-        _compile(directory, [*extra_files, sources / f"{top}.v", sources / f"{SIM_TOP}.v"],
-                 config.name)
+        _compile(
+            directory, [*extra_files, sources / f"{top}.v", sources / f"{SIM_TOP}.v"], config.name
+        )
         seconds = time.monotonic() - start
         stamp.write_text(json.dumps({"config": hardware.to_dict(), "seconds": seconds}) + "\n")
         return Build(config, directory, seconds)

@@ -12,7 +12,6 @@ import shutil
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 from systolic.contract.config import ArrayConfig
@@ -140,7 +139,10 @@ def run_device_gemms(
             regions[d.q_addr] = q_image(config, rq.multiplier, rq.shift)
         fmt = c_format(config, d)
         c_bytes = _c_bytes(config, d, fmt)
-        if d.c.addr + c_bytes > DRAM_BYTES or max(regions) + len(regions[max(regions)]) > DRAM_BYTES:
+        if (
+            d.c.addr + c_bytes > DRAM_BYTES
+            or max(regions) + len(regions[max(regions)]) > DRAM_BYTES
+        ):
             raise ValueError(f"{m}x{k}x{n} does not fit the simulated DRAM ({DRAM_BYTES} bytes)")
         hex_path = run_dir / f"image-{i}.hex"
         hex_path.write_text(image_lines(config.bus_width, regions))
@@ -172,8 +174,19 @@ def run_device_gemms(
         offset = d.c.addr % bus
         c = from_image(blob[offset : offset + _c_bytes(config, d, fmt)], word_layout(config, fmt),
                        cont[fmt], d.c.stride, (shape[0], shape[2]))  # fmt: skip
-        out.append(DeviceResult(config, shape, d, c, got["counters"], got["error"],
-                                got["measured_cycles"], got["dram"], got["compute_seconds"]))  # fmt: skip
+        out.append(
+            DeviceResult(
+                config,
+                shape,
+                d,
+                c,
+                got["counters"],
+                got["error"],
+                got["measured_cycles"],
+                got["dram"],
+                got["compute_seconds"],
+            )
+        )
     if run.failed:
         raise RuntimeError(f"{config.name}: the device simulation failed; see {run.log}")
     return out

@@ -85,8 +85,11 @@ async def run_jobs(dut):
             "counters": _counters(dut.counters.value.to_unsigned()),
             "error": int(dut.error.value),
             "measured_cycles": dut.bench_cycles.value.to_unsigned(),
-            "dram": {f"{c}_{op}": getattr(dut, f"dram_{c}_{op}").value.to_unsigned()
-                     for c in DRAM_COUNTERS for op in "abcq"},  # fmt: skip
+            "dram": {
+                f"{c}_{op}": getattr(dut, f"dram_{c}_{op}").value.to_unsigned()
+                for c in DRAM_COUNTERS
+                for op in "abcq"
+            },  # fmt: skip
             "compute_seconds": compute_seconds,
             "dumps": [],
         }

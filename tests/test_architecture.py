@@ -79,7 +79,10 @@ def _references(path: Path) -> list[tuple[str, int, str]]:
 
 #: References by name the layers allow: the simulation runtime starts the cocotb testbench in
 #: the simulator's process (tb imports sim, sim names tb).
-BY_NAME = {("systolic.sim.simulate", "systolic.tb.accelerator_tb")}
+BY_NAME = {
+    ("systolic.sim.simulate", "systolic.tb.accelerator_tb"),
+    ("systolic.sim.device", "systolic.tb.device_tb"),
+}
 
 
 def _imports(module: str, path: Path) -> list[tuple[str, int, bool]]:

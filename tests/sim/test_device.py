@@ -70,8 +70,16 @@ def test_device_gemms_bit_exact_in_every_order(config, seed):
     operands = random_operands(rng, config, shapes)
     results = []
     for order in LOOP_ORDERS:  # one simulator process per order, every shape in it
-        results.append(run_device_gemms(config, operands, order=order, pad=1,
-                                        memory=Dram("7/3", 9, 4), name=f"orders-{order}"))  # fmt: skip
+        results.append(
+            run_device_gemms(
+                config,
+                operands,
+                order=order,
+                pad=1,
+                memory=Dram("7/3", 9, 4),
+                name=f"orders-{order}",
+            )
+        )
     for order, runs in zip(LOOP_ORDERS, results, strict=True):
         for (a, b), res in zip(operands, runs, strict=True):
             where = f"{config.name} {order} {res.shape}"
@@ -102,8 +110,15 @@ def test_quantized_and_accumulating_gemms(seed):
                          requant=True, a_signed=False, out_signed=False)  # fmt: skip
     shapes = [(7, 9, 8), (5, 4, 11)]
     operands = random_operands(rng, config, shapes)
-    params = [RequantParams(rng.integers(1 << 29, 1 << 31, n), rng.integers(-8, 3, n),
-                            int(rng.integers(0, 20)), bool(i)) for i, (_, _, n) in enumerate(shapes)]  # fmt: skip
+    params = [
+        RequantParams(
+            rng.integers(1 << 29, 1 << 31, n),
+            rng.integers(-8, 3, n),
+            int(rng.integers(0, 20)),
+            bool(i),
+        )
+        for i, (_, _, n) in enumerate(shapes)
+    ]
     zeros = [(int(rng.integers(0, 50)), int(rng.integers(-20, 20))) for _ in shapes]
     res = run_device_gemms(config, operands, zeros=zeros, requant=params, order="mkn")
     for (a, b), (za, zb), p, r in zip(operands, zeros, params, res, strict=True):
@@ -113,7 +128,7 @@ def test_quantized_and_accumulating_gemms(seed):
     operands = random_operands(rng, plain, [(6, 7, 5)])
     c0 = rng.integers(-1000, 1000, (6, 5))
     (r,) = run_device_gemms(plain, operands, c_in=[c0], order="kmn")
-    (a, b), = operands
+    ((a, b),) = operands
     np.testing.assert_array_equal(r.c, reference(plain, a, b) + c0)
 
 

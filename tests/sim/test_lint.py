@@ -31,6 +31,24 @@ def test_lint_clean(config, kind, tmp_path):
     assert result.clean, "\n".join(result.warnings) or result.output
 
 
+#: The device on DRAM: every dataflow, narrow and wide beats, bursts of one beat, 64-bit sums.
+DEVICE = [
+    ArrayConfig("ws", 2, 3),
+    ArrayConfig("os", 3, 2, bus_width=64),
+    ArrayConfig("is", 4, 4, zero_points=True, requant=True, a_signed=False),
+    ArrayConfig("ws", 4, 4, number="bf16", bus_width=256),
+    ArrayConfig("os", 2, 2, a_width=16, b_width=16, acc_width=64, bus_width=64, max_burst=1),
+    ArrayConfig("ws", 16, 16, bus_width=512),
+]
+
+
+@pytest.mark.parametrize("config", DEVICE, ids=lambda c: c.name)
+def test_device_lint_clean(config, tmp_path):
+    paths = write_design(config, tmp_path, "device")
+    result = lint(paths["verilog"], TOPS["device"])
+    assert result.clean, "\n".join(result.warnings) or result.output
+
+
 def test_lint_reports_width_problems(tmp_path):
     """The waiver file waives only Amaranth's style warnings: a width bug still fails lint."""
     bad = tmp_path / "bad.v"
