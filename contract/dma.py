@@ -27,6 +27,7 @@ from .plan import Chunk
 
 __all__ = [
     "LOOP_ORDERS",
+    "WRITE_BUFFER_WORDS",
     "Descriptor",
     "Job",
     "Refusal",
@@ -51,6 +52,9 @@ __all__ = [
 
 #: Loop orders of the chunk nest, outermost first; a descriptor names one by its index.
 LOOP_ORDERS = ("nmk", "mnk", "nkm", "knm", "mkn", "kmn")
+
+#: Words the write engine buffers between the C bank and the W channel.
+WRITE_BUFFER_WORDS = 4
 
 #: Bytes of one per-channel requantization entry in DRAM: the Q31 multiplier as a 32-bit word,
 #: then the shift as one signed byte, then padding.
@@ -205,7 +209,8 @@ def check_descriptor(config: ArrayConfig, d: Descriptor) -> tuple[Refusal, str]:
             return Refusal.DIMENSION, f"{name} must be in 1..{top}, not {value!r}"
     if d.order not in LOOP_ORDERS:
         return Refusal.ORDER, f"order must be one of {', '.join(LOOP_ORDERS)}, not {d.order!r}"
-    if d.accumulate and d.requant:
+    requant = config.requant and d.requant
+    if d.accumulate and requant:
         return Refusal.MODE, "accumulate into C needs C at accumulator width, not requantized"
     g = granularity(config)
     for dim, total, size in zip("mkn", (d.m, d.k, d.n), d.chunk, strict=True):
@@ -220,7 +225,7 @@ def check_descriptor(config: ArrayConfig, d: Descriptor) -> tuple[Refusal, str]:
         if need[buf] > depth:
             return Refusal.CHUNK, (f"a chunk needs {need[buf]} words of a {buf.upper()} bank, "
                                    f"which holds {buf}_depth = {depth}")  # fmt: skip
-    if d.requant and math.ceil(d.n / config.cols) > config.q_depth:
+    if requant and math.ceil(d.n / config.cols) > config.q_depth:
         return Refusal.TABLE, (f"{d.n} channels take {math.ceil(d.n / config.cols)} Q words, "
                                f"past q_depth = {config.q_depth}")  # fmt: skip
     cont = containers(config)
@@ -231,17 +236,25 @@ def check_descriptor(config: ArrayConfig, d: Descriptor) -> tuple[Refusal, str]:
         fmt = c_format(config, d) if kind == "c" else kind
         size = cont[fmt]
         tiles, lines = _tiles_lines(word_layout(config, fmt), _shape(kind, d.m, d.k, d.n))
-        if not is_integer(region.addr) or region.addr < 0 or region.addr % size:
+        if not is_integer(region.addr) or not 0 <= region.addr < 1 << ADDR_BITS or (
+                region.addr % size):  # fmt: skip
             return Refusal.ALIGNMENT, (f"{kind}_addr = {region.addr!r} must be a multiple of "
                                        f"its {size}-byte words")  # fmt: skip
-        if not is_integer(region.stride) or region.stride % size or region.stride < lines * size:
+        if (not is_integer(region.stride) or region.stride % size
+                or not lines * size <= region.stride < 1 << ADDR_BITS):  # fmt: skip
             return Refusal.STRIDE, (f"{kind}_stride = {region.stride!r} must be a multiple of "
                                     f"{size} bytes and hold a tile row of {lines} words "
                                     f"({lines * size} bytes)")  # fmt: skip
         if region.addr + (tiles - 1) * region.stride + lines * size > 1 << ADDR_BITS:
             return Refusal.RANGE, f"{kind} reaches past the {ADDR_BITS}-bit address space"
-    if d.requant and (not is_integer(d.q_addr) or d.q_addr % cont["q"]):
-        return Refusal.ALIGNMENT, f"q_addr = {d.q_addr!r} must be a multiple of {cont['q']}"
+    if requant:
+        if not is_integer(d.q_addr) or not 0 <= d.q_addr < 1 << ADDR_BITS or d.q_addr % cont["q"]:
+            return Refusal.ALIGNMENT, (
+                f"q_addr = {d.q_addr!r} must be a multiple of "
+                f"{cont['q']} in the {ADDR_BITS}-bit address space"
+            )
+        if d.q_addr + math.ceil(d.n / config.cols) * cont["q"] > 1 << ADDR_BITS:
+            return Refusal.RANGE, f"the requantization table reaches past {ADDR_BITS} bits"
     return Refusal.NONE, ""
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from .config import ArrayConfig, Dataflow
 
 __all__ = [
+    "DESCRIPTOR_LATENCY",
     "DONE_DELAY",
     "READ_LATENCY",
     "MeshTiming",
@@ -26,6 +27,10 @@ __all__ = [
 #: A buffer read issued in cycle ``t`` reaches the mesh in cycle ``t + READ_LATENCY``: the
 #: SRAM's read port registers its word, and the controllers register the matching ``valid``.
 READ_LATENCY = 1
+
+#: The device starts a descriptor this many cycles after accepting it: one to read it from the
+#: queue, one to check it (rtl/device.py).
+DESCRIPTOR_LATENCY = 2
 
 #: ``busy`` stays high this many cycles after the cycle in which the last result reached the C
 #: buffer (the controller's ``finishing`` register), so the counters see the final update.

@@ -209,9 +209,11 @@ class Device(wiring.Component):
         m.d.comb += kind.eq(Mux(need[0], 0, Mux(need[1], 1, 2)))
         any_need = need.any()
         bank = Mux(~kind.any(), w.bank_a, Mux(kind == 1, w.bank_b, w.bank_c))
+        # partial sums come back only once every write is acknowledged (AXI orders nothing
+        # between a write and a later read of the same address)
+        c_free = ~state_of(c_state, w.bank_c).any() & (~wr.outstanding.any() | (w.c_in != 2))
         free = Mux(~kind.any(), ~state_of(a_state, w.bank_a).any(),
-                   Mux(kind == 1, ~state_of(b_state, w.bank_b).any(),
-                       ~state_of(c_state, w.bank_c).any()))  # fmt: skip
+                   Mux(kind == 1, ~state_of(b_state, w.bank_b).any(), c_free))  # fmt: skip
         cmd = rd.cmd
         addr = {}
         for k in "abcp":
@@ -316,7 +318,7 @@ class Device(wiring.Component):
         w = walkers["wr"]
         final = w.store == 1
         c_full = state_of(c_state, w.bank_c) == FULL
-        store_ok = c_full & (q_loaded | ~final | (d.requant if cfg.requant else 1))
+        store_ok = c_full & (q_loaded | ~final | (~d.requant if cfg.requant else 1))
         scmd = wr.cmd
         tiles, lines = geo.tiles_lines("p", *geo.shape("c", w.mlen, w.klen, w.nlen))
         addr_c = Signal(ADDR_BITS, name="wr_addr_c")
@@ -352,7 +354,8 @@ class Device(wiring.Component):
         with m.If(checking):
             m.d.sync += [checking.eq(0), running.eq(~refusal.any()), self.error.eq(refusal)]
             m.d.sync += [s.eq(FREE) for s in (*a_state, *b_state, *c_state)]
-            m.d.sync += [q_loaded.eq(0), q_pending.eq(d.requant if cfg.requant else 0),
+            m.d.sync += [q_loaded.eq(0),
+                         q_pending.eq((d.requant & ~refusal.any()) if cfg.requant else 0),
                          done_mask.eq(0)]  # fmt: skip
         with m.If(finish):
             m.d.sync += running.eq(0)
@@ -378,7 +381,7 @@ class Device(wiring.Component):
         m.d.comb += strobes.eq(sum(wch.payload.strb[i] for i in range(cfg.bus_width // 8)))
         incs["dram_write_beats"] = w_take
         incs["dram_write_bytes"] = Mux(w_take, strobes, 0)
-        with m.If(start):
+        with m.If(checking):  # every descriptor, refused ones too, starts from zero
             m.d.sync += [getattr(cnt, name).eq(0) for name in DEVICE_COUNTERS]
         with m.Else():
             for name, inc in incs.items():
@@ -437,6 +440,8 @@ class Device(wiring.Component):
             add(on & (reach > (1 << ADDR_BITS)), Refusal.RANGE)
         if cfg.requant:
             add(d.requant & (d.q_addr & (cont["q"] - 1)).any(), Refusal.ALIGNMENT)
+            q_end = d.q_addr + divide(d.n + cfg.cols - 1, cfg.cols, DIM_BITS + 1) * cont["q"]
+            add(d.requant & (q_end > (1 << ADDR_BITS)), Refusal.RANGE)
         code = Signal(4, name="refusal")
         value = Const(0, 4)
         for cond, c in reversed(checks):

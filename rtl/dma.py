@@ -17,7 +17,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from systolic.contract.axi import ADDR_BITS, BURST_INCR, IDS
 from systolic.contract.config import ArrayConfig
-from systolic.contract.dma import beat_bytes, containers
+from systolic.contract.dma import WRITE_BUFFER_WORDS, beat_bytes, containers
 from systolic.contract.interface import DIM_BITS
 from systolic.contract.layouts import layouts
 
@@ -300,7 +300,7 @@ class WriteEngine(wiring.Component):
         m.d.comb += self.cmd.ready.eq(~producing & ~requesting)
         start = self.cmd.valid & self.cmd.ready
         # -- producer ---------------------------------------------------------------------------
-        depth = 4
+        depth = WRITE_BUFFER_WORDS
         words = fifo.SyncFIFO(width=8 * widest, depth=depth)
         m.submodules.words = words
         count = Signal(unsigned(2 * DIM_BITS + 2), name="wr_count")  # words read so far

@@ -36,9 +36,12 @@ from systolic.golden.requant import RequantParams
 from .build import build_model, run_cocotb
 from .dram import DRAM_BYTES, image_lines, read_dump
 
-__all__ = ["DeviceResult", "place", "run_device_gemms"]
+__all__ = ["DEFAULT_MEMORY", "DeviceResult", "place", "run_device_gemms"]
 
 _ALIGN = 4096
+
+#: The DRAM of a run that names none: 16 bytes a cycle, 20 cycles of latency, 64 requests.
+DEFAULT_MEMORY = Dram(16, 20, 64)
 
 
 @dataclass
@@ -102,7 +105,7 @@ def run_device_gemms(
     """Run every ``(A, B)`` on one simulator process of the device, each as one descriptor
     (``descriptors`` overrides the placement, for refusal tests). ``c_in[i]`` accumulates
     GEMM ``i`` into that C; ``zeros[i]`` and ``requant[i]`` quantize it."""
-    memory = memory or Dram(16, 20, 64)
+    memory = memory or DEFAULT_MEMORY
     bus = config.bus_width // 8
     build = build_model(config, "device")
     run_dir = build.directory / "jobs" / f"{name}-{os.getpid()}-{threading.get_ident()}"
@@ -139,11 +142,12 @@ def run_device_gemms(
             regions[d.q_addr] = q_image(config, rq.multiplier, rq.shift)
         fmt = c_format(config, d)
         c_bytes = _c_bytes(config, d, fmt)
-        if (
-            d.c.addr + c_bytes > DRAM_BYTES
-            or max(regions) + len(regions[max(regions)]) > DRAM_BYTES
-        ):
-            raise ValueError(f"{m}x{k}x{n} does not fit the simulated DRAM ({DRAM_BYTES} bytes)")
+        ends = [d.c.addr + c_bytes] + [address + len(blob) for address, blob in regions.items()]
+        if d.chunk[1] < d.k and d.order[-1] != "k":  # partial sums go to DRAM too
+            ends.append(d.p.addr + _c_bytes(config, d, "p", d.p))
+        if max(ends) > DRAM_BYTES:
+            raise ValueError(f"{m}x{k}x{n} does not fit the simulated DRAM ({DRAM_BYTES} bytes): "
+                             f"it needs {max(ends)}")  # fmt: skip
         hex_path = run_dir / f"image-{i}.hex"
         hex_path.write_text(image_lines(config.bus_width, regions))
         first = d.c.addr // bus
@@ -198,11 +202,12 @@ def _dram_fields(memory: Dram) -> dict[str, int]:
             "max_requests": memory.max_requests}  # fmt: skip
 
 
-def _c_bytes(config: ArrayConfig, d: Descriptor, fmt: str) -> int:
+def _c_bytes(config: ArrayConfig, d: Descriptor, fmt: str, region: Region | None = None) -> int:
+    """Bytes from the start of C's region (or ``region``, holding C's shape) to its end."""
     word = word_layout(config, fmt)
     tiles = -(-(d.n if word.rowwise else d.m) // word.tile)
     lines = d.m if word.rowwise else d.n
-    return (tiles - 1) * d.c.stride + lines * containers(config)[fmt]
+    return (tiles - 1) * (region or d.c).stride + lines * containers(config)[fmt]
 
 
 def refusal(config: ArrayConfig, d: Descriptor) -> Refusal:

@@ -91,12 +91,12 @@ def dram_model(bus_width: int, size: int = DRAM_BYTES) -> str:
     count_updates = []
     for op, i in IDS.items():
         count_updates.append(
-            f"      if (r_take && q_id[q_head] == {ID_BITS}'d{i}) begin "
+            f"      if (r_take && q_id[hq] == {ID_BITS}'d{i}) begin "
             f"read_beats_{op} <= read_beats_{op} + 64'd1; "
             f"read_bytes_{op} <= read_bytes_{op} + beat_bytes; end"
         )
         count_updates.append(
-            f"      if (w_take && q_id[q_head] == {ID_BITS}'d{i}) begin "
+            f"      if (w_take && q_id[hq] == {ID_BITS}'d{i}) begin "
             f"write_beats_{op} <= write_beats_{op} + 64'd1; "
             f"write_bytes_{op} <= write_bytes_{op} + beat_bytes; end"
         )

@@ -85,6 +85,7 @@ def _descriptor(config, m, k, n, chunk, order="nmk", **kw):
     cont = containers(config)
 
     def region(kind, shape, base):
+        kind = "p" if kind == "c" else kind  # outputs at accumulator width (no requant)
         word = word_layout(config, kind)
         lines = shape[0] if word.rowwise else shape[1]
         return Region(base, lines * cont[kind])
@@ -108,10 +109,13 @@ def _descriptor(config, m, k, n, chunk, order="nmk", **kw):
         ({"b": Region(1 << 20, 6)}, Refusal.STRIDE),
         ({"c": Region(2 << 20, 4 * 16)}, Refusal.STRIDE),  # C tile rows hold 32 words of 16 B
         ({"c": Region((1 << 32) - 64, 32 * 16)}, Refusal.RANGE),
+        ({"requant": True, "q_addr": (1 << 32) - 32}, Refusal.RANGE),  # the table too
+        ({"requant": True, "q_addr": -32}, Refusal.ALIGNMENT),
+        ({"a": Region(0, 1 << 32)}, Refusal.STRIDE),  # no wider than its 32-bit field
     ],
 )
 def test_descriptors_are_refused_with_their_reason(change, refusal):
-    config = ArrayConfig("ws", 4, 4, a_depth=48, b_depth=48, c_depth=48)
+    config = ArrayConfig("ws", 4, 4, a_depth=48, b_depth=48, c_depth=48, requant=True)
     good = _descriptor(config, 32, 16, 16, (8, 8, 8))
     assert check_descriptor(config, good) == (Refusal.NONE, "")
     fields = {f: getattr(good, f) for f in good.__dataclass_fields__} | change

@@ -30,7 +30,8 @@ from systolic.golden.data import random_operands
 from systolic.golden.reference import reference, requantized_reference
 from systolic.golden.requant import RequantParams
 from systolic.models.cycles import command_counters
-from systolic.sim.device import place, run_device_gemms
+from systolic.models.device import predict_device
+from systolic.sim.device import DEFAULT_MEMORY, place, run_device_gemms
 
 CONFIGS = [
     ArrayConfig("ws", 2, 3, a_depth=24, b_depth=24, c_depth=24),
@@ -68,7 +69,7 @@ def test_device_gemms_bit_exact_in_every_order(config, seed):
     shapes = [(int(rng.integers(1, 14)), int(rng.integers(1, 14)), int(rng.integers(1, 14)))
               for _ in LOOP_ORDERS]  # fmt: skip
     operands = random_operands(rng, config, shapes)
-    results = []
+    results, memory = [], Dram("7/3", 9, 4)
     for order in LOOP_ORDERS:  # one simulator process per order, every shape in it
         results.append(
             run_device_gemms(
@@ -101,6 +102,10 @@ def test_device_gemms_bit_exact_in_every_order(config, seed):
             for name in COUNTERS:
                 if name != "cycles":
                     assert res.counters[name] == compute[name], (where, name)
+            # the model, cycle for cycle: waits and DRAM traffic included
+            predicted = predict_device(config, res.descriptor, memory)
+            assert dict(predicted) == res.counters, where
+            assert predicted.measured_cycles == res.measured_cycles, where
 
 
 def test_quantized_and_accumulating_gemms(seed):
@@ -120,10 +125,18 @@ def test_quantized_and_accumulating_gemms(seed):
         for i, (_, _, n) in enumerate(shapes)
     ]
     zeros = [(int(rng.integers(0, 50)), int(rng.integers(-20, 20))) for _ in shapes]
-    res = run_device_gemms(config, operands, zeros=zeros, requant=params, order="mkn")
+    memory = Dram("5/2", 30, 3)
+    res = run_device_gemms(config, operands, zeros=zeros, requant=params, order="mkn",
+                           memory=memory)  # fmt: skip
     for (a, b), (za, zb), p, r in zip(operands, zeros, params, res, strict=True):
         assert r.error == 0
         np.testing.assert_array_equal(r.c, requantized_reference(config, a, b, za, zb, p))
+        assert dict(predict_device(config, r.descriptor, memory)) == r.counters
+    # the same device, raw accumulators out (no table to load, no requantization)
+    (r,) = run_device_gemms(config, operands[:1], zeros=zeros[:1], memory=memory, name="raw")
+    (a, b), (za, zb) = operands[0], zeros[0]
+    np.testing.assert_array_equal(r.c, reference(config, a, b, za, zb))
+    assert dict(predict_device(config, r.descriptor, memory)) == r.counters
     plain = ArrayConfig("ws", 2, 2, a_depth=24, b_depth=24, c_depth=24)
     operands = random_operands(rng, plain, [(6, 7, 5)])
     c0 = rng.integers(-1000, 1000, (6, 5))
@@ -152,6 +165,7 @@ def test_refused_descriptors_move_nothing():
     for code, r in zip(itertools.chain(cases, [Refusal.NONE]), res, strict=True):
         assert r.error == int(code), (code, r.error)
         moved = sum(v for k, v in r.dram.items())
+        assert dict(predict_device(config, r.descriptor, DEFAULT_MEMORY)) == r.counters, code
         if code is Refusal.NONE:
             assert moved > 0
         else:
