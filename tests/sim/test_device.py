@@ -41,6 +41,10 @@ CONFIGS = [
 ]  # fmt: skip
 
 
+#: Wall-clock seconds a device run may take: a hang (a lost beat, a bank never released) fails.
+DEADLINE = 120
+
+
 def _traffic(config: ArrayConfig, d) -> dict[str, int]:
     """Bytes read per buffer and written, from the contract's jobs, transfers and bursts."""
     cont = containers(config)
@@ -77,8 +81,9 @@ def test_device_gemms_bit_exact_in_every_order(config, seed):
                 operands,
                 order=order,
                 pad=1,
-                memory=Dram("7/3", 9, 4),
+                memory=memory,
                 name=f"orders-{order}",
+                timeout=DEADLINE,
             )
         )
     for order, runs in zip(LOOP_ORDERS, results, strict=True):
@@ -127,22 +132,26 @@ def test_quantized_and_accumulating_gemms(seed):
     zeros = [(int(rng.integers(0, 50)), int(rng.integers(-20, 20))) for _ in shapes]
     memory = Dram("5/2", 30, 3)
     res = run_device_gemms(config, operands, zeros=zeros, requant=params, order="mkn",
-                           memory=memory)  # fmt: skip
+                           memory=memory, timeout=DEADLINE)  # fmt: skip
     for (a, b), (za, zb), p, r in zip(operands, zeros, params, res, strict=True):
         assert r.error == 0
         np.testing.assert_array_equal(r.c, requantized_reference(config, a, b, za, zb, p))
         assert dict(predict_device(config, r.descriptor, memory)) == r.counters
     # the same device, raw accumulators out (no table to load, no requantization)
-    (r,) = run_device_gemms(config, operands[:1], zeros=zeros[:1], memory=memory, name="raw")
+    (r,) = run_device_gemms(
+        config, operands[:1], zeros=zeros[:1], memory=memory, name="raw", timeout=DEADLINE
+    )
     (a, b), (za, zb) = operands[0], zeros[0]
     np.testing.assert_array_equal(r.c, reference(config, a, b, za, zb))
     assert dict(predict_device(config, r.descriptor, memory)) == r.counters
     plain = ArrayConfig("ws", 2, 2, a_depth=24, b_depth=24, c_depth=24)
     operands = random_operands(rng, plain, [(6, 7, 5)])
     c0 = rng.integers(-1000, 1000, (6, 5))
-    (r,) = run_device_gemms(plain, operands, c_in=[c0], order="kmn")
+    (r,) = run_device_gemms(plain, operands, c_in=[c0], order="kmn", memory=memory,
+                            timeout=DEADLINE)  # fmt: skip
     ((a, b),) = operands
     np.testing.assert_array_equal(r.c, reference(plain, a, b) + c0)
+    assert dict(predict_device(plain, r.descriptor, memory)) == r.counters
 
 
 def test_refused_descriptors_move_nothing():
@@ -161,7 +170,9 @@ def test_refused_descriptors_move_nothing():
     rng = np.random.default_rng(0)
     operands = random_operands(rng, config, [(6, 6, 6)] * (len(cases) + 1))
     descriptors = [*cases.values(), good]
-    res = run_device_gemms(config, operands, descriptors=descriptors, name="refusals")
+    res = run_device_gemms(
+        config, operands, descriptors=descriptors, name="refusals", timeout=DEADLINE
+    )
     for code, r in zip(itertools.chain(cases, [Refusal.NONE]), res, strict=True):
         assert r.error == int(code), (code, r.error)
         moved = sum(v for k, v in r.dram.items())
