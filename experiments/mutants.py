@@ -199,6 +199,9 @@ def main(argv=None) -> int:
     parser.add_argument("--why", action="store_true", help="print what failed for each mutant")
     args = parser.parse_args(argv)
     chosen = [m for m in MUTANTS if not args.k or args.k in m.name]
+    if not chosen:  # an empty selection would run the whole suite as its baseline
+        print(f"no mutant's name contains {args.k!r}", file=sys.stderr)
+        return 2
     return run_mutants(chosen, keep=args.keep, why=args.why)
 
 
