@@ -23,7 +23,7 @@ from .config import ArrayConfig
 from .interface import DIM_BITS
 from .layouts import BufferWord, footprint, from_words, layouts, to_words
 from .memory import container_bytes
-from .plan import Chunk
+from .plan import Chunk, granularity
 
 __all__ = [
     "LOOP_ORDERS",
@@ -41,11 +41,11 @@ __all__ = [
     "descriptor_values",
     "containers",
     "from_image",
-    "granularity",
     "image",
     "jobs",
     "q_image",
     "q_transfer",
+    "tile_rows",
     "transfers",
     "word_layout",
 ]
@@ -177,23 +177,11 @@ def beat_bytes(config: ArrayConfig, kind: str) -> int:
     return min(containers(config)[kind], config.bus_width // 8)
 
 
-def granularity(config: ArrayConfig) -> dict[str, int]:
-    """Chunk sizes must be multiples of the tile along each dimension a word runs along (a
-    whole dimension is always allowed)."""
-    size = {"m": 1, "k": 1, "n": 1}
-    lay = layouts(config)
-    for buf, (row_dim, col_dim) in (("a", ("m", "k")), ("b", ("k", "n")), ("c", ("m", "n"))):
-        size[col_dim if lay[buf].rowwise else row_dim] = max(
-            size[col_dim if lay[buf].rowwise else row_dim], lay[buf].tile
-        )
-    return size
-
-
 def _shape(kind: str, m: int, k: int, n: int) -> tuple[int, int]:
     return {"a": (m, k), "b": (k, n), "c": (m, n), "p": (m, n)}[kind]
 
 
-def _tiles_lines(word: BufferWord, shape: tuple[int, int]) -> tuple[int, int]:
+def tile_rows(word: BufferWord, shape: tuple[int, int]) -> tuple[int, int]:
     """``(tile rows, words per tile row)`` of a matrix of ``shape`` in words of ``word``."""
     rows, cols = shape
     if word.rowwise:
@@ -235,7 +223,7 @@ def check_descriptor(config: ArrayConfig, d: Descriptor) -> tuple[Refusal, str]:
     for kind, region in used.items():
         fmt = c_format(config, d) if kind == "c" else kind
         size = cont[fmt]
-        tiles, lines = _tiles_lines(word_layout(config, fmt), _shape(kind, d.m, d.k, d.n))
+        tiles, lines = tile_rows(word_layout(config, fmt), _shape(kind, d.m, d.k, d.n))
         if not is_integer(region.addr) or not 0 <= region.addr < 1 << ADDR_BITS or (
                 region.addr % size):  # fmt: skip
             return Refusal.ALIGNMENT, (f"{kind}_addr = {region.addr!r} must be a multiple of "
@@ -408,7 +396,7 @@ def image(mat: np.ndarray, word: BufferWord, container: int, stride: int) -> byt
     order), each packed LSB first (element ``j`` at bits ``j*width ..``) in ``container``
     bytes, tile row ``t`` from byte ``t * stride``."""
     words = to_words(np.asarray(mat, dtype=np.int64), word)
-    tiles, lines = _tiles_lines(word, np.asarray(mat).shape)
+    tiles, lines = tile_rows(word, np.asarray(mat).shape)
     packed = _pack(words, word.width, container)  # (tiles * lines, container)
     out = np.zeros((tiles, stride), dtype=np.uint8)
     out[:, : lines * container] = packed.reshape(tiles, lines * container)
@@ -418,7 +406,7 @@ def image(mat: np.ndarray, word: BufferWord, container: int, stride: int) -> byt
 def from_image(blob: bytes, word: BufferWord, container: int, stride: int,
                shape: tuple[int, int]) -> np.ndarray:  # fmt: skip
     """Inverse of :func:`image`: the ``shape`` matrix (signed where the word is)."""
-    tiles, lines = _tiles_lines(word, shape)
+    tiles, lines = tile_rows(word, shape)
     raw = np.frombuffer(blob, dtype=np.uint8)
     raw = np.concatenate([raw, np.zeros(tiles * stride - len(raw), np.uint8)])
     rows = raw.reshape(tiles, stride)[:, : lines * container].reshape(tiles * lines, container)

@@ -24,6 +24,7 @@ __all__ = [
     "c_read_requests",
     "check_command",
     "chunk_sizes",
+    "granularity",
     "plan",
     "q_words",
     "steps",
@@ -58,7 +59,7 @@ class Chunk:
         return self.m1 - self.m0, self.k1 - self.k0, self.n1 - self.n0
 
 
-def _granularity(config: ArrayConfig) -> dict[str, int]:
+def granularity(config: ArrayConfig) -> dict[str, int]:
     """Chunk sizes stay multiples of the tile along each dimension an operand's words run along
     (A is ``m x k``, B is ``k x n``; a row-wise word runs along the column dimension)."""
     size = {"m": 1, "k": 1, "n": 1}
@@ -75,7 +76,7 @@ def chunk_sizes(config: ArrayConfig, m: int, k: int, n: int) -> dict[str, int]:
             raise ValueError(f"GEMM dimension {name} must be a positive integer, not {value!r}")
     depth = {"a": config.a_depth, "b": config.b_depth, "c": config.c_depth}
     uses = {"a": ("m", "k"), "b": ("k", "n"), "c": ("m", "n")}
-    g = _granularity(config)
+    g = granularity(config)
     size = {"m": m, "k": k, "n": n}
     while True:
         need = footprint(config, size["m"], size["k"], size["n"])

@@ -42,52 +42,51 @@ __all__ = ["DevicePrediction", "predict_device"]
 FREE, LOADING, FULL, LOADED, COMPUTE, STORING = range(6)
 
 
-def _timeline(config: ArrayConfig, d: Descriptor, dram: Dram, limit: int) -> dict:
-    """Cycles, jobs and waits of ``d``, one cycle at a time."""
+def _fmt(config: ArrayConfig, d: Descriptor, kind: str, store: bool) -> str:
+    """The DRAM format a transfer moves: C and partial sums come in at accumulator width and
+    finished outputs leave as :func:`contract.dma.c_format` says."""
+    if store:
+        return c_format(config, d) if kind == "c" else "p"
+    return "p" if kind in "cp" else kind
+
+
+def _moves(config: ArrayConfig, d: Descriptor) -> tuple[list, list, list]:
+    """Per job, its loads ``(buffer, bank, bursts, from partial sums)`` and its stores ``(bank,
+    bursts, words, beat bytes, container bytes)``, and the table's load; a burst is
+    ``(address, beats, beat bytes)``."""
     cont = containers(config)
-    js = jobs(config, d)
-    clock = BeatClock.of(dram)
 
     def burst_list(t, fmt):
         beat = beat_bytes(config, fmt)
         out = []
         for address, words in t.segments:
-            out += [
-                (a, n, beat) for a, n in bursts(address, words * cont[fmt], beat, config.max_burst)
-            ]
+            out += [(a, n, beat) for a, n in bursts(address, words * cont[fmt], beat,
+                                                    config.max_burst)]  # fmt: skip
         return out
 
-    # per-job load commands (kind, bank, bursts) and store commands
     loads, stores = [], []
-    for j in js:
-        ls, ss = transfers(config, d, j)
-        loads.append(
-            [
-                (
-                    t.kind if t.kind in "ab" else "c",
-                    t.bank,
-                    burst_list(t, t.kind if t.kind in "ab" else "p"),
-                    t.kind == "p",  # partial sums: wait for every write's response
-                )
-                for t in ls
-            ]
-        )
-        stores.append(
-            [
-                (
-                    t.bank,
-                    burst_list(t, c_format(config, d) if t.kind == "c" else "p"),
-                    t.words,
-                    beat_bytes(config, c_format(config, d) if t.kind == "c" else "p"),
-                    cont[c_format(config, d) if t.kind == "c" else "p"],
-                )
-                for t in ss
-            ]
-        )
+    for job in jobs(config, d):
+        ls, ss = transfers(config, d, job)
+        loads.append([("c" if t.kind in "cp" else t.kind, t.bank,
+                       burst_list(t, _fmt(config, d, t.kind, False)), t.kind == "p")
+                      for t in ls])  # fmt: skip
+        stores.append([(t.bank, burst_list(t, f), t.words, beat_bytes(config, f), cont[f])
+                       for t in ss for f in [_fmt(config, d, t.kind, True)]])  # fmt: skip
+    q = []
+    if d.requant and config.requant:
+        q = [("q", 0, burst_list(q_transfer(config, d), "q"), False)]
+    return loads, stores, q
+
+
+def _timeline(config: ArrayConfig, d: Descriptor, dram: Dram, limit: int) -> dict:
+    """Cycles, jobs and waits of ``d``, one cycle at a time."""
+    js = jobs(config, d)
+    clock = BeatClock.of(dram)
+    loads, stores, q = _moves(config, d)
     state = {k: [FREE, FREE] for k in "abc"}
-    q_pending = bool(d.requant and config.requant)
+    q_pending = bool(q)
     q_loaded = False
-    q_cmd = ("q", 0, burst_list(q_transfer(config, d), "q"), False) if q_pending else None
+    q_cmd = q[0] if q else None
     # read side
     rd_job, rd_issued = 0, 0  # loads issued of the current job
     # read engine
@@ -362,23 +361,11 @@ def predict_device(config: ArrayConfig, d: Descriptor, dram: Dram,
         for name in COUNTERS:
             if name != "cycles":
                 out[name] += counters[name]
-    cont = containers(config)
-    moves = [("q", q_transfer(config, d), False)] if d.requant and config.requant else []
-    for job in jobs(config, d):
-        loads, stores = transfers(config, d, job)
-        moves += [(t.kind, t, False) for t in loads] + [(t.kind, t, True) for t in stores]
-    for kind, t, store in moves:
-        fmt = (c_format(config, d) if kind == "c" else "p") if store else (
-            "p" if kind in "cp" else kind)  # fmt: skip
-        beat = beat_bytes(config, fmt)
-        beats = 0
-        for address, words in t.segments:
-            beats += sum(n for _, n in bursts(address, words * cont[fmt], beat, config.max_burst))
-        if store:
-            out["dram_write_beats"] += beats
-            out["dram_write_bytes"] += beats * beat
-        else:
-            key = "c" if kind in "cp" else kind
-            out[f"dram_read_beats_{key}"] += beats
-            out[f"dram_read_bytes_{key}"] += beats * beat
+    loads, stores, q = _moves(config, d)
+    for buf, _, burst_list, _ in q + [load for job in loads for load in job]:
+        out[f"dram_read_beats_{buf}"] += sum(n for _, n, _ in burst_list)
+        out[f"dram_read_bytes_{buf}"] += sum(n * beat for _, n, beat in burst_list)
+    for _, burst_list, _, _, _ in (store for job in stores for store in job):
+        out["dram_write_beats"] += sum(n for _, n, _ in burst_list)
+        out["dram_write_bytes"] += sum(n * beat for _, n, beat in burst_list)
     return out

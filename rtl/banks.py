@@ -5,12 +5,12 @@ business (rtl/sequencer.py); the banks only route each port to the bank it names
 from __future__ import annotations
 
 from amaranth import Module, Mux, Signal
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .array import Flow
-from .buffers import address_shape
+from .buffers import _Buffer, address_shape
 from .fp import IntegerArithmetic
 
 __all__ = ["BankedAccumulator", "BankedInput", "fill_layout"]
@@ -21,7 +21,7 @@ def fill_layout(word) -> data.StructLayout:
     return data.StructLayout({"bank": 1, "addr": address_shape(), "data": word})
 
 
-class BankedInput(wiring.Component):
+class BankedInput(_Buffer):
     """An operand buffer (A, B) of two banks of ``depth`` words.
 
     Ports
@@ -34,18 +34,13 @@ class BankedInput(wiring.Component):
     """
 
     def __init__(self, *, word, depth: int):
-        self._word, self._depth = word, depth
-        super().__init__({
+        super().__init__(word, depth, {
             "fill": In(Flow(fill_layout(word))),
             "read_bank": In(1),
             "read_addr": In(address_shape()),
             "read_en": In(1),
             "read_data": Out(word),
         })  # fmt: skip
-
-    @property
-    def depth(self) -> int:
-        return self._depth
 
     def elaborate(self, platform):
         m = Module()
@@ -68,7 +63,7 @@ class BankedInput(wiring.Component):
         return m
 
 
-class BankedAccumulator(wiring.Component):
+class BankedAccumulator(_Buffer):
     """The output buffer (C) at accumulator width: two banks, each accumulating in place.
 
     Ports
@@ -84,11 +79,11 @@ class BankedAccumulator(wiring.Component):
     """
 
     def __init__(self, *, word, depth: int, arithmetic=IntegerArithmetic):
-        self._word, self._depth, self._arith = word, depth, arithmetic
+        self._arith = arithmetic
         update = data.StructLayout(
             {"bank": 1, "addr": address_shape(), "data": word, "accumulate": 1}
         )
-        super().__init__({
+        super().__init__(word, depth, {
             "update": In(Flow(update)),
             "fill": In(Flow(fill_layout(word))),
             "drain_bank": In(1),
@@ -96,10 +91,6 @@ class BankedAccumulator(wiring.Component):
             "drain_en": In(1),
             "drain_data": Out(word),
         })  # fmt: skip
-
-    @property
-    def depth(self) -> int:
-        return self._depth
 
     def elaborate(self, platform):
         m = Module()

@@ -20,10 +20,10 @@ from systolic.contract.dma import (
     beat_bytes,
     containers,
     descriptor_fields,
-    granularity,
     word_layout,
 )
 from systolic.contract.interface import COUNTER_BITS, COUNTERS, DEVICE_COUNTERS, DIM_BITS
+from systolic.contract.plan import granularity
 
 from .arith import divide, equals, remainder
 from .array import operand_shape
@@ -77,7 +77,7 @@ class _Geometry:
 
     def origin(self, kind, r0, c0):
         """``(t0, i0)``: the first tile row and line of a chunk starting at ``(r0, c0)``;
-        chunk origins along a word are multiples of the tile (contract.dma.granularity)."""
+        chunk origins along a word are multiples of the tile (contract.plan.granularity)."""
         word = word_layout(self.config, kind)
         if word.rowwise:
             return divide(c0, word.tile, DIM_BITS), r0

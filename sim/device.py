@@ -26,6 +26,7 @@ from systolic.contract.dma import (
     from_image,
     image,
     q_image,
+    tile_rows,
     word_layout,
 )
 from systolic.contract.memory import Dram
@@ -75,9 +76,7 @@ def place(config: ArrayConfig, m: int, k: int, n: int, *, order: str = "nmk",
     regions, base = {}, 0
     fmt = {"a": "a", "b": "b", "c": "c" if (config.requant and requant) else "p", "p": "p"}
     for kind, shape in (("a", (m, k)), ("b", (k, n)), ("c", (m, n)), ("p", (m, n))):
-        word = word_layout(config, fmt[kind])
-        lines = shape[0] if word.rowwise else shape[1]
-        tiles = -(-(shape[1] if word.rowwise else shape[0]) // word.tile)
+        tiles, lines = tile_rows(word_layout(config, fmt[kind]), shape)
         stride = (lines + pad) * cont[fmt[kind]]
         regions[kind] = Region(base, stride)
         base = _up(base + tiles * stride)
@@ -204,12 +203,5 @@ def _dram_fields(memory: Dram) -> dict[str, int]:
 
 def _c_bytes(config: ArrayConfig, d: Descriptor, fmt: str, region: Region | None = None) -> int:
     """Bytes from the start of C's region (or ``region``, holding C's shape) to its end."""
-    word = word_layout(config, fmt)
-    tiles = -(-(d.n if word.rowwise else d.m) // word.tile)
-    lines = d.m if word.rowwise else d.n
+    tiles, lines = tile_rows(word_layout(config, fmt), (d.m, d.n))
     return (tiles - 1) * (region or d.c).stride + lines * containers(config)[fmt]
-
-
-def refusal(config: ArrayConfig, d: Descriptor) -> Refusal:
-    """The contract's refusal of ``d`` (what the device must answer)."""
-    return check_descriptor(config, d)[0]

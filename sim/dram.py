@@ -114,6 +114,17 @@ def dram_model(bus_width: int, size: int = DRAM_BYTES) -> str:
         lsb, bits = b_fields[name]
         return f"b_payload[{lsb + bits - 1}:{lsb}]"
 
+    def enqueue(take: str, tail: str, fields: dict, write: int, ready: str) -> str:
+        """Verilog that records an accepted request at queue slot ``tail``."""
+        slot = f"{tail}[{qbits - 1}:0]"
+        lines = [f"      if ({take}) begin", f"        q_wr[{slot}] <= 1'b{write};"]
+        lines += [f"        q_{n}[{slot}] <= {fields[n]};" for n in ("addr", "len", "size", "id")]
+        lines += [f"        q_ready[{slot}] <= {ready};", "      end"]
+        return "\n".join(lines) + "\n"
+
+    # requests in acceptance order; an AR and an AW in the same cycle: the AR first
+    enqueue = enqueue("ar_take", "q_tail", ar, 0, "now + {32'd0, latency}") + enqueue(
+        "aw_take", "tail_aw", aw, 1, "now + 64'd1")  # fmt: skip
     return f"""// The simulation's DRAM (sim/dram.py): fixed latency, bandwidth and request limit.
 module dram_model (
   input wire clk,
@@ -181,23 +192,7 @@ module dram_model (
 {chr(10).join(f"      {c}_{op} <= 64'd0;" for c in COUNTERS for op in IDS)}
     end else begin
       now <= now + 64'd1;
-      if (ar_take) begin
-        q_wr[q_tail[{qbits - 1}:0]] <= 1'b0;
-        q_addr[q_tail[{qbits - 1}:0]] <= {ar["addr"]};
-        q_len[q_tail[{qbits - 1}:0]] <= {ar["len"]};
-        q_size[q_tail[{qbits - 1}:0]] <= {ar["size"]};
-        q_id[q_tail[{qbits - 1}:0]] <= {ar["id"]};
-        q_ready[q_tail[{qbits - 1}:0]] <= now + {{32'd0, latency}};
-      end
-      if (aw_take) begin
-        q_wr[tail_aw[{qbits - 1}:0]] <= 1'b1;
-        q_addr[tail_aw[{qbits - 1}:0]] <= {aw["addr"]};
-        q_len[tail_aw[{qbits - 1}:0]] <= {aw["len"]};
-        q_size[tail_aw[{qbits - 1}:0]] <= {aw["size"]};
-        q_id[tail_aw[{qbits - 1}:0]] <= {aw["id"]};
-        q_ready[tail_aw[{qbits - 1}:0]] <= now + 64'd1;
-      end
-      q_tail <= q_tail + {{{qbits}'d0, ar_take}} + {{{qbits}'d0, aw_take}};
+{enqueue}      q_tail <= q_tail + {{{qbits}'d0, ar_take}} + {{{qbits}'d0, aw_take}};
       if (w_take) begin
 {strobes}
       end

@@ -18,25 +18,13 @@ from pathlib import Path
 import cocotb
 from cocotb.triggers import FallingEdge, First, ReadOnly, RisingEdge, Timer
 from systolic.contract.config import ArrayConfig
-from systolic.contract.dma import descriptor_fields
-from systolic.contract.interface import COUNTER_BITS, DEVICE_COUNTERS
+from systolic.rtl.device import descriptor_layout, device_counters_layout
 from systolic.sim.dram import COUNTERS as DRAM_COUNTERS
 from systolic.sim.dram import DUMP_FILE, LOAD_FILE
 
+from .packing import pack, unpack
+
 CONFIG = ArrayConfig.from_json(os.environ["SYSTOLIC_CONFIG"])
-
-
-def _pack(fields: list[tuple[str, int]], values: dict) -> int:
-    out, lsb = 0, 0
-    for name, bits in fields:
-        out |= (int(values.get(name, 0)) & ((1 << bits) - 1)) << lsb
-        lsb += bits
-    return out
-
-
-def _counters(value: int) -> dict[str, int]:
-    mask = (1 << COUNTER_BITS) - 1
-    return {name: (value >> (i * COUNTER_BITS)) & mask for i, name in enumerate(DEVICE_COUNTERS)}
 
 
 async def _pulse(dut, name: str) -> None:
@@ -53,7 +41,7 @@ async def run_jobs(dut):
     jobs = json.loads(Path(os.environ["SYSTOLIC_JOBS"]).read_text())
     results = Path(os.environ["SYSTOLIC_RESULTS"])
     deadline = float(os.environ.get("SYSTOLIC_DEADLINE", "inf"))
-    fields = descriptor_fields(CONFIG)
+    layout = descriptor_layout(CONFIG)
     for i, job in enumerate(jobs):
         dut.desc__valid.value = 0
         dut.rst.value = 1
@@ -66,7 +54,7 @@ async def run_jobs(dut):
         dut.rst.value = 0
         await FallingEdge(dut.clk)
         start = time.perf_counter()
-        dut.desc__payload.value = _pack(fields, job["descriptor"])
+        dut.desc__payload.value = pack(layout, job["descriptor"])
         dut.desc__valid.value = 1
         while True:
             await ReadOnly()
@@ -82,7 +70,7 @@ async def run_jobs(dut):
         await FallingEdge(dut.clk)
         compute_seconds = time.perf_counter() - start
         outcome = {
-            "counters": _counters(dut.counters.value.to_unsigned()),
+            "counters": unpack(device_counters_layout(), dut.counters.value.to_unsigned()),
             "error": int(dut.error.value),
             "measured_cycles": dut.bench_cycles.value.to_unsigned(),
             "dram": {

@@ -15,19 +15,11 @@ from pathlib import Path
 import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
-from systolic.contract.axi import BURST_INCR, field_slices
+from systolic.contract.axi import BURST_INCR
+from systolic.rtl.axi import channel_layout
 from systolic.sim.dram import DUMP_FILE, LOAD_FILE, image_lines, read_dump
 
-
-def _pack(slices: dict, values: dict) -> int:
-    out = 0
-    for name, (lsb, bits) in slices.items():
-        out |= (int(values.get(name, 0)) & ((1 << bits) - 1)) << lsb
-    return out
-
-
-def _unpack(slices: dict, value: int) -> dict:
-    return {name: (value >> lsb) & ((1 << bits) - 1) for name, (lsb, bits) in slices.items()}
+from .packing import pack, unpack
 
 
 @cocotb.test()
@@ -36,7 +28,7 @@ async def play(dut):
     width = scenario["bus_width"]
     rng = np.random.default_rng(scenario.get("seed", 0))
     pause = scenario.get("r_pause", 0.0)
-    fields = {ch: field_slices(width, ch) for ch in ("ar", "r", "aw", "w", "b")}
+    fields = {ch: channel_layout(width, ch) for ch in ("ar", "r", "aw", "w", "b")}
     for name in ("ar", "aw", "w"):
         getattr(dut, f"{name}_valid").value = 0
     dut.r_ready.value = 0
@@ -67,16 +59,16 @@ async def play(dut):
         offer_aw = aw is not None and cycle >= aw["at"]
         dut.ar_valid.value = int(offer_ar)
         if offer_ar:
-            dut.ar_payload.value = _pack(fields["ar"], ar | {"burst": BURST_INCR})
+            dut.ar_payload.value = pack(fields["ar"], ar | {"burst": BURST_INCR})
         dut.aw_valid.value = int(offer_aw)
         if offer_aw:
-            dut.aw_payload.value = _pack(fields["aw"], aw | {"burst": BURST_INCR})
+            dut.aw_payload.value = pack(fields["aw"], aw | {"burst": BURST_INCR})
         offer_w = bool(w_queue) and cycle >= w_queue[0][0]
         dut.w_valid.value = int(offer_w)
         if offer_w:
             req = w_queue[0][1]
             data = int(req["data"][w_beat], 16)
-            dut.w_payload.value = _pack(
+            dut.w_payload.value = pack(
                 fields["w"],
                 {
                     "data": data,
@@ -100,11 +92,11 @@ async def play(dut):
                 w_queue.pop(0)
                 w_beat = 0
         if take_r and int(dut.r_valid.value):
-            beat = _unpack(fields["r"], dut.r_payload.value.to_unsigned())
+            beat = unpack(fields["r"], dut.r_payload.value.to_unsigned())
             record["r"].append([cycle, f"{beat['data']:x}", beat["last"], beat["id"]])
         if int(dut.b_valid.value):
             record["b"].append(
-                [cycle, _unpack(fields["b"], dut.b_payload.value.to_unsigned())["id"]]
+                [cycle, unpack(fields["b"], dut.b_payload.value.to_unsigned())["id"]]
             )
         await FallingEdge(dut.clk)
         cycle += 1
