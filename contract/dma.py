@@ -43,6 +43,7 @@ __all__ = [
     "from_image",
     "image",
     "jobs",
+    "offchip_words",
     "q_image",
     "q_transfer",
     "tile_rows",
@@ -169,6 +170,26 @@ def c_format(config: ArrayConfig, d: Descriptor) -> str:
 def containers(config: ArrayConfig) -> dict[str, int]:
     """Bytes each kind of word takes in DRAM (a power of two)."""
     return {kind: container_bytes(word_layout(config, kind).bits) for kind in "abcpq"}
+
+
+def offchip_words(config: ArrayConfig, d: Descriptor, counters: dict) -> dict[str, int]:
+    """Buffer words that crossed between DRAM and the buffers, from a descriptor's DRAM byte
+    counters (:data:`contract.interface.DEVICE_COUNTERS`): A and B loaded (``a``, ``b``), C
+    words that came in to be accumulated into (``c_in``: C given to accumulate into, and partial
+    sums coming back), finished C words stored (``c``, each once) and partial sums stored
+    (``p_out``)."""
+    if not counters.get("jobs"):
+        return dict.fromkeys(("a", "b", "c", "c_in", "p_out"), 0)
+    cont = containers(config)
+    fmt = c_format(config, d)
+    final = word_layout(config, fmt).words((d.m, d.n))
+    return {
+        "a": counters["dram_read_bytes_a"] // cont["a"],
+        "b": counters["dram_read_bytes_b"] // cont["b"],
+        "c": final,
+        "c_in": counters["dram_read_bytes_c"] // cont["p"],
+        "p_out": (counters["dram_write_bytes"] - final * cont[fmt]) // cont["p"],
+    }
 
 
 def beat_bytes(config: ArrayConfig, kind: str) -> int:

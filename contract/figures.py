@@ -39,11 +39,15 @@ class GemmFigures:
         """MACs per word fetched: from the buffers into the array (``array_a``, ``array_b``) and
         from off-chip into the buffers (``offchip_a``, ``offchip_b``)."""
         c, off = self.counters, self.offchip_words
+
+        def per(words: int) -> float:
+            return self.macs / words if words else 0.0  # a refused GEMM moved nothing
+
         return {
-            "array_a": self.macs / c["a_reads"],
-            "array_b": self.macs / c["b_reads"],
-            "offchip_a": self.macs / off["a"],
-            "offchip_b": self.macs / off["b"],
+            "array_a": per(c["a_reads"]),
+            "array_b": per(c["b_reads"]),
+            "offchip_a": per(off["a"]),
+            "offchip_b": per(off["b"]),
         }
 
     @property

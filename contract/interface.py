@@ -73,10 +73,9 @@ SHIFT_RANGE = (-31, 31)
 #: The one quiet NaN the bf16 datapath produces (fp32 bits), whatever NaN went in.
 NAN32 = 0x7FC00000
 
-#: Verilog top-module name of each design: the bare mesh, the host-fed accelerator around it,
-#: and the device that streams GEMMs from DRAM.
+#: Verilog top-module name of each design: the bare mesh and the device around it that streams
+#: GEMMs from DRAM (the accelerator).
 TOPS = {
     "array": "systolic_array",
-    "accelerator": "systolic_accelerator",
     "device": "systolic_device",
 }

@@ -14,7 +14,7 @@ from fractions import Fraction
 
 from .checks import check_integer, is_number
 
-__all__ = ["DRAM_PRESETS", "BeatClock", "Dram", "container_bytes"]
+__all__ = ["DEFAULT_MEMORY", "DRAM_PRESETS", "BeatClock", "Dram", "container_bytes"]
 
 #: Largest denominator of a bandwidth in bytes per cycle (the DRAM model counts in integers).
 BANDWIDTH_DENOMINATOR = 1000
@@ -98,6 +98,11 @@ class Dram:
     def to_dict(self) -> dict:
         return {"bandwidth": str(self.bandwidth), "latency": self.latency,
                 "max_requests": self.max_requests}  # fmt: skip
+
+
+#: The DRAM of a run that names none: 16 bytes a cycle (16 GB/s at 1 GHz), 20 cycles of latency,
+#: 64 requests in flight; fast enough that small GEMMs are compute-bound.
+DEFAULT_MEMORY = Dram(16, 20, 64)
 
 
 @dataclass

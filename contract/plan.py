@@ -1,9 +1,10 @@
-"""The host's plan of a GEMM: the chunks it splits it into, the commands and the transfers.
+"""Chunks of a GEMM: the sizes that fit the buffers, and the plan the compute model sums.
 
-A GEMM larger than the buffers is split into chunks that fit them, the way a driver moves tiles
-between DRAM and the buffers; chunks along K accumulate in C. The simulation driver
-(tb/accelerator_tb.py) and the analytical model read these same functions, so the chunk plan
-exists once.
+A GEMM larger than the buffers is split into chunks that fit one bank of each; chunks along K
+accumulate in C. The driver picks the sizes with :func:`chunk_sizes` and writes them into the
+descriptor (the device's sequencer walks them in the descriptor's loop order,
+:func:`contract.dma.jobs`); :func:`steps` is that walk in the order ``nmk`` with the operands a
+chunk needs loaded, which the compute-only model (models/cycles.py) and the toggle model sum.
 """
 
 from __future__ import annotations
@@ -11,29 +12,23 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from .checks import is_integer
 from .config import ArrayConfig
-from .interface import ADDR_BITS, DIM_BITS
 from .layouts import footprint, layouts
 
 __all__ = [
     "Chunk",
     "Step",
-    "c_read_requests",
-    "check_command",
     "chunk_sizes",
     "granularity",
     "plan",
-    "q_words",
     "steps",
 ]
 
 
 @dataclass(frozen=True)
 class Chunk:
-    """One command: ``C[m0:m1, n0:n1] (+)= A[m0:m1, k0:k1] @ B[k0:k1, n0:n1]`` of a GEMM whose
+    """One chunk: ``C[m0:m1, n0:n1] (+)= A[m0:m1, k0:k1] @ B[k0:k1, n0:n1]`` of a GEMM whose
     reduction length is ``k_total``."""
 
     m0: int
@@ -97,8 +92,8 @@ def chunk_sizes(config: ArrayConfig, m: int, k: int, n: int) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class Step:
-    """One command of a GEMM and the host transfers around it: the operand chunks it writes
-    first (a driver keeps a chunk the buffer already holds) and whether it reads C after."""
+    """One chunk of a GEMM and the transfers around it: the operand chunks it loads first (a
+    chunk the bank already holds stays) and whether C leaves after it."""
 
     chunk: Chunk
     write_a: bool
@@ -121,7 +116,7 @@ def steps(config: ArrayConfig, m: int, k: int, n: int) -> list[Step]:
 
 
 def plan(config: ArrayConfig, m: int, k: int, n: int) -> list[Chunk]:
-    """The commands of an ``m x k x n`` GEMM, N chunks outermost, then M, then K."""
+    """The chunks of an ``m x k x n`` GEMM, N chunks outermost, then M, then K."""
     size = chunk_sizes(config, m, k, n)
     chunks = []
     for n0 in range(0, n, size["n"]):
@@ -132,71 +127,3 @@ def plan(config: ArrayConfig, m: int, k: int, n: int) -> list[Chunk]:
                           min(n, n0 + size["n"]), k)
                 )  # fmt: skip
     return chunks
-
-
-def check_command(
-    config: ArrayConfig, m: int, k: int, n: int, a_base: int = 0, b_base: int = 0, c_base: int = 0
-) -> None:
-    """Refuse, with a message naming the field, a command the accelerator cannot execute."""
-    dim_max = (1 << DIM_BITS) - 1
-    for name, value in (("m", m), ("k", k), ("n", n)):
-        if not is_integer(value) or not 1 <= value <= dim_max:
-            raise ValueError(
-                f"command field {name} must be an integer in 1..{dim_max}, not {value!r}"
-            )
-    need = footprint(config, m, k, n)
-    for buf, base in (("a", a_base), ("b", b_base), ("c", c_base)):
-        depth = getattr(config, f"{buf}_depth")
-        top = (1 << ADDR_BITS) - 1
-        if not is_integer(base) or not 0 <= base <= top:
-            raise ValueError(
-                f"command field {buf}_base must be an integer in 0..{top}, not {base!r}"
-            )
-        if base + need[buf] > depth:
-            raise ValueError(
-                f"command needs {need[buf]} words of the {buf.upper()} buffer from {buf}_base = "
-                f"{base}, past its end ({buf}_depth = {depth})"
-            )
-
-
-# -- requantization: the parameter buffer and the C reads that use it --------------------------
-
-
-def q_words(config: ArrayConfig, multiplier, shift) -> list[list[dict]]:
-    """Per-channel parameters as words of the Q buffer: word ``w`` holds channels
-    ``w*cols .. w*cols+cols-1`` (zeros past the last channel)."""
-    multiplier = np.asarray(multiplier, dtype=np.int64)
-    shift = np.asarray(shift, dtype=np.int64)
-    cols = config.cols
-    words = []
-    for w in range(math.ceil(len(multiplier) / cols)):
-        lanes = []
-        for j in range(cols):
-            ch = w * cols + j
-            inside = ch < len(multiplier)
-            lanes.append({"multiplier": int(multiplier[ch]) if inside else 0,
-                          "shift": int(shift[ch]) if inside else 0})  # fmt: skip
-        words.append(lanes)
-    return words
-
-
-def c_read_requests(config: ArrayConfig, chunk: Chunk) -> list[dict]:
-    """For each C word of ``chunk``, in address order, where its output channels' parameters
-    are: ``q_addr`` and, when every element shares one channel (IS: a word runs along M),
-    ``q_broadcast`` with that channel's ``q_lane``. Chunks along N start at a multiple of
-    ``cols`` in WS and OS, so a word's channels are one whole Q word there."""
-    mc, _, nc = chunk.shape
-    lay = layouts(config)["c"]
-    cols = config.cols
-    requests = []
-    if lay.rowwise:  # word (t, i) = C[i, t*cols : t*cols+cols] at address t * mc + i
-        for t in range(math.ceil(nc / cols)):
-            for _ in range(mc):
-                requests.append({"q_addr": (chunk.n0 + t * cols) // cols, "q_lane": 0,
-                                 "q_broadcast": 0})  # fmt: skip
-    else:  # word (t, n) = C[t*cols : t*cols+cols, n] at address t * nc + n: one channel
-        for _ in range(math.ceil(mc / cols)):
-            for n in range(nc):
-                ch = chunk.n0 + n
-                requests.append({"q_addr": ch // cols, "q_lane": ch % cols, "q_broadcast": 1})
-    return requests

@@ -1,6 +1,8 @@
-"""RTL against the analytical model, point by point: every counter and the off-chip words.
+"""RTL against the analytical model, point by point: every device counter and the off-chip
+words, at each of several DRAM settings.
 
-Points sharing a configuration run in one simulator process; C is checked bit-exact as well.
+Points sharing a configuration and a memory run in one simulator process; C is checked
+bit-exact as well.
 """
 
 from __future__ import annotations
@@ -11,15 +13,22 @@ from pathlib import Path
 
 import numpy as np
 from systolic.contract.config import ArrayConfig, Dataflow
-from systolic.contract.interface import COUNTERS
+from systolic.contract.dma import offchip_words
+from systolic.contract.interface import DEVICE_COUNTERS
+from systolic.contract.memory import DEFAULT_MEMORY, Dram
 from systolic.experiments.scalesim import scalesim_cycles
 from systolic.golden.data import random_operands
 from systolic.golden.reference import reference
-from systolic.models.cycles import predict
+from systolic.models.device import predict_device
 from systolic.models.energy import Coefficients, EnergyReport, figures_energy, model_energy
 from systolic.sim.simulate import run_gemms
 
-__all__ = ["Comparison", "compare", "default_points", "read_shapes"]
+__all__ = ["DEFAULT_MEMORIES", "Comparison", "compare", "default_points", "read_shapes"]
+
+#: The DRAM settings `systolic compare` checks by default: the simulation's default (small GEMMs
+#: compute-bound), and a slow, long-latency memory with few requests in flight (memory-bound,
+#: with fractional bandwidth and latency the DMA cannot hide).
+DEFAULT_MEMORIES = (DEFAULT_MEMORY, Dram("5/2", 100, 4))
 
 _DEPTHS = dict(a_depth=64, b_depth=64, c_depth=64)  # small: many default points need host tiling
 
@@ -68,8 +77,9 @@ def read_shapes(path: Path) -> list[tuple[int, int, int]]:
 class Comparison:
     config: ArrayConfig
     shape: tuple[int, int, int]
+    memory: Dram
     bit_exact: bool
-    rtl: dict[str, int]  # counters, then off-chip words as offchip_a/b/c
+    rtl: dict[str, int]  # device counters, then off-chip words as offchip_a/b/c/c_in/p_out
     model: dict[str, int]
     scalesim_cycles: int | None = None  # SCALE-Sim's total cycles, when asked for
     energy_rtl: EnergyReport | None = None  # from the RTL's toggles, when asked for
@@ -93,7 +103,8 @@ class Comparison:
 
     def as_dict(self) -> dict:
         m, k, n = self.shape
-        return {"config": self.config.name, "m": m, "k": k, "n": n, "bit_exact": self.bit_exact,
+        return {"config": self.config.name, "m": m, "k": k, "n": n,
+                "memory": self.memory.to_dict(), "bit_exact": self.bit_exact,
                 "rtl": self.rtl, "model": self.model, "differences": self.differences,
                 "scalesim_cycles": self.scalesim_cycles} | (
             {"energy_rtl": self.energy_rtl.to_dict(), "energy_model": self.energy_model.to_dict(),
@@ -101,38 +112,51 @@ class Comparison:
 
 
 def _flat(counters: dict, offchip: dict) -> dict[str, int]:
-    return {**{k: counters[k] for k in COUNTERS}, **{f"offchip_{k}": v for k, v in offchip.items()}}
+    return {**{k: counters[k] for k in DEVICE_COUNTERS},
+            **{f"offchip_{k}": v for k, v in offchip.items()}}  # fmt: skip
 
 
 def compare(
-    points, *, seed: int = 0, scalesim: bool = False, progress=None, energy: bool = False,
+    points, *, memories=DEFAULT_MEMORIES, order: str = "nmk", seed: int = 0,
+    scalesim: bool = False, progress=None, energy: bool = False,
     coefficients: Coefficients | None = None,
 ) -> list[Comparison]:  # fmt: skip
-    """Run every ``(config, (m, k, n))`` point on the RTL and the model (and on SCALE-Sim);
-    ``energy`` runs the activity builds and prices measured and predicted toggles."""
+    """Run every ``(config, (m, k, n))`` point behind each of ``memories`` on the RTL and the
+    model (and on SCALE-Sim); ``energy`` runs the activity builds and prices measured and
+    predicted toggles."""
     groups = defaultdict(list)
     for config, shape in points:
         groups[config].append(shape)
     out = []
-    for config, shapes in groups.items():
-        rng = np.random.default_rng(seed)
-        operands = random_operands(rng, config, shapes)
-        results = run_gemms(config, operands, seed=seed, activity=energy)
-        for (a, b), res in zip(operands, results, strict=True):
-            pred = predict(config, *res.shape)
-            row = Comparison(
-                config,
-                res.shape,
-                bool(np.array_equal(res.c, reference(config, a, b))) and res.errors == 0,
-                _flat(res.counters, res.offchip_words),
-                _flat(pred.counters, pred.offchip_words),
-            )
-            if energy:
-                row.energy_rtl = figures_energy(res, res.toggles, coefficients, source="toggles")
-                row.energy_model = model_energy(config, a, b, coefficients)
-            if scalesim:
-                row.scalesim_cycles = scalesim_cycles(config, *res.shape)
-            out.append(row)
-            if progress:
-                progress(row)
+    for memory in memories:
+        for config, shapes in groups.items():
+            out += _compare_group(config, shapes, memory, order, seed, scalesim, progress,
+                                  energy, coefficients)  # fmt: skip
+    return out
+
+
+def _compare_group(config, shapes, memory, order, seed, scalesim, progress, energy,
+                   coefficients) -> list[Comparison]:  # fmt: skip
+    rng = np.random.default_rng(seed)
+    operands = random_operands(rng, config, shapes)
+    results = run_gemms(config, operands, memory=memory, order=order, activity=energy)
+    out = []
+    for (a, b), res in zip(operands, results, strict=True):
+        pred = predict_device(config, res.descriptor, memory)
+        row = Comparison(
+            config,
+            res.shape,
+            memory,
+            bool(np.array_equal(res.c, reference(config, a, b))) and res.errors == 0,
+            _flat(res.counters, res.offchip_words),
+            _flat(pred, offchip_words(config, res.descriptor, pred)),
+        )
+        if energy:
+            row.energy_rtl = figures_energy(res, res.toggles, coefficients, source="toggles")
+            row.energy_model = model_energy(config, a, b, coefficients)
+        if scalesim:
+            row.scalesim_cycles = scalesim_cycles(config, *res.shape)
+        out.append(row)
+        if progress:
+            progress(row)
     return out

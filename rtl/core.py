@@ -7,11 +7,20 @@ from amaranth import Module, Signal, signed, unsigned
 from amaranth.lib import data, wiring
 from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.contract.interface import COUNTER_BITS, COUNTERS
+from systolic.contract.layouts import layouts
 
-from .array import OutputStationaryArray, StationaryArray
+from .array import OutputStationaryArray, StationaryArray, operand_shape
 from .controller import OutputStationaryController, StationaryController
 
-__all__ = ["command_counters", "compute_core", "counters_layout", "offset"]
+__all__ = ["command_counters", "compute_core", "counters_layout", "offset", "word_layouts"]
+
+
+def word_layouts(config: ArrayConfig) -> dict[str, data.ArrayLayout]:
+    """The A, B and C buffer words of :func:`contract.layouts.layouts` as Amaranth layouts."""
+    return {
+        name: data.ArrayLayout(operand_shape(word.width, word.signed), word.tile)
+        for name, word in layouts(config).items()
+    }
 
 
 def counters_layout() -> data.StructLayout:

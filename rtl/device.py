@@ -30,12 +30,11 @@ from .array import operand_shape
 from .axi import AxiMaster
 from .banks import BankedAccumulator, BankedInput
 from .buffers import InputBuffer
-from .core import command_counters, compute_core, offset
+from .core import command_counters, compute_core, offset, word_layouts
 from .dma import ReadEngine, WriteEngine
 from .fp import arithmetic
 from .requant import q_word_layout
 from .sequencer import ChunkWalker
-from .top import word_layouts
 
 __all__ = ["Device", "descriptor_layout", "device_counters_layout"]
 

@@ -19,7 +19,6 @@ from systolic.contract.interface import TOPS
 
 from .array import OutputStationaryArray, StationaryArray
 from .device import Device
-from .top import Accelerator
 
 __all__ = ["design", "design_config", "design_ports", "design_verilog", "write_design"]
 
@@ -29,7 +28,7 @@ def _check_kind(kind: str) -> None:
         raise ValueError(f"design must be one of {', '.join(map(repr, TOPS))}, not {kind!r}")
 
 
-def design_config(config: ArrayConfig, kind: str = "accelerator") -> ArrayConfig:
+def design_config(config: ArrayConfig, kind: str = "device") -> ArrayConfig:
     """The configuration the hardware of ``kind`` is generated from. The bare IS mesh is the WS
     mesh of the transposed problem (A stays where WS keeps B, B streams where WS streams A), so
     it is generated, and built, as the WS configuration with the operands swapped; every other
@@ -42,13 +41,12 @@ def design_config(config: ArrayConfig, kind: str = "accelerator") -> ArrayConfig
     return config
 
 
-def design(config: ArrayConfig, kind: str = "accelerator"):
-    """The mesh (``kind="array"``) or the whole accelerator (``"accelerator"``) of ``config``,
-    after checking that the generator builds it (:func:`contract.config.check_buildable`)."""
+def design(config: ArrayConfig, kind: str = "device"):
+    """The mesh (``kind="array"``) or the whole accelerator, the device that streams GEMMs from
+    DRAM (``"device"``), of ``config``, after checking that the generator builds it
+    (:func:`contract.config.check_buildable`)."""
     _check_kind(kind)
     check_buildable(config)
-    if kind == "accelerator":
-        return Accelerator(config)
     if kind == "device":
         return Device(config)
     if config.dataflow is Dataflow.OS:
@@ -56,14 +54,14 @@ def design(config: ArrayConfig, kind: str = "accelerator"):
     return StationaryArray(design_config(config, kind))
 
 
-def design_verilog(config: ArrayConfig, kind: str = "accelerator") -> str:
+def design_verilog(config: ArrayConfig, kind: str = "device") -> str:
     """Verilog of the design, top module ``TOPS[kind]``."""
     return verilog.convert(design(config, kind), name=TOPS[kind], emit_src=False)
 
 
-def design_ports(config: ArrayConfig, kind: str = "accelerator") -> list[tuple[str, str, int]]:
+def design_ports(config: ArrayConfig, kind: str = "device") -> list[tuple[str, str, int]]:
     """``(name, "in" | "out", width)`` of every port of the design's top module except the
-    clock: ``rst`` and the signature's members joined with ``__`` (``cmd__valid``, ...)."""
+    clock: ``rst`` and the signature's members joined with ``__`` (``desc__valid``, ...)."""
     top = design(config, kind)
     ports = [("rst", "in", 1)]
     for path, member, value in top.signature.flatten(top):
@@ -72,7 +70,7 @@ def design_ports(config: ArrayConfig, kind: str = "accelerator") -> list[tuple[s
     return ports
 
 
-def write_design(config: ArrayConfig, out_dir: str | Path, kind: str = "accelerator") -> dict:
+def write_design(config: ArrayConfig, out_dir: str | Path, kind: str = "device") -> dict:
     """Write ``<top>.v`` and ``config.json`` into ``out_dir`` (created if missing)."""
     _check_kind(kind)
     out = Path(out_dir)

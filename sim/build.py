@@ -30,8 +30,6 @@ from .probes import Probe, probes
 
 __all__ = [
     "ACTIVITY_PREFIX",
-    "BACKDOOR_PREFIX",
-    "BENCH_STREAMS",
     "BUILD_ROOT",
     "Build",
     "TestRun",
@@ -112,69 +110,25 @@ def _device_inside(config: ArrayConfig, ports: list[tuple[str, str, int]]):
     return outside, inside, text, writable, readable + ("bench_cycles",)
 
 
-#: Backdoor loads of the A and B buffers, for long sweeps: a rising edge on ``backdoor_a``
-#: loads ``backdoor_a.hex`` (in the simulator's working directory) into the A buffer from
-#: address 0, in one step instead of one handshake per word (tb/accelerator_tb.py, Host.write).
-BACKDOOR_PREFIX = "backdoor_"
-_BACKDOOR = "".join(
-    f"  reg {BACKDOOR_PREFIX}{b} = 1'b0;\n"
-    f'  always @(posedge {BACKDOOR_PREFIX}{b}) $readmemh("{BACKDOOR_PREFIX}{b}.hex", '
-    f"dut.{b}_buffer.mem);\n"
-    for b in "ab"
-)
-
-#: The simulation's own account of what crosses the accelerator's ports, independent of the
-#: hardware's counters and of the host's plan: ``bench_cycles``, the cycles from the last
-#: accepted command to its ``done`` (the busy cycles, counted by the wrapper); the C buffer's
-#: writes during that command (``bench_c_writes``, seen at its SRAM write enable) and the busy
-#: cycle of the last one (``bench_last_c_write``, 0 for the first busy cycle); and the words that
-#: crossed each host stream (``bench_<stream>_words``: accepted transfers, since the start).
-BENCH_STREAMS = ("a_write", "b_write", "q_write", "c_data")
-
-
-def _bench_monitor(ports: list[tuple[str, str, int]]) -> tuple[str, tuple[str, ...]]:
-    names = {name for name, _, _ in ports}
-    streams = [s for s in BENCH_STREAMS if f"{s}__valid" in names]
-    counters = ("bench_cycles", "bench_c_writes", "bench_last_c_write",
-                *(f"bench_{s}_words" for s in streams))  # fmt: skip
-    lines = ["  // bench monitor: cycles and words counted at the ports, by the simulation itself"]
-    lines += [f"  reg [63:0] {c} = 64'd0;" for c in counters]
-    lines += [
-        "  reg bench_running = 1'b0;",
-        "  always @(posedge clk) begin",
-        "    if (cmd__valid & cmd__ready) begin",
-        "      bench_running <= 1'b1;",
-        "      bench_cycles <= 64'd0;",
-        "      bench_c_writes <= 64'd0;",
-        "      bench_last_c_write <= 64'd0;",
-        "    end else if (bench_running) begin",
-        "      if (done) bench_running <= 1'b0;",
-        "      else bench_cycles <= bench_cycles + 64'd1;",
-        "      if (dut.c_buffer.rmw_pending_valid) begin",
-        "        bench_c_writes <= bench_c_writes + 64'd1;",
-        "        bench_last_c_write <= bench_cycles;",
-        "      end",
-        "    end",
-    ]
-    lines += [f"    if ({s}__valid & {s}__ready) bench_{s}_words <= bench_{s}_words + 64'd1;"
-              for s in streams]  # fmt: skip
-    lines.append("  end")
-    return "\n".join(lines) + "\n", counters
-
-
 #: Prefix of the activity counters' names in ``SIM_TOP`` (``act_<component>__<traffic>``).
 ACTIVITY_PREFIX = "act_"
 _TERMS_PER_WIRE = 64  # popcount terms summed per intermediate net (keeps expressions small)
 
 
+#: The net that opens the activity window: the array's controller busy with a chunk.
+ACTIVITY_WINDOW = "dut.controller.busy"
+
+
 def _activity_counters(probes: list[Probe]) -> tuple[str, list[dict]]:
     """Verilog counting, per (component, traffic) group, the probed bits that change at each
-    clock edge that starts a busy cycle; and the groups' descriptions for the testbench.
+    clock edge that starts a cycle of :data:`ACTIVITY_WINDOW`; and the groups' descriptions for
+    the testbench.
 
-    Each probe's value is kept from the previous cycle; at every rising edge while ``busy`` is
-    high the popcount of ``now ^ before`` is added to its group's 64-bit counter. So a group
-    counts the bit flips that happened at the edges opening the busy cycles: from the edge that
-    accepts the command to the one before ``busy`` falls."""
+    Each probe's value is kept from the previous cycle; at every rising edge while the array's
+    controller is busy the popcount of ``now ^ before`` is added to its group's 64-bit counter.
+    So a group counts the bit flips that happened at the edges opening the controller's busy
+    cycles, chunk by chunk: from the edge that starts a chunk to the one before its ``busy``
+    falls (what the DMA moves between chunks is priced by the words, not by toggles)."""
     groups: dict[tuple[str, str], list[int]] = {}
     for i, probe in enumerate(probes):
         groups.setdefault((probe.component, probe.traffic), []).append(i)
@@ -192,7 +146,8 @@ def _activity_counters(probes: list[Probe]) -> tuple[str, list[dict]]:
             lines.append(f"  wire [31:0] {net} = {terms};")
             parts.append(net)
         lines.append(f"  reg [63:0] {counter} = 64'd0;")
-        updates.append(f"    if (busy) {counter} <= {counter} + {{32'd0, {' + '.join(parts)}}};")
+        total = " + ".join(parts)
+        updates.append(f"    if ({ACTIVITY_WINDOW}) {counter} <= {counter} + {{32'd0, {total}}};")
         described.append({
             "counter": counter, "component": component, "traffic": traffic,
             "bits": sum(probes[i].width for i in members),
@@ -280,17 +235,17 @@ def _design_key(config: ArrayConfig, top: str) -> str:
 
 def build_model(
     config: ArrayConfig,
-    kind: str = "accelerator",
+    kind: str = "device",
     *,
     root: Path | None = None,
     activity: bool = False,
 ) -> Build:
-    """Compile the design ``kind`` (``"array"`` or ``"accelerator"``) of ``config``, or reuse the
-    cached model. ``activity=True`` (accelerator only) builds a separate model whose wrapper
-    also counts switching activity (:func:`_activity_counters`); its groups are listed in
+    """Compile the design ``kind`` (``"array"`` or ``"device"``) of ``config``, or reuse the
+    cached model. ``activity=True`` (device only) builds a separate model whose wrapper also
+    counts switching activity (:func:`_activity_counters`); its groups are listed in
     ``activity.json`` in the build directory."""
-    if activity and kind != "accelerator":
-        raise ValueError("activity counting is built for the accelerator design only")
+    if activity and kind != "device":
+        raise ValueError("activity counting is built for the device design only")
     check_buildable(config)
     toolchain.activate(cache_dir=BUILD_ROOT / "ccache")
     top = TOPS[kind]
@@ -315,11 +270,6 @@ def build_model(
         writable: tuple[str, ...] = ()
         readable = tuple(g["counter"] for g in groups)
         extra_files = []
-        if kind == "accelerator":
-            monitor, bench = _bench_monitor(ports)
-            counters += _BACKDOOR + monitor
-            writable = tuple(f"{BACKDOOR_PREFIX}{b}" for b in "ab")
-            readable += bench
         if kind == "device":
             ports, internal, inside, dram_writable, dram_readable = _device_inside(hardware, ports)
             counters += inside

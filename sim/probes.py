@@ -1,10 +1,13 @@
 """Which nets of the generated Verilog to watch for switching activity, and what each one is.
 
-Every flip-flop of the design (a ``reg`` with an initial value in Amaranth's Verilog) and the
+Every flip-flop of the compute side of the device (the mesh, its controller, the buffers' ports
+and the per-chunk counters: a ``reg`` with an initial value in Amaranth's Verilog) and the
 multipliers' operands (``mul_a``/``mul_b``, combinational) become a :class:`Probe` tagged with a
 *component* (what kind of hardware switches) and a *traffic* class (whose data it carries), so
 toggle counts can be priced per component and split by traffic. Memories are not probed: their
-energy is priced per access from the performance counters.
+energy is priced per access from the performance counters. Nor is the memory side (the
+descriptor queue, the chunk walkers, the DMA engines, the bank states and the device's own
+counters): what it moves is priced per word from the DRAM counters.
 
 The components and traffic classes are the contract's (:mod:`contract.activity`).
 """
@@ -43,6 +46,18 @@ _MODULE = re.compile(r"^module (\\\S+|\w+)\s*\(")
 _NET = re.compile(r"^  (reg|wire) (?:\[(\d+):0\] )?(\\\S+|\w+)\s*(=|;)")
 
 
+#: Modules of the compute side, and the device's own registers that belong to it (the counters
+#: of the chunk that computes, :func:`rtl.core.command_counters`).
+_COMPUTE = ("array", "a_buffer", "b_buffer", "c_buffer", "controller")
+_COMPUTE_TOP = ("counter", "counter_gaps", "seen_stream")
+
+
+def _computes(inst: str, name: str) -> bool:
+    if inst == "":
+        return name in _COMPUTE_TOP
+    return inst.split(".")[0] in _COMPUTE
+
+
 def _classify(config: ArrayConfig, inst: str, name: str) -> tuple[str, str] | None:
     streaming, stationary = stream_traffic(config)
     if inst.startswith("array.pe_"):
@@ -67,14 +82,16 @@ def _classify(config: ArrayConfig, inst: str, name: str) -> tuple[str, str] | No
             return "edge", "weight"  # OS: B enters from the north
         return "edge", streaming
     if inst in ("a_buffer", "b_buffer", "c_buffer"):
+        if name.endswith("_bank"):  # which bank a port last used: control, not data
+            return "control", "control"
         kind = inst[0]
         return "buffer", {"a": "activation", "b": "weight", "c": "psum"}[kind]
     return "control", "control"
 
 
 def probes(config: ArrayConfig, verilog: str) -> list[Probe]:
-    """Every net of the accelerator's Verilog worth counting, classified (see module)."""
-    top = TOPS["accelerator"]
+    """Every net of the device's Verilog worth counting, classified (see module)."""
+    top = TOPS["device"]
     found: list[Probe] = []
     inst = None
     for line in verilog.splitlines():
@@ -91,6 +108,8 @@ def probes(config: ArrayConfig, verilog: str) -> list[Probe]:
         if name.startswith("$auto$"):  # yosys's own dummy
             continue
         if not flop and not (kind == "wire" and name in ("mul_a", "mul_b")):
+            continue
+        if not _computes(inst, name):
             continue
         role = _classify(config, inst, name)
         if role is None:

@@ -1,4 +1,10 @@
-"""``run_gemm``: one entry from Python to the simulated accelerator, for tests, tools and sweeps."""
+"""``run_gemm``: one entry from Python to the simulated accelerator, for tests, tools and sweeps.
+
+The accelerator is the device of docs/memory.md: it fetches its operands from DRAM and stores C
+there itself. This is the driver's side: it lays the matrices out in the DRAM model
+(:func:`contract.dma.image`), picks the chunk sizes (:func:`contract.plan.chunk_sizes`), writes
+one descriptor per GEMM, and reads C back from DRAM; the device does the rest.
+"""
 
 from __future__ import annotations
 
@@ -13,50 +19,83 @@ from pathlib import Path
 
 import numpy as np
 from systolic.contract.config import ArrayConfig
+from systolic.contract.dma import (
+    LOOP_ORDERS,
+    Descriptor,
+    Refusal,
+    Region,
+    c_format,
+    check_descriptor,
+    containers,
+    descriptor_values,
+    from_image,
+    image,
+    offchip_words,
+    q_image,
+    q_transfer,
+    tile_rows,
+    word_layout,
+)
 from systolic.contract.figures import GemmFigures
-from systolic.contract.interface import COUNTERS
+from systolic.contract.memory import DEFAULT_MEMORY, Dram
+from systolic.contract.plan import chunk_sizes
 from systolic.golden.reference import check_operands, check_zero_points
 from systolic.golden.requant import RequantParams
-from systolic.sim.build import build_model, run_cocotb
 
-__all__ = ["Quantization", "SimResult", "SimulationError", "run_gemm", "run_gemms"]
+from .build import build_model, run_cocotb
+from .dram import DRAM_BYTES, image_lines, read_dump
+
+__all__ = [
+    "Quantization",
+    "SimResult",
+    "SimulationError",
+    "place",
+    "run_gemm",
+    "run_gemms",
+]
+
+_ALIGN = 4096
 
 
 @dataclass
 class SimResult(GemmFigures):
-    """What one GEMM did on the simulated accelerator.
-
-    ``counters`` sums the hardware counters of every command the host issued (one per chunk of
-    :func:`contract.plan.plan`); ``commands`` keeps them per command, with the bench monitor's
-    own cycle count (``measured_cycles``); ``offchip_words`` counts the buffer words that crossed
-    the host streams, in (A, B) and out (C), as the monitor saw them.
-    """
+    """What one GEMM did on the simulated device: C as read back from DRAM, the device's
+    counters (:data:`contract.interface.DEVICE_COUNTERS`), its refusal code (``error``, 0 when
+    it ran), the bench monitor's own count of the cycles from the descriptor's acceptance to
+    ``done`` (``measured_cycles``) and the DRAM model's own counts of what it served (``dram``:
+    ``read_beats_a``, ``write_bytes_c``, ...)."""
 
     config: ArrayConfig
     shape: tuple[int, int, int]
+    descriptor: Descriptor
+    memory: Dram
     c: np.ndarray
     counters: dict[str, int]
-    commands: list[dict] = field(default_factory=list)
-    offchip_words: dict[str, int] = field(default_factory=dict)
-    errors: int = 0
-    #: Bit flips per (component, traffic) group while busy; only from an activity build.
+    error: int
+    measured_cycles: int
+    dram: dict[str, int] = field(default_factory=dict)
+    #: Bit flips per (component, traffic) group while the array computes; activity builds only.
     toggles: dict[tuple[str, str], int] | None = None
-    wall_seconds: float = 0.0  # the whole GEMM in the simulator, host transfers included
+    wall_seconds: float = 0.0  # the whole GEMM in the simulator, DRAM load and read-back included
     compute_seconds: float = 0.0  # of which waiting for `done` (Python idle, simulator running)
 
     @property
-    def measured_cycles(self) -> int:
-        """Cycles from each command's acceptance to its ``done``, summed, as the simulation's
-        bench monitor counted them (not the hardware's counter)."""
-        return sum(cmd["measured_cycles"] for cmd in self.commands)
+    def offchip_words(self) -> dict[str, int]:
+        """Buffer words that crossed to and from DRAM (:func:`contract.dma.offchip_words`)."""
+        return offchip_words(self.config, self.descriptor, self.counters)
+
+    @property
+    def errors(self) -> int:
+        return int(self.error != 0)
 
     @property
     def sim_speed(self) -> float:
-        """Simulated accelerator cycles per wall-clock second while the accelerator computes."""
+        """Simulated device cycles per wall-clock second while the device runs."""
         return self.cycles / self.compute_seconds if self.compute_seconds else 0.0
 
     def summary(self) -> dict:
-        return self.figures() | {"commands": len(self.commands), "errors": self.errors}
+        return self.figures() | {"chunks": self.counters["jobs"], "errors": self.errors,
+                                 "memory": self.memory.to_dict()}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -68,88 +107,195 @@ class Quantization:
     b_zero: int = 0
     params: RequantParams | None = None
 
-    def job(self, config: ArrayConfig, channels: int) -> dict:
-        """The job fields the cocotb driver reads, after checking them against ``config``."""
+    def check(self, config: ArrayConfig, channels: int) -> None:
         check_zero_points(config, self.a_zero, self.b_zero)
-        job = {"a_zero": int(self.a_zero), "b_zero": int(self.b_zero)}
         if self.params is not None:
             if not config.requant:
                 raise ValueError(f"{config.name} has no requantization unit (requant=False)")
             self.params.check(config, channels)
-            p = self.params
-            job["requant"] = {"multiplier": np.asarray(p.multiplier).tolist(),
-                              "shift": np.asarray(p.shift).tolist(),
-                              "out_zero": int(p.out_zero), "relu": bool(p.relu)}  # fmt: skip
-        return job
 
 
 class SimulationError(RuntimeError):
     """The simulator failed (crash, timeout, a failed test) before finishing every GEMM; the
     results of those it finished are in ``finished`` and its log is at ``log``."""
 
-    def __init__(self, message: str, log: Path, finished: dict[int, SimResult]):
+    def __init__(self, message: str, log: Path | None, finished: dict[int, SimResult]):
         super().__init__(message)
         self.log = log
         self.finished = finished
+
+
+def _up(x: int, align: int = _ALIGN) -> int:
+    return -(-x // align) * align
+
+
+def place(config: ArrayConfig, m: int, k: int, n: int, *, order: str = "nmk",
+          accumulate: bool = False, pad: int = 0, zeros: tuple[int, int] = (0, 0),
+          requant: RequantParams | None = None, chunk=None) -> Descriptor:  # fmt: skip
+    """A descriptor for an ``m x k x n`` GEMM with A, B, C, partial sums and the requantization
+    table one after another from address 0 (4 KB apart); ``pad`` extra words between tile
+    rows."""
+    cont = containers(config)
+    size = chunk_sizes(config, m, k, n) if chunk is None else dict(zip("mkn", chunk, strict=True))
+    regions, base = {}, 0
+    fmt = {"a": "a", "b": "b", "c": "c" if (config.requant and requant) else "p", "p": "p"}
+    for kind, shape in (("a", (m, k)), ("b", (k, n)), ("c", (m, n)), ("p", (m, n))):
+        tiles, lines = tile_rows(word_layout(config, fmt[kind]), shape)
+        stride = (lines + pad) * cont[fmt[kind]]
+        regions[kind] = Region(base, stride)
+        base = _up(base + tiles * stride)
+    q_addr = base
+    out_zero, relu = (requant.out_zero, requant.relu) if requant is not None else (0, False)
+    return Descriptor(m, k, n, (size["m"], size["k"], size["n"]), regions["a"], regions["b"],
+                      regions["c"], regions["p"], q_addr, accumulate, order, zeros[0], zeros[1],
+                      requant is not None, out_zero, relu)  # fmt: skip
+
+
+def _c_bytes(config: ArrayConfig, d: Descriptor, fmt: str, region: Region | None = None) -> int:
+    """Bytes from the start of C's region (or ``region``, holding C's shape) to its end."""
+    tiles, lines = tile_rows(word_layout(config, fmt), (d.m, d.n))
+    return (tiles - 1) * (region or d.c).stride + lines * containers(config)[fmt]
+
+
+def _dram_fields(memory: Dram) -> dict[str, int]:
+    bw = memory.bandwidth
+    return {"bw_num": bw.numerator, "bw_den": bw.denominator, "latency": memory.latency,
+            "max_requests": memory.max_requests}  # fmt: skip
+
+
+def _check_fits(config: ArrayConfig, i: int, d: Descriptor) -> None:
+    """Refuse a GEMM whose operands, C, partial sums or table would lie past the simulated
+    DRAM's end."""
+    if check_descriptor(config, d)[0] is not Refusal.NONE:
+        return  # the device refuses it before touching DRAM
+    fmt = c_format(config, d)
+    cont = containers(config)
+    ends = [d.c.addr + _c_bytes(config, d, fmt)]
+    for kind, shape in (("a", (d.m, d.k)), ("b", (d.k, d.n))):
+        tiles, lines = tile_rows(word_layout(config, kind), shape)
+        region = getattr(d, kind)
+        ends.append(region.addr + (tiles - 1) * region.stride + lines * cont[kind])
+    if d.chunk[1] < d.k and d.order[-1] != "k":  # partial sums go to DRAM too
+        ends.append(d.p.addr + _c_bytes(config, d, "p", d.p))
+    if config.requant and d.requant:
+        ends += [address + words * cont["q"] for address, words in q_transfer(config, d).segments]
+    if max(ends) > DRAM_BYTES:
+        raise ValueError(f"GEMM {i} ({d.m}x{d.k}x{d.n}) does not fit the simulated DRAM "
+                         f"({DRAM_BYTES} bytes): it needs {max(ends)}")  # fmt: skip
+
+
+def _job(config, i, a, b, d, quant, acc, memory, run_dir) -> tuple[dict, str | None]:
+    """The cocotb driver's job for GEMM ``i`` (its DRAM image written beside) and the format C
+    comes back in (None when the device must refuse it: nothing placed, nothing read)."""
+    hex_path = run_dir / f"image-{i}.hex"
+    job = {"image": str(hex_path), "descriptor": descriptor_values(config, d), "dumps": [],
+           "dram": _dram_fields(memory)}  # fmt: skip
+    if check_descriptor(config, d)[0] is not Refusal.NONE:
+        hex_path.write_text(image_lines(config.bus_width, {}))
+        return job, None
+    cont = containers(config)
+    regions = {d.a.addr: image(a, word_layout(config, "a"), cont["a"], d.a.stride),
+               d.b.addr: image(b, word_layout(config, "b"), cont["b"], d.b.stride)}  # fmt: skip
+    if acc is not None:
+        regions[d.c.addr] = image(acc, word_layout(config, "p"), cont["p"], d.c.stride)
+    if quant is not None and quant.params is not None:
+        regions[d.q_addr] = q_image(config, quant.params.multiplier, quant.params.shift)
+    fmt = c_format(config, d)
+    c_bytes = _c_bytes(config, d, fmt)
+    hex_path.write_text(image_lines(config.bus_width, regions))
+    bus = config.bus_width // 8
+    job["dumps"] = [[d.c.addr // bus, (d.c.addr + c_bytes - 1) // bus]]
+    return job, fmt
 
 
 def run_gemms(
     config: ArrayConfig,
     operands: list[tuple[np.ndarray, np.ndarray]],
     *,
-    pause: float = 0.0,
-    seed: int = 0,
-    name: str = "gemms",
+    memory: Dram | None = None,
+    order: str = "nmk",
+    quant: list[Quantization | None] | None = None,
+    c_in: list[np.ndarray | None] | None = None,
+    pad: int = 0,
+    descriptors: list[Descriptor] | None = None,
     activity: bool = False,
+    name: str = "gemms",
     on_result: Callable[[int, SimResult], None] | None = None,
     timeout: float | None = None,
-    quant: list[Quantization | None] | None = None,
-    backdoor: bool = False,
 ) -> list[SimResult]:
-    """Run every ``(A, B)`` on one simulator process of the accelerator for ``config``.
+    """Run every ``(A, B)`` on one simulator process of the device for ``config``, each as one
+    descriptor, behind the DRAM model ``memory`` (:data:`DEFAULT_MEMORY` when None).
 
-    ``pause`` is the probability that the host holds a stream's valid or ready low in a cycle
-    (0 for full speed). Operands are checked against the configuration first. ``activity``
+    ``order`` is the chunk loop nest (:data:`contract.dma.LOOP_ORDERS`); ``quant[i]`` gives GEMM
+    ``i`` zero points and a requantization (``SimResult.c`` then holds the requantized outputs);
+    ``c_in[i]`` is a C to accumulate GEMM ``i`` into; ``pad`` leaves that many extra words
+    between tile rows in DRAM. ``descriptors`` replaces the driver's placement (refusal tests:
+    a descriptor the device refuses moves nothing and returns its error code). ``activity``
     runs the separately built model that counts switching activity (``SimResult.toggles``).
-    ``on_result(i, result)`` is called (from a watcher thread) as soon as GEMM ``i`` finishes;
-    ``timeout`` bounds the simulation's wall-clock seconds. A failed simulation raises
-    :class:`SimulationError`, which still carries the GEMMs that finished. ``quant[i]`` gives
-    GEMM ``i`` zero points and a requantization (``SimResult.c`` then holds the requantized
-    outputs). ``backdoor`` loads A and B words straight into the buffer memories instead of
-    through the write streams (same words, same off-chip counts; for long sweeps).
+    Everything is checked before anything is built. ``on_result(i, result)`` is called (from a
+    watcher thread) as soon as GEMM ``i`` finishes; ``timeout`` bounds the simulation's
+    wall-clock seconds. A failed simulation raises :class:`SimulationError`, which still
+    carries the GEMMs that finished.
     """
-    if not 0.0 <= pause < 1.0:
-        raise ValueError(f"pause must be a probability in [0, 1), not {pause!r}")
-    jobs = {}
-    meta = {"seed": int(seed), "jobs": []}
+    memory = memory or DEFAULT_MEMORY
+    if not isinstance(memory, Dram):
+        raise TypeError(f"memory must be a contract.memory.Dram, not {type(memory).__name__}")
+    if order not in LOOP_ORDERS:
+        raise ValueError(f"order must be one of {', '.join(LOOP_ORDERS)}, not {order!r}")
+    for what, given in (("quant", quant), ("c_in", c_in), ("descriptors", descriptors)):
+        if given is not None and len(given) != len(operands):
+            raise ValueError(f"{what} has {len(given)} entries for {len(operands)} GEMMs")
+    checked = []
     for i, (a, b) in enumerate(operands):
         a, b = check_operands(config, a, b)
-        jobs[f"a{i}"], jobs[f"b{i}"] = a, b
-        job = {"pause": pause}
+        (m, k), n = a.shape, b.shape[1]
         q = quant[i] if quant else None
         if q is not None:
-            job |= q.job(config, b.shape[1])
-        meta["jobs"].append(job)
-    build = build_model(config, "accelerator", activity=activity)
+            q.check(config, n)
+        acc = c_in[i] if c_in else None
+        if acc is not None and np.shape(acc) != (m, n):
+            raise ValueError(f"c_in[{i}] must be {m}x{n} like A @ B, not {np.shape(acc)}")
+        if descriptors:
+            d = descriptors[i]
+        else:
+            zeros = (q.a_zero, q.b_zero) if q else (0, 0)
+            d = place(config, m, k, n, order=order, accumulate=acc is not None, pad=pad,
+                      zeros=zeros, requant=q.params if q else None)  # fmt: skip
+            code, why = check_descriptor(config, d)
+            if code is not Refusal.NONE:
+                raise ValueError(f"GEMM {i} ({m}x{k}x{n}) cannot run on {config.name}: {why}")
+        _check_fits(config, i, d)
+        checked.append((a, b, d, q, acc))
+
+    build = build_model(config, "device", activity=activity)
     groups = json.loads((build.directory / "activity.json").read_text()) if activity else []
     by_counter = {g["counter"]: (g["component"], g["traffic"]) for g in groups}
     run_dir = build.directory / "jobs" / f"{name}-{os.getpid()}-{threading.get_ident()}"
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
-    jobs_file = run_dir / "jobs.npz"
-    np.savez(jobs_file, meta=json.dumps(meta), **jobs)
+    jobs, formats = [], []
+    for i, (a, b, d, q, acc) in enumerate(checked):
+        job, fmt = _job(config, i, a, b, d, q, acc, memory, run_dir)
+        jobs.append(job)
+        formats.append(fmt)
+    jobs_file = run_dir / "jobs.json"
+    jobs_file.write_text(json.dumps(jobs))
 
     finished: dict[int, SimResult] = {}
+    lock = threading.Lock()
 
     def collect() -> None:
-        for i in range(len(operands)):
-            path = run_dir / f"job-{i}.npz"
-            if i in finished or not path.exists():
-                continue
-            finished[i] = _result(config, operands[i], path, by_counter, activity)
-            if on_result:
-                on_result(i, finished[i])
+        with lock:
+            for i, (a, b, d, _, _) in enumerate(checked):
+                path = run_dir / f"job-{i}.json"
+                if i in finished or not path.exists():
+                    continue
+                got = json.loads(path.read_text())
+                finished[i] = _result(config, memory, (a.shape[0], a.shape[1], b.shape[1]), d,
+                                      formats[i], got, by_counter)  # fmt: skip
+                if on_result:
+                    on_result(i, finished[i])
 
     stop = threading.Event()
 
@@ -160,13 +306,12 @@ def run_gemms(
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     env = {"SYSTOLIC_JOBS": str(jobs_file), "SYSTOLIC_RESULTS": str(run_dir),
-           "SYSTOLIC_ACTIVITY": json.dumps(list(by_counter)),
-           "SYSTOLIC_BACKDOOR": "1" if backdoor else "0"}  # fmt: skip
+           "SYSTOLIC_ACTIVITY": json.dumps(list(by_counter))}  # fmt: skip
     if timeout is not None:
         env["SYSTOLIC_DEADLINE"] = str(time.time() + timeout)
     failure = None
     try:
-        run = run_cocotb(build, "systolic.tb.accelerator_tb", testcase="run_jobs", env=env,
+        run = run_cocotb(build, "systolic.tb.device_tb", testcase="run_jobs", env=env,
                          name=run_dir.name)  # fmt: skip
         if run.failed:
             failure = ("the simulation failed", run.log)
@@ -182,31 +327,27 @@ def run_gemms(
     return [finished[i] for i in range(len(operands))]
 
 
-def _result(config, operands, path: Path, by_counter: dict, activity: bool) -> SimResult:
-    a, b = operands
-    with np.load(path) as data:
-        details = json.loads(str(data["info"]))
-        c = data["c"]
-    commands = details["commands"]
-    totals = {key: sum(cmd["counters"][key] for cmd in commands) for key in COUNTERS}
+def _result(config, memory, shape, d, fmt, got: dict, by_counter: dict) -> SimResult:
+    if fmt is None:  # refused: nothing came back
+        c = np.zeros((0, 0), np.int64)
+    else:
+        bus = config.bus_width // 8
+        blob = read_dump(got["dumps"][0], config.bus_width)
+        offset = d.c.addr % bus
+        c = from_image(blob[offset : offset + _c_bytes(config, d, fmt)], word_layout(config, fmt),
+                       containers(config)[fmt], d.c.stride, (shape[0], shape[2]))  # fmt: skip
     toggles = None
-    if activity:
-        toggles = {group: sum(cmd["toggles"][counter] for cmd in commands)
-                   for counter, group in by_counter.items()}  # fmt: skip
-    return SimResult(
-        config=config,
-        shape=(a.shape[0], a.shape[1], b.shape[1]),
-        c=c,
-        counters=totals,
-        commands=commands,
-        offchip_words=details["offchip_words"],
-        errors=sum(cmd["error"] for cmd in commands),
-        toggles=toggles,
-        wall_seconds=details["wall_seconds"],
-        compute_seconds=details["compute_seconds"],
-    )
+    if by_counter:
+        toggles = {group: got["toggles"][counter] for counter, group in by_counter.items()}
+    return SimResult(config, shape, d, memory, c, got["counters"], got["error"],
+                     got["measured_cycles"], got["dram"], toggles, got["wall_seconds"],
+                     got["compute_seconds"])  # fmt: skip
 
 
 def run_gemm(config: ArrayConfig, a: np.ndarray, b: np.ndarray, **kwargs) -> SimResult:
-    """One GEMM on the simulated accelerator (see :func:`run_gemms`)."""
+    """One GEMM on the simulated device (see :func:`run_gemms`); ``quant`` and ``c_in`` are
+    given for this GEMM alone, not as lists."""
+    for key in ("quant", "c_in"):
+        if key in kwargs:
+            kwargs[key] = [kwargs[key]]
     return run_gemms(config, [(a, b)], **kwargs)[0]

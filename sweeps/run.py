@@ -131,10 +131,8 @@ def _rtl_group(
         run_gemms(
             config,
             operands,
-            seed=sweep.seed,
             name="sweep",
             activity=True,
-            backdoor=True,  # same words and counts as the write streams, without a handshake each
             on_result=finish,
             timeout=sweep.timeout,
         )

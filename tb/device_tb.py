@@ -2,9 +2,9 @@
 backdoor, set the DRAM model's parameters, post its descriptor, wait for ``done`` while the
 simulator runs freely, and read back the counters and the DRAM region holding C.
 
-Run through :func:`sim.device.run_device_gemms`, which writes the batch to ``SYSTOLIC_JOBS``
-(JSON) and reads each job's outcome from ``SYSTOLIC_RESULTS``; the configuration comes in
-``SYSTOLIC_CONFIG``.
+Run through :func:`sim.simulate.run_gemms`, which writes the batch to ``SYSTOLIC_JOBS`` (JSON)
+and reads each job's outcome from ``SYSTOLIC_RESULTS``; the configuration comes in
+``SYSTOLIC_CONFIG``, the names of an activity build's counters in ``SYSTOLIC_ACTIVITY``.
 """
 
 from __future__ import annotations
@@ -42,7 +42,13 @@ async def run_jobs(dut):
     results = Path(os.environ["SYSTOLIC_RESULTS"])
     deadline = float(os.environ.get("SYSTOLIC_DEADLINE", "inf"))
     layout = descriptor_layout(CONFIG)
+    activity = json.loads(os.environ.get("SYSTOLIC_ACTIVITY", "[]"))
+
+    def read_activity() -> dict[str, int]:
+        return {name: getattr(dut, name).value.to_unsigned() for name in activity}
+
     for i, job in enumerate(jobs):
+        began = time.perf_counter()
         dut.desc__valid.value = 0
         dut.rst.value = 1
         for name, value in job["dram"].items():
@@ -54,6 +60,7 @@ async def run_jobs(dut):
         dut.rst.value = 0
         await FallingEdge(dut.clk)
         start = time.perf_counter()
+        before = read_activity()
         dut.desc__payload.value = pack(layout, job["descriptor"])
         dut.desc__valid.value = 1
         while True:
@@ -69,6 +76,7 @@ async def run_jobs(dut):
                 raise TimeoutError("the wall-clock deadline passed (SYSTOLIC_DEADLINE)")
         await FallingEdge(dut.clk)
         compute_seconds = time.perf_counter() - start
+        after = read_activity()
         outcome = {
             "counters": unpack(device_counters_layout(), dut.counters.value.to_unsigned()),
             "error": int(dut.error.value),
@@ -79,6 +87,7 @@ async def run_jobs(dut):
                 for op in "abcq"
             },  # fmt: skip
             "compute_seconds": compute_seconds,
+            "toggles": {name: after[name] - before[name] for name in activity},
             "dumps": [],
         }
         for first, last in job["dumps"]:
@@ -86,6 +95,7 @@ async def run_jobs(dut):
             dut.dram_dump_last.value = last
             await _pulse(dut, "dram_dump")
             outcome["dumps"].append(Path(DUMP_FILE).read_text())
+        outcome["wall_seconds"] = time.perf_counter() - began
         partial = results / f"job-{i}.partial.json"
         partial.write_text(json.dumps(outcome))
         partial.rename(results / f"job-{i}.json")

@@ -9,8 +9,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-from systolic.contract.config import Dataflow
-from systolic.models.cycles import command_counters, predict
+from systolic.contract.dma import jobs
+from systolic.contract.interface import COUNTERS
+from systolic.models.cycles import command_counters
+from systolic.models.device import predict_device
 from systolic.models.energy import DEFAULT_COEFFICIENTS
 
 __all__ = [
@@ -49,30 +51,28 @@ def stream_starts(rows: int, p: int, tiles: int, release: int) -> list[int]:
 
 
 def check_against_model(config, res, where):
-    """RTL == model: every counter of every command (and the cycles the bench measured itself,
-    which the hardware's counter must equal), the totals and the off-chip words (counted where
-    they crossed the host streams)."""
-    for cmd in res.commands:
-        expected = command_counters(config, *cmd["shape"], cmd["accumulate"])
-        assert cmd["counters"] == expected, f"{where}, command {cmd['shape']}"
-        assert cmd["measured_cycles"] == cmd["counters"]["cycles"], (
-            f"{where}, command {cmd['shape']}: the bench measured {cmd['measured_cycles']} "
-            f"cycles from acceptance to done, the cycle counter says {cmd['counters']['cycles']}"
-        )
-        # the monitor saw every C write the counter counts; the last one is in the last busy
-        # cycle, except that OS drops the rows of its last tile past M (it drains the rows in
-        # order, one a cycle, so the last kept row is written that many cycles earlier)
-        assert cmd["c_writes_seen"] == cmd["counters"]["c_writes"], f"{where}, {cmd['shape']}"
-        dropped = 0
-        if config.dataflow is Dataflow.OS:
-            dropped = config.rows - 1 - (cmd["shape"][0] - 1) % config.rows
-        assert cmd["last_c_write"] == cmd["measured_cycles"] - 1 - dropped, (
-            f"{where}, command {cmd['shape']}: last C write in busy cycle {cmd['last_c_write']}"
-        )
-    pred = predict(config, *res.shape)
-    assert res.counters == pred.counters, where
-    assert res.offchip_words == pred.offchip_words, where
-    assert len(res.commands) == pred.commands, where
+    """RTL == model: every device counter of ``res`` (a :class:`sim.simulate.SimResult`) as
+    :func:`models.device.predict_device` gives it for the same descriptor and DRAM; the chunks'
+    compute counters summed as :func:`models.cycles.command_counters` gives them chunk by chunk
+    (:func:`contract.dma.jobs`); the cycles the bench monitor measured itself, which the
+    hardware's counter must equal; and the DRAM bytes the DRAM model served, which the device's
+    counters must equal."""
+    predicted = predict_device(config, res.descriptor, res.memory)
+    assert res.counters == dict(predicted), where
+    assert res.measured_cycles == predicted.measured_cycles, (
+        f"{where}: the bench measured {res.measured_cycles} cycles from acceptance to done, "
+        f"the cycle counter says {res.counters['cycles']}"
+    )
+    chunks = jobs(config, res.descriptor)
+    assert res.counters["jobs"] == len(chunks), where
+    for name in COUNTERS:
+        total = sum(command_counters(config, *j.chunk.shape, j.accumulate)[name] for j in chunks)
+        key = "compute_cycles" if name == "cycles" else name
+        assert res.counters[key] == total, f"{where}: {key}"
+    for op in "abcq":
+        assert res.dram[f"read_bytes_{op}"] == res.counters[f"dram_read_bytes_{op}"], where
+    written = sum(res.dram[f"write_bytes_{op}"] for op in "abcq")
+    assert written == res.counters["dram_write_bytes"], where
 
 
 #: A sweep small enough for the tests: two configurations, two GEMM workloads, all in RTL.

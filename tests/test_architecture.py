@@ -60,7 +60,7 @@ def _layer(module: str) -> str | None:
 def _references(path: Path) -> list[tuple[str, int, str]]:
     """Project modules reached without an import statement: ``(module, line, how)`` for each
     attribute chain rooted at ``systolic`` (``systolic.rtl.pe.X`` after importing some other
-    subpackage) and each string naming one (``"systolic.tb.accelerator_tb"``, run by name)."""
+    subpackage) and each string naming one (``"systolic.tb.device_tb"``, run by name)."""
     out = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Attribute):
@@ -80,8 +80,7 @@ def _references(path: Path) -> list[tuple[str, int, str]]:
 #: References by name the layers allow: the simulation runtime starts the cocotb testbench in
 #: the simulator's process (tb imports sim, sim names tb).
 BY_NAME = {
-    ("systolic.sim.simulate", "systolic.tb.accelerator_tb"),
-    ("systolic.sim.device", "systolic.tb.device_tb"),
+    ("systolic.sim.simulate", "systolic.tb.device_tb"),
 }
 
 
@@ -200,8 +199,8 @@ def test_no_import_cycles():
 
 
 def _owner(name: str) -> str | None:
-    """The project module an imported name lives in (``systolic.rtl.top.Accelerator`` ->
-    ``systolic.rtl.top``)."""
+    """The project module an imported name lives in (``systolic.rtl.device.Device`` ->
+    ``systolic.rtl.device``)."""
     while name and name not in MODULES:
         name = name.rpartition(".")[0]
     return name or None

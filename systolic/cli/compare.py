@@ -8,16 +8,18 @@ from pathlib import Path
 
 from systolic.contract.config import check_buildable
 from systolic.contract.plan import chunk_sizes
-from systolic.experiments.compare import compare, default_points, read_shapes
+from systolic.experiments.compare import DEFAULT_MEMORIES, compare, default_points, read_shapes
 from systolic.experiments.scalesim import available
 
 from .options import (
     UsageError,
     add_config_options,
     add_energy_options,
+    add_memory_options,
     add_shape_options,
     config_from_args,
     energy_coefficients,
+    memory_from_args,
 )
 
 
@@ -25,12 +27,16 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "compare",
         help="run RTL and model on the same points; exit 1 on any difference",
-        description="Simulate each point, predict it with the model, and compare cycles, every "
-        "counter and the off-chip words. With no shape options it runs a default list of 60 "
-        "points (three dataflows, four arrays, ragged shapes, GEMMs larger than the buffers).",
+        description="Simulate each point on the device behind the DRAM model, predict it with "
+        "the model, and compare cycles, every counter (compute, memory waits, DRAM traffic) and "
+        "the off-chip words. With no shape options it runs a default list of 60 points (three "
+        "dataflows, four arrays, ragged shapes, GEMMs larger than the buffers); with no memory "
+        "options, at two DRAM settings (16 B/cycle, latency 20, 64 requests; 5/2 B/cycle, "
+        "latency 100, 4 requests).",
     )
     add_config_options(p, rtl=True)
     add_shape_options(p, required=False)
+    add_memory_options(p)
     p.add_argument(
         "--shapes",
         type=Path,
@@ -61,8 +67,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.json:
         _print_header(args)
     show = None if args.json else (lambda row: _print_row(row, args))
-    rows = compare(points, seed=args.seed, scalesim=args.scalesim, progress=show,
-                   energy=args.energy, coefficients=coefficients)  # fmt: skip
+    given = (args.memory, args.bandwidth, args.latency, args.max_requests)
+    memories = [memory_from_args(args)] if any(v is not None for v in given) else DEFAULT_MEMORIES
+    rows = compare(points, memories=memories, order=args.order, seed=args.seed,
+                   scalesim=args.scalesim, progress=show, energy=args.energy,
+                   coefficients=coefficients)  # fmt: skip
     differing = [r for r in rows if r.differences]
     wrong_c = [r for r in rows if not r.bit_exact]
     if args.json:
@@ -99,7 +108,7 @@ def _print_header(args: argparse.Namespace) -> None:
     third = f" {'SCALE-Sim':>9}" if args.scalesim else ""
     if args.energy:
         third += f" {'pJ/MAC':>9} {'model':>9} {'act.diff':>7}"
-    print(f"{'configuration':32} {'M x K x N':>12} {'RTL cyc':>9} {'model cyc':>9} "
+    print(f"{'configuration':32} {'M x K x N':>12} {'DRAM':>14} {'RTL cyc':>9} {'model cyc':>9} "
           f"{'diff':>5}{third}  {'C':10} counters and off-chip words")  # fmt: skip
     if args.scalesim:
         print("(SCALE-Sim simulates cycle by cycle in Python, slow on large GEMMs; its cycles "
@@ -117,17 +126,23 @@ def _print_row(row, args: argparse.Namespace) -> None:
         third += (f" {row.energy_rtl.pj_per_mac:>9.3f} {row.energy_model.pj_per_mac:>9.3f} "
                   f"{row.energy_error:>+6.2f}%")  # fmt: skip
     print(
-        f"{row.config.name:32} {f'{m}x{k}x{n}':>12} {row.rtl['cycles']:>9} "
+        f"{row.config.name:32} {f'{m}x{k}x{n}':>12} {_memory(row.memory):>14} "
+        f"{row.rtl['cycles']:>9} "
         f"{row.model['cycles']:>9} {row.model['cycles'] - row.rtl['cycles']:>5}{third}  "
         f"{'bit-exact' if row.bit_exact else 'C MISMATCH':10} {verdict}",
         flush=True,
     )
 
 
+def _memory(memory) -> str:
+    return f"{memory.bandwidth}B/{memory.latency}/{memory.max_requests}"
+
+
 def _print_summary(rows: list, differing: int, wrong_c: int, energy: bool) -> None:
     quantities = len(rows[0].rtl) if rows else 0
-    print(f"\n{len(rows)} points x {quantities} quantities (cycles, every counter, off-chip "
-          f"words): {differing} point(s) with differences; C bit-exact on "
+    settings = len({r.memory for r in rows})
+    print(f"\n{len(rows)} points ({settings} DRAM setting(s)) x {quantities} quantities (cycles, "
+          f"every counter, off-chip words): {differing} point(s) with differences; C bit-exact on "
           f"{len(rows) - wrong_c} of {len(rows)}")  # fmt: skip
     if energy and rows:
         worst = max(rows, key=lambda r: abs(r.energy_error))

@@ -19,10 +19,10 @@ def add_parser(sub) -> None:
         "generate",
         help="write the Verilog of an array and its config.json",
         description="Write <DIR>/<top>.v and <DIR>/config.json: the whole accelerator (top "
-        "module `systolic_accelerator`: buffers, tiling controller, array, host streams, "
-        "command and counters) or, with --design array, the bare mesh (top module "
-        "`systolic_array`). Ports are named <interface>__<member> (cmd__valid, "
-        "c_data__payload, ...); clock `clk`, synchronous reset `rst`.",
+        "module `systolic_device`: descriptor queue, chunk sequencer, AXI4 DMA, banked "
+        "buffers, tiling controller, array and counters) or, with --design array, the bare "
+        "mesh (top module `systolic_array`). Ports are named <interface>__<member> "
+        "(desc__valid, mem__ar__payload, ...); clock `clk`, synchronous reset `rst`.",
     )
     add_config_options(p, rtl=True)
     p.add_argument(
@@ -33,8 +33,8 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--design",
-        choices=["accelerator", "array"],
-        default="accelerator",
+        choices=["device", "array"],
+        default="device",
         help="the whole accelerator (default) or only the systolic mesh",
     )
     p.add_argument(

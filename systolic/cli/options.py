@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from systolic.contract.axi import BUS_WIDTHS
 from systolic.contract.config import (
     DEFAULT_DEPTH,
     LIMITS,
@@ -13,6 +14,8 @@ from systolic.contract.config import (
     ArrayConfig,
     Dataflow,
 )
+from systolic.contract.dma import LOOP_ORDERS
+from systolic.contract.memory import DEFAULT_MEMORY, DRAM_PRESETS, Dram
 from systolic.golden.data import DataKind
 from systolic.models.energy import Coefficients, load_coefficients
 
@@ -22,9 +25,11 @@ __all__ = [
     "add_config_options",
     "add_data_option",
     "add_energy_options",
+    "add_memory_options",
     "add_shape_options",
     "energy_coefficients",
     "config_from_args",
+    "memory_from_args",
     "positive",
     "probability",
 ]
@@ -123,6 +128,79 @@ def add_config_options(p: argparse.ArgumentParser, *, rtl: bool) -> None:
             help=f"words of the {what} buffer ({span(f'{buf}_depth')}, default "
             f"{DEFAULT_DEPTH}); a word is one array-edge vector",
         )
+    g = p.add_argument_group("DMA and AXI4 port")
+    g.add_argument("--bus-width", type=int, metavar="BITS",
+                   help=f"AXI4 data bus to DRAM ({', '.join(map(str, BUS_WIDTHS))}; "
+                   "default 128)")  # fmt: skip
+    g.add_argument(
+        "--max-burst",
+        type=int,
+        metavar="BEATS",
+        help="longest burst, a power of two whose bytes fit 4 KB (default 16)",
+    )
+    g.add_argument(
+        "--max-reads",
+        type=int,
+        metavar="N",
+        help=f"read bursts outstanding ({span('max_reads')}, default 16)",
+    )
+    g.add_argument(
+        "--max-writes",
+        type=int,
+        metavar="N",
+        help=f"write bursts outstanding ({span('max_writes')}, default 8)",
+    )
+    g.add_argument("--queue-depth", type=int, metavar="N",
+                   help=f"descriptors queued behind the running one ({span('queue_depth')}, "
+                   "default 2)")  # fmt: skip
+
+
+def add_memory_options(p: argparse.ArgumentParser) -> None:
+    """The DRAM behind the device: a preset or its three numbers, and the chunk loop order."""
+    g = p.add_argument_group("DRAM (the simulation's DRAM model, and the model's)")
+    g.add_argument(
+        "--memory",
+        choices=list(DRAM_PRESETS),
+        metavar="PRESET",
+        help=f"a named memory at --clock-ghz ({', '.join(DRAM_PRESETS)}); "
+        "--bandwidth, --latency and --max-requests override its numbers",
+    )
+    g.add_argument("--clock-ghz", type=float, default=1.0, metavar="GHZ",
+                   help="the accelerator's clock, to see a --memory preset in cycles "
+                   "(default 1)")  # fmt: skip
+    g.add_argument("--bandwidth", metavar="BYTES", help="DRAM bytes per cycle, a number or a "
+                   f"fraction such as 7/3 (default {DEFAULT_MEMORY.bandwidth})")  # fmt: skip
+    g.add_argument("--latency", type=int, metavar="CYCLES",
+                   help=f"cycles from a read request to its first beat (default "
+                   f"{DEFAULT_MEMORY.latency})")  # fmt: skip
+    g.add_argument(
+        "--max-requests",
+        type=int,
+        metavar="N",
+        help=f"bursts the DRAM holds at once (default {DEFAULT_MEMORY.max_requests})",
+    )
+    g.add_argument("--order", choices=LOOP_ORDERS, default="nmk",
+                   help="the chunk loop nest, outermost first (default nmk: K innermost, no "
+                   "partial sums to DRAM)")  # fmt: skip
+
+
+def memory_from_args(args: argparse.Namespace) -> Dram:
+    """The :class:`contract.memory.Dram` of the memory options."""
+    base = DEFAULT_MEMORY
+    if args.memory is not None:
+        try:
+            base = Dram.preset(args.memory, args.clock_ghz)
+        except ValueError as e:
+            raise UsageError(f"systolic {args.command}: --clock-ghz: {e}") from None
+    values = {"bandwidth": base.bandwidth, "latency": base.latency,
+              "max_requests": base.max_requests}  # fmt: skip
+    for key in values:
+        if getattr(args, key) is not None:
+            values[key] = getattr(args, key)
+    try:
+        return Dram(**values)
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"systolic {args.command}: {e}") from None
 
 
 def config_from_args(args: argparse.Namespace) -> ArrayConfig:
@@ -140,7 +218,8 @@ def config_from_args(args: argparse.Namespace) -> ArrayConfig:
         bits, acc = PRECISIONS[args.precision]
         values |= {"a_width": bits, "b_width": bits, "acc_width": acc}
     keys = ("dataflow", "rows", "cols", "a_width", "b_width", "acc_width", "out_width")
-    for key in (*keys, "a_depth", "b_depth", "c_depth", "zero_points", "requant"):
+    dma = ("bus_width", "max_burst", "max_reads", "max_writes", "queue_depth")
+    for key in (*keys, "a_depth", "b_depth", "c_depth", "zero_points", "requant", *dma):
         if getattr(args, key) is not None:
             values[key] = getattr(args, key)
     for key in ("a_signed", "b_signed", "out_signed"):

@@ -8,12 +8,25 @@ __all__ = ["print_energy", "print_figures"]
 
 
 def print_figures(s: dict) -> None:
-    """The lines `sim` and `model` share, from a GemmFigures summary."""
+    """The lines `sim` and `model` share, from a GemmFigures summary (a device's, with its
+    memory counters, or the compute model's)."""
     c, off, reuse = s["counters"], s["offchip_words"], s["reuse"]
-    print(
-        f"  cycles {s['cycles']}, PE utilization {100 * s['utilization']:.1f}% "
-        f"({s['commands']} command(s))"
-    )
+    chunks = s.get("chunks", s.get("commands"))
+    print(f"  cycles {s['cycles']}, PE utilization {100 * s['utilization']:.1f}% "
+          f"({chunks} chunk(s))")  # fmt: skip
+    if "memory" in s:
+        mem = s["memory"]
+        print(f"  DRAM {mem['bandwidth']} B/cycle, latency {mem['latency']} cycles, "
+              f"{mem['max_requests']} requests; loop order {s.get('order', 'nmk')}")  # fmt: skip
+        print(f"  compute: the array busy {c['compute_cycles']} cycles; it waited "
+              f"{c['array_wait_cycles']} cycles for memory, the DMA "
+              f"{c['dma_wait_cycles']} cycles for a free bank")  # fmt: skip
+        read = sum(c[f"dram_read_bytes_{b}"] for b in "abcq")
+        moved = read + c["dram_write_bytes"]
+        rate = moved / s["cycles"] if s["cycles"] else 0.0
+        print(f"  DMA: read A {c['dram_read_bytes_a']}, B {c['dram_read_bytes_b']}, "
+              f"C {c['dram_read_bytes_c']}, table {c['dram_read_bytes_q']} bytes; wrote "
+              f"{c['dram_write_bytes']} bytes; {rate:.2f} B/cycle on average")  # fmt: skip
     print(
         f"  streaming {c['stream_cycles']}, fill {c['fill_cycles']}, stall {c['stall_cycles']}, "
         f"drain {c['drain_cycles']}, preload {c['preload_cycles']} cycles"
@@ -22,7 +35,7 @@ def print_figures(s: dict) -> None:
         f"  buffer words read: A {c['a_reads']}, B {c['b_reads']}, C {c['c_reads']}; "
         f"written: C {c['c_writes']}"
     )
-    print(f"  off-chip words: A {off['a']}, B {off['b']} written; C {off['c']} read")
+    print(f"  off-chip words: A {off['a']}, B {off['b']} in; C {off['c']} out")
     print(f"  MACs per word: into the array A {reuse['array_a']:.1f}, B {reuse['array_b']:.1f}; "
           f"from off-chip A {reuse['offchip_a']:.1f}, B {reuse['offchip_b']:.1f}")  # fmt: skip
 

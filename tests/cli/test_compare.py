@@ -16,18 +16,21 @@ def test_compare_shapes_file_and_exit_status(tmp_path, monkeypatch, capsys):
             "--b-depth", "64", "--c-depth", "64", "--shapes", str(shapes)]  # fmt: skip
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "2 points x 13 quantities" in out and "0 point(s) with differences" in out
+    assert "4 points (2 DRAM setting(s)) x 29 quantities" in out  # 24 counters, 5 words
+    assert "0 point(s) with differences" in out
+    assert main([*args, "--bandwidth", "3/2", "--latency", "7", "--order", "knm"]) == 0
+    assert "2 points (1 DRAM setting(s))" in capsys.readouterr().out
 
-    real = compare_module.predict
+    real = compare_module.predict_device
 
-    def off_by_one(config, m, k, n):  # a model that is wrong by one cycle must be caught
-        pred = real(config, m, k, n)
-        pred.counters["cycles"] += 1
+    def off_by_one(config, d, memory):  # a model that is wrong by one cycle must be caught
+        pred = real(config, d, memory)
+        pred["array_wait_cycles"] += 1
         return pred
 
-    monkeypatch.setattr(compare_module, "predict", off_by_one)
+    monkeypatch.setattr(compare_module, "predict_device", off_by_one)
     assert main(args) == 1
-    assert "DIFFER: cycles" in capsys.readouterr().out
+    assert "DIFFER: array_wait_cycles" in capsys.readouterr().out
 
 
 def test_compare_rejects_malformed_shapes(tmp_path):

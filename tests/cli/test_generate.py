@@ -33,7 +33,7 @@ def test_generate_writes_verilog_and_config(tmp_path):
     report = json.loads(r.stdout)
     assert report["name"] == "is-3x2-au4-bi8-acc20"
     assert report["lint"]["clean"] is True
-    assert "module systolic_accelerator(" in (out / "systolic_accelerator.v").read_text()
+    assert "module systolic_device(" in (out / "systolic_device.v").read_text()
     config = ArrayConfig.from_json((out / "config.json").read_text())
     assert config == ArrayConfig("is", 3, 2, a_width=4, a_signed=False, acc_width=20)
 

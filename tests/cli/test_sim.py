@@ -24,6 +24,24 @@ def test_sim_checks_against_golden_and_reports(tmp_path):
     # 5x7x4 on 2x3: ceil(5/2) * ceil(4/3) = 6 tiles of 7 steps each stream 42 vectors.
     assert out["counters"]["stream_cycles"] == 42
     assert 0 < out["utilization"] <= 1
+    assert out["model_differences"] == {} and out["memory"]["bandwidth"] == "16"
+
+
+def test_sim_behind_a_slow_memory_prints_the_waits():
+    """At 8 B/cycle and 100 cycles of latency the array waits for memory; the model agrees."""
+    r = run_cli("sim", "--dataflow", "ws", "--rows", "4", "--cols", "4", "--a-depth", "64",
+                 "--b-depth", "64", "--c-depth", "64", "--m", "16", "--k", "24", "--n", "12",
+                 "--seed", "5", "--bandwidth", "8", "--latency", "100",
+                 "--order", "mnk")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "DRAM 8 B/cycle, latency 100 cycles, 64 requests; loop order mnk" in lines[2]
+    waited = int(lines[3].split("it waited ")[1].split()[0])
+    assert waited > 100  # at least one latency before the first chunk can start
+    # M outermost: A (16x24 int8) is read once, B (24x12) once per M chunk
+    read_a, read_b = (int(x.split()[-1]) for x in lines[4].split(", ")[:2])
+    assert read_a == 384 and read_b % 288 == 0 and read_b > 288, lines[4]
+    assert lines[-1] == "  the model (models/device.py) predicts every counter exactly"
 
 
 @pytest.mark.parametrize(
@@ -36,8 +54,20 @@ def test_sim_checks_against_golden_and_reports(tmp_path):
             "b_depth = 3 words cannot hold one tile",
         ),
         (
-            ["--m", "2", "--k", "2", "--n", "2", "--pause", "1.5"],
-            "argument --pause: must be a probability in [0, 1), not '1.5'",
+            ["--m", "2", "--k", "2", "--n", "2", "--bandwidth", "0"],
+            "bandwidth must be in (0, 65536] bytes per cycle, not '0'",
+        ),
+        (
+            ["--m", "2", "--k", "2", "--n", "2", "--latency", "0"],
+            "latency must be an integer between 1 and 100000, not 0",
+        ),
+        (
+            ["--m", "2", "--k", "2", "--n", "2", "--order", "kkk"],
+            "argument --order: invalid choice: 'kkk'",
+        ),
+        (
+            ["--m", "2", "--k", "2", "--n", "2", "--bus-width", "100"],
+            "bus_width must be one of 64, 128, 256, 512 bits, not 100",
         ),
         (
             ["--m", "2", "--k", "2", "--n", "2", "--c-depth", "0"],

@@ -18,12 +18,12 @@ from systolic.contract.dma import (
     check_descriptor,
     jobs,
 )
-from systolic.contract.memory import Dram
+from systolic.contract.memory import DEFAULT_MEMORY, Dram
 from systolic.golden.data import random_operands
 from systolic.golden.reference import reference, requantized_reference
 from systolic.golden.requant import RequantParams
 from systolic.models.device import predict_device
-from systolic.sim.device import DEFAULT_MEMORY, place, run_device_gemms
+from systolic.sim.simulate import Quantization, place, run_gemms
 
 CONFIGS = [
     ArrayConfig("ws", 2, 3, a_depth=24, b_depth=24, c_depth=24),
@@ -46,7 +46,7 @@ def test_device_gemms_bit_exact_in_every_order(config, seed):
     results, memory = [], Dram("7/3", 9, 4)
     for order in LOOP_ORDERS:  # one simulator process per order, every shape in it
         results.append(
-            run_device_gemms(
+            run_gemms(
                 config,
                 operands,
                 order=order,
@@ -91,24 +91,22 @@ def test_quantized_and_accumulating_gemms(seed):
     ]
     zeros = [(int(rng.integers(0, 50)), int(rng.integers(-20, 20))) for _ in shapes]
     memory = Dram("5/2", 30, 3)
-    res = run_device_gemms(config, operands, zeros=zeros, requant=params, order="mkn",
-                           memory=memory, timeout=DEADLINE)  # fmt: skip
+    quant = [Quantization(za, zb, p) for (za, zb), p in zip(zeros, params, strict=True)]
+    res = run_gemms(config, operands, quant=quant, order="mkn", memory=memory, timeout=DEADLINE)
     for (a, b), (za, zb), p, r in zip(operands, zeros, params, res, strict=True):
         assert r.error == 0
         np.testing.assert_array_equal(r.c, requantized_reference(config, a, b, za, zb, p))
         assert dict(predict_device(config, r.descriptor, memory)) == r.counters
     # the same device, raw accumulators out (no table to load, no requantization)
-    (r,) = run_device_gemms(
-        config, operands[:1], zeros=zeros[:1], memory=memory, name="raw", timeout=DEADLINE
-    )
+    (r,) = run_gemms(config, operands[:1], quant=[Quantization(*zeros[0])], memory=memory,
+                     name="raw", timeout=DEADLINE)  # fmt: skip
     (a, b), (za, zb) = operands[0], zeros[0]
     np.testing.assert_array_equal(r.c, reference(config, a, b, za, zb))
     assert dict(predict_device(config, r.descriptor, memory)) == r.counters
     plain = ArrayConfig("ws", 2, 2, a_depth=24, b_depth=24, c_depth=24)
     operands = random_operands(rng, plain, [(6, 7, 5)])
     c0 = rng.integers(-1000, 1000, (6, 5))
-    (r,) = run_device_gemms(plain, operands, c_in=[c0], order="kmn", memory=memory,
-                            timeout=DEADLINE)  # fmt: skip
+    (r,) = run_gemms(plain, operands, c_in=[c0], order="kmn", memory=memory, timeout=DEADLINE)
     ((a, b),) = operands
     np.testing.assert_array_equal(r.c, reference(plain, a, b) + c0)
     assert dict(predict_device(plain, r.descriptor, memory)) == r.counters
@@ -130,9 +128,7 @@ def test_refused_descriptors_move_nothing():
     rng = np.random.default_rng(0)
     operands = random_operands(rng, config, [(6, 6, 6)] * (len(cases) + 1))
     descriptors = [*cases.values(), good]
-    res = run_device_gemms(
-        config, operands, descriptors=descriptors, name="refusals", timeout=DEADLINE
-    )
+    res = run_gemms(config, operands, descriptors=descriptors, name="refusals", timeout=DEADLINE)
     for code, r in zip(itertools.chain(cases, [Refusal.NONE]), res, strict=True):
         assert r.error == int(code), (code, r.error)
         moved = sum(v for k, v in r.dram.items())

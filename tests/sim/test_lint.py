@@ -23,8 +23,15 @@ QUANT = [
 ]
 
 
-@pytest.mark.parametrize("kind", ["array", "accelerator"])
-@pytest.mark.parametrize("config", SIM_CONFIGS + LINT_ONLY + QUANT, ids=lambda c: c.name)
+#: Every configuration as a bare mesh; as a whole device, all but the 32 x 32 meshes (the mesh is
+#: what grows with the array, and the device around it is linted at 16 x 16 below).
+CASES = [(c, "array") for c in SIM_CONFIGS + LINT_ONLY + QUANT] + [
+    (c, "device") for c in SIM_CONFIGS + LINT_ONLY[2:] + QUANT
+]
+
+
+@pytest.mark.parametrize(("config", "kind"), CASES,
+                         ids=[f"{c.name}-{k}" for c, k in CASES])  # fmt: skip
 def test_lint_clean(config, kind, tmp_path):
     paths = write_design(config, tmp_path, kind)
     result = lint(paths["verilog"], TOPS[kind])

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 from systolic.contract.config import ArrayConfig
+from systolic.rtl.generate import design_verilog
+from systolic.sim.probes import probes
 from systolic.sim.simulate import run_gemm
 
 A_COLUMN = np.array([[3], [5], [6]])  # 0b011, 0b101, 0b110: two bits flip between neighbours
@@ -61,3 +63,16 @@ def test_zero_gemm_flips_only_flags_and_control():
     for key in [("accumulator", "psum"), ("multiplier", "compute"), ("stationary", "weight")]:
         assert r.toggles[key] == 0, key
     assert r.toggles[("pipeline", "activation")] > 0  # valid and bank flags still move
+
+
+def test_only_the_compute_side_is_probed():
+    """The memory side (queue, walkers, DMA engines, bank states, device counters) is priced by
+    the words it moves, not by toggles: none of its registers is a probe; every PE is."""
+    config = ArrayConfig("ws", 2, 2, requant=True)
+    found = probes(config, design_verilog(config, "device"))
+    owners = {p.path.split(".")[0] if "." in p.path else "" for p in found}
+    assert owners == {"", "array", "a_buffer", "b_buffer", "c_buffer", "controller"}, owners
+    assert {p.path for p in found if "." not in p.path} == {"counter", "counter_gaps",
+                                                           "seen_stream"}  # fmt: skip
+    assert {p.path.split(".")[1] for p in found if p.path.startswith("array.pe_")} == {
+        "pe_0_0", "pe_0_1", "pe_1_0", "pe_1_1"}  # fmt: skip

@@ -1,5 +1,5 @@
-"""The accelerator's quantized paths (rtl/top.py): zero points at the array's edge, the
-requantization unit's corners, and every precision preset, bit-exact."""
+"""The device's quantized paths (rtl/device.py, rtl/requant.py): zero points at the array's edge,
+the requantization unit's corners, and every precision preset, bit-exact."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def test_zero_points_and_requantization_together(seed):
     scales = [quantize_multiplier(255 / (2 * np.abs(acc[:, j]).max() + 1)) for j in range(7)]
     params = RequantParams(np.array([m for m, _ in scales]), np.array([s for _, s in scales]),
                          out_zero=128)  # fmt: skip
-    res = run_gemm(config, a, b, quant=[Quantization(za, zb, params)])
+    res = run_gemm(config, a, b, quant=Quantization(za, zb, params))
     assert np.array_equal(res.c, requantized_reference(config, a, b, za, zb, params))
 
 
