@@ -12,6 +12,7 @@ read these functions.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -23,7 +24,7 @@ from .config import ArrayConfig
 from .interface import DIM_BITS
 from .layouts import BufferWord, footprint, from_words, layouts, to_words
 from .memory import container_bytes
-from .plan import Chunk, granularity
+from .plan import Chunk, chunk_sizes, granularity
 
 __all__ = [
     "LOOP_ORDERS",
@@ -44,6 +45,7 @@ __all__ = [
     "image",
     "jobs",
     "offchip_words",
+    "place",
     "q_image",
     "q_transfer",
     "tile_rows",
@@ -169,7 +171,12 @@ def c_format(config: ArrayConfig, d: Descriptor) -> str:
 
 def containers(config: ArrayConfig) -> dict[str, int]:
     """Bytes each kind of word takes in DRAM (a power of two)."""
-    return {kind: container_bytes(word_layout(config, kind).bits) for kind in "abcpq"}
+    return dict(_containers(config))
+
+
+@functools.lru_cache(maxsize=256)  # the models ask for them per chunk class
+def _containers(config: ArrayConfig) -> tuple[tuple[str, int], ...]:
+    return tuple((kind, container_bytes(word_layout(config, kind).bits)) for kind in "abcpq")
 
 
 def offchip_words(config: ArrayConfig, d: Descriptor, counters: dict) -> dict[str, int]:
@@ -324,6 +331,38 @@ def jobs(config: ArrayConfig, d: Descriptor) -> list[Job]:
         store = ("c" if ch.last_k else "p") if leaves else None
         out.append(Job(ch, new_a, new_b, c_in, store, dict(banks)))
     return out
+
+
+#: Where the driver starts each region: 4 KB boundaries, so no region shares a page.
+PLACEMENT_ALIGN = 4096
+
+
+def _up(x: int, align: int = PLACEMENT_ALIGN) -> int:
+    return -(-x // align) * align
+
+
+def place(config: ArrayConfig, m: int, k: int, n: int, *, order: str = "nmk",
+          accumulate: bool = False, pad: int = 0, zeros: tuple[int, int] = (0, 0),
+          requant: bool = False, out_zero: int = 0, relu: bool = False,
+          chunk=None) -> Descriptor:  # fmt: skip
+    """The driver's descriptor for an ``m x k x n`` GEMM: A, B, C, partial sums and the
+    requantization table one after another from address 0, each from a 4 KB boundary, with
+    ``pad`` extra words between tile rows and the chunk sizes of
+    :func:`contract.plan.chunk_sizes` (or ``chunk``). The models evaluate a GEMM given by its
+    shape on this placement."""
+    cont = containers(config)
+    size = chunk_sizes(config, m, k, n) if chunk is None else dict(zip("mkn", chunk, strict=True))
+    regions, base = {}, 0
+    fmt = {"a": "a", "b": "b", "c": "c" if (config.requant and requant) else "p", "p": "p"}
+    for kind, shape in (("a", (m, k)), ("b", (k, n)), ("c", (m, n)), ("p", (m, n))):
+        tiles, lines = tile_rows(word_layout(config, fmt[kind]), shape)
+        stride = (lines + pad) * cont[fmt[kind]]
+        regions[kind] = Region(base, stride)
+        base = _up(base + tiles * stride)
+    requant = bool(requant)
+    return Descriptor(m, k, n, (size["m"], size["k"], size["n"]), regions["a"], regions["b"],
+                      regions["c"], regions["p"], base, accumulate, order, zeros[0], zeros[1],
+                      requant, out_zero if requant else 0, relu and requant)  # fmt: skip
 
 
 # -- transfers ------------------------------------------------------------------------------------

@@ -23,7 +23,8 @@ BANDWIDTH_DENOMINATOR = 1000
 #: Bandwidth is the JEDEC transfer rate times the interface width; latencies are round figures
 #: of what a memory controller returns under load (row miss included), an assumption to vary.
 DRAM_PRESETS = {
-    "lpddr4x-4266-x32": (4.266 * 4, 100.0, 64),  # 17.06 GB/s: one x32 mobile channel
+    "lpddr4x-4266-x16": (4.266 * 2, 100.0, 32),  # 8.53 GB/s: one x16 mobile channel
+    "lpddr4x-4266-x32": (4.266 * 4, 100.0, 64),  # 17.06 GB/s: two x16 channels
     "ddr4-3200-x64": (3.2 * 8, 80.0, 64),  # 25.6 GB/s: one DIMM channel
     "lpddr5-6400-x64": (6.4 * 8, 100.0, 64),  # 51.2 GB/s
     "hbm2e-pc": (3.2 * 8, 100.0, 64),  # 25.6 GB/s: one 64-bit pseudo-channel at 3.2 Gb/s/pin

@@ -10,6 +10,10 @@ Then small batches: WS and IS on 16x16 with the streamed dimension P in {1, 4, 1
 and the other two at 256, against the preload bound ``min(1, P / rows)`` (a stationary tile
 takes ``rows`` cycles to load and serves P vectors). Steady-state utilization leaves out the
 fill and drain: streamed cycles over streamed plus stalled ones.
+
+Then memory: on 16x16, a GPT-2 FFN GEMV behind an LPDDR4X x16 channel (memory-bound: the DRAM
+bandwidth it attains) and a BERT-base FFN GEMM behind the default DRAM (compute-bound: the
+utilization it loses to memory), every dataflow, RTL and both models.
 """
 
 from __future__ import annotations
@@ -19,9 +23,11 @@ import sys
 
 import numpy as np
 from systolic.contract.config import ArrayConfig, Dataflow
+from systolic.contract.memory import DEFAULT_MEMORY, Dram
 from systolic.golden.data import random_operands
 from systolic.golden.reference import reference
 from systolic.models.device import predict_device
+from systolic.models.pipeline import predict_pipeline
 from systolic.sim.simulate import run_gemm, run_gemms
 
 #: Streamed vectors per stationary tile in the small-batch table (decode to prefill).
@@ -37,7 +43,11 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m systolic.experiments.bench", description=__doc__
     )
     parser.add_argument("--quick", action="store_true", help="only the 8x8 array at 128^3")
+    parser.add_argument("--memory", action="store_true",
+                        help="only the memory-bound and compute-bound table")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.memory:
+        return memory_bound_and_compute_bound(16)
     points = POINTS[:1] if args.quick else POINTS
     header = (f"{'dataflow':8} {'array':>6} {'GEMM':>12} {'cycles':>9} {'util':>7} "
               f"{'compute':>9} {'compute util':>12} {'sim cyc/s':>11}  check")  # fmt: skip
@@ -65,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
             if not (exact and agrees):
                 return 1
     print(f"\nlowest PE utilization while the array computes: {100 * worst:.2f}%\n")
-    return small_batches(16, 256)
+    status = small_batches(16, 256)
+    print()
+    return status or memory_bound_and_compute_bound(16)
 
 
 def small_batches(size: int, edge: int) -> int:
@@ -101,6 +113,48 @@ def small_batches(size: int, edge: int) -> int:
             if not (exact and agrees):
                 return 1
     print(f"\nlowest steady-state utilization against the preload bound: {100 * worst:.2f}%")
+    return 0
+
+
+#: The memory bench's GEMMs: a GPT-2 small FFN GEMV (decode at batch 1, memory-bound behind an
+#: LPDDR4X x16 channel at 1 GHz) and a BERT-base FFN GEMM at sequence 128 (compute-bound behind
+#: the default DRAM).
+MEMORY_POINTS = (("GPT-2 FFN GEMV", (1, 768, 3072), Dram.preset("lpddr4x-4266-x16")),
+                 ("BERT FFN GEMM", (128, 768, 3072), DEFAULT_MEMORY))  # fmt: skip
+
+
+def memory_bound_and_compute_bound(size: int) -> int:
+    """Measured on the RTL behind the DRAM model: the GEMV's DRAM bandwidth attained (bytes
+    moved over the cycles, against the DRAM's), and the GEMM's utilization lost to memory (the
+    cycles beyond the array's busy ones); the pipeline model's cycles beside."""
+    header = (f"{'dataflow':8} {'GEMM':16} {'shape':>12} {'DRAM B/cyc':>10} {'cycles':>9} "
+              f"{'array busy':>10} {'attained':>9} {'of DRAM':>8} {'lost':>6} {'pipeline':>9}  "
+              "check")  # fmt: skip
+    print(header)
+    print("-" * len(header))
+    for dataflow in Dataflow:
+        config = ArrayConfig(dataflow, size, size, a_depth=DEPTH, b_depth=DEPTH, c_depth=DEPTH)
+        rng = np.random.default_rng(size)
+        for name, shape, memory in MEMORY_POINTS:
+            ((a, b),) = random_operands(rng, config, [shape])
+            res = run_gemm(config, a, b, memory=memory, name="bench-memory")
+            c = res.counters
+            moved = sum(c[f"dram_read_bytes_{x}"] for x in "abcq") + c["dram_write_bytes"]
+            rate = moved / res.cycles
+            exact = np.array_equal(res.c, reference(config, a, b))
+            agrees = dict(predict_device(config, res.descriptor, memory)) == c
+            fast = predict_pipeline(config, res.descriptor, memory)["cycles"]
+            print(
+                f"{dataflow.value:8} {name:16} {'x'.join(map(str, shape)):>12} "
+                f"{float(memory.bandwidth):>10.3f} {res.cycles:>9} {c['compute_cycles']:>10} "
+                f"{rate:>9.3f} {100 * rate / float(memory.bandwidth):>7.2f}% "
+                f"{100 * (1 - c['compute_cycles'] / res.cycles):>5.2f}% {fast:>9}  "
+                f"{'bit-exact' if exact else 'MISMATCH'}"
+                f"{', model == RTL' if agrees else ', MODEL DIFFERS'}",
+                flush=True,
+            )
+            if not (exact and agrees):
+                return 1
     return 0
 
 

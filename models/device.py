@@ -16,6 +16,7 @@ checked against.
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 
 from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import (
@@ -28,16 +29,18 @@ from systolic.contract.dma import (
     check_descriptor,
     containers,
     jobs,
+    offchip_words,
     q_transfer,
     transfers,
 )
+from systolic.contract.figures import GemmFigures
 from systolic.contract.interface import COUNTERS, DEVICE_COUNTERS
 from systolic.contract.memory import BeatClock, Dram
 from systolic.contract.timing import DESCRIPTOR_LATENCY
 
 from .cycles import command_counters
 
-__all__ = ["DevicePrediction", "predict_device"]
+__all__ = ["DeviceFigures", "DevicePrediction", "predict_device"]
 
 FREE, LOADING, FULL, LOADED, COMPUTE, STORING = range(6)
 
@@ -78,8 +81,12 @@ def _moves(config: ArrayConfig, d: Descriptor) -> tuple[list, list, list]:
     return loads, stores, q
 
 
-def _timeline(config: ArrayConfig, d: Descriptor, dram: Dram, limit: int) -> dict:
-    """Cycles, jobs and waits of ``d``, one cycle at a time."""
+def _timeline(config: ArrayConfig, d: Descriptor, dram: Dram, limit: int,
+              trace: list | None = None) -> dict:  # fmt: skip
+    """Cycles, jobs and waits of ``d``, one cycle at a time; ``trace`` (a list) collects the
+    events ``(cycle, event, what)``: a load starting and ending (``what`` its buffer), a chunk's
+    compute starting and ending (its index), a store starting and ending (its bank)."""
+    note = trace.append if trace is not None else (lambda _: None)
     js = jobs(config, d)
     clock = BeatClock.of(dram)
     loads, stores, q = _moves(config, d)
@@ -279,6 +286,7 @@ def _timeline(config: ArrayConfig, d: Descriptor, dram: Dram, limit: int) -> dic
             queue[-1], queue[-2] = queue[-2], queue[-1]
         dram_out += ar_taken + aw_taken - completed
         if accept_rd:
+            note((t, "load", cmd[0]))
             rd_cmd = cmd
             rd_active = deque(cmd[2])
             if cmd[0] == "q":
@@ -290,17 +298,20 @@ def _timeline(config: ArrayConfig, d: Descriptor, dram: Dram, limit: int) -> dic
             rd_job += 1
             rd_issued = 0
         if loaded_event:
+            note((t, "loaded", loaded_event[0]))
             k, bank = loaded_event
             if k == "q":
                 q_loaded = True
             else:
                 state[k][bank] = LOADED if k == "c" else FULL
         if go:
+            note((t, "compute", cp_job))
             j = js[cp_job]
             computing = True
             cp_done_at = t + 1 + command_counters(config, *j.chunk.shape, j.accumulate)["cycles"]
             state["c"][j.banks["c"]] = COMPUTE
         if finished:
+            note((t, "computed", cp_job))
             j = js[cp_job]
             computing = False
             counters["jobs"] += 1
@@ -313,6 +324,7 @@ def _timeline(config: ArrayConfig, d: Descriptor, dram: Dram, limit: int) -> dic
                 state["b"][j.banks["b"]] = FREE
             cp_job += 1
         if wr_accept is not None:
+            note((t, "store", wr_accept[0]))
             bank, bl, words, beat, cont_bytes = wr_accept
             state["c"][bank] = STORING
             producing = [words]
@@ -325,6 +337,7 @@ def _timeline(config: ArrayConfig, d: Descriptor, dram: Dram, limit: int) -> dic
         elif wr_advance:
             wr_job += 1
         if stored_event is not None:
+            note((t, "stored", stored_event))
             state["c"][stored_event] = FREE
         t += 1
     counters["cycles"] = t + 1
@@ -345,6 +358,24 @@ class DevicePrediction(dict):
     @property
     def measured_cycles(self) -> int:
         return self["cycles"] + DESCRIPTOR_LATENCY if self["cycles"] else 0
+
+
+@dataclass
+class DeviceFigures(GemmFigures):
+    """The figures of one GEMM from a device's counters (this model's, the pipeline model's or
+    the RTL's): utilization over the whole descriptor, reuse, the words that crossed to DRAM."""
+
+    config: ArrayConfig
+    shape: tuple[int, int, int]
+    descriptor: Descriptor
+    counters: dict[str, int]
+
+    @property
+    def offchip_words(self) -> dict[str, int]:
+        return offchip_words(self.config, self.descriptor, self.counters)
+
+    def summary(self) -> dict:
+        return self.figures() | {"chunks": self.counters["jobs"]}
 
 
 def predict_device(config: ArrayConfig, d: Descriptor, dram: Dram,

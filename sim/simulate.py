@@ -31,6 +31,7 @@ from systolic.contract.dma import (
     from_image,
     image,
     offchip_words,
+    place,
     q_image,
     q_transfer,
     tile_rows,
@@ -38,7 +39,6 @@ from systolic.contract.dma import (
 )
 from systolic.contract.figures import GemmFigures
 from systolic.contract.memory import DEFAULT_MEMORY, Dram
-from systolic.contract.plan import chunk_sizes
 from systolic.golden.reference import check_operands, check_zero_points
 from systolic.golden.requant import RequantParams
 
@@ -49,12 +49,9 @@ __all__ = [
     "Quantization",
     "SimResult",
     "SimulationError",
-    "place",
     "run_gemm",
     "run_gemms",
 ]
-
-_ALIGN = 4096
 
 
 @dataclass
@@ -123,32 +120,6 @@ class SimulationError(RuntimeError):
         super().__init__(message)
         self.log = log
         self.finished = finished
-
-
-def _up(x: int, align: int = _ALIGN) -> int:
-    return -(-x // align) * align
-
-
-def place(config: ArrayConfig, m: int, k: int, n: int, *, order: str = "nmk",
-          accumulate: bool = False, pad: int = 0, zeros: tuple[int, int] = (0, 0),
-          requant: RequantParams | None = None, chunk=None) -> Descriptor:  # fmt: skip
-    """A descriptor for an ``m x k x n`` GEMM with A, B, C, partial sums and the requantization
-    table one after another from address 0 (4 KB apart); ``pad`` extra words between tile
-    rows."""
-    cont = containers(config)
-    size = chunk_sizes(config, m, k, n) if chunk is None else dict(zip("mkn", chunk, strict=True))
-    regions, base = {}, 0
-    fmt = {"a": "a", "b": "b", "c": "c" if (config.requant and requant) else "p", "p": "p"}
-    for kind, shape in (("a", (m, k)), ("b", (k, n)), ("c", (m, n)), ("p", (m, n))):
-        tiles, lines = tile_rows(word_layout(config, fmt[kind]), shape)
-        stride = (lines + pad) * cont[fmt[kind]]
-        regions[kind] = Region(base, stride)
-        base = _up(base + tiles * stride)
-    q_addr = base
-    out_zero, relu = (requant.out_zero, requant.relu) if requant is not None else (0, False)
-    return Descriptor(m, k, n, (size["m"], size["k"], size["n"]), regions["a"], regions["b"],
-                      regions["c"], regions["p"], q_addr, accumulate, order, zeros[0], zeros[1],
-                      requant is not None, out_zero, relu)  # fmt: skip
 
 
 def _c_bytes(config: ArrayConfig, d: Descriptor, fmt: str, region: Region | None = None) -> int:
@@ -259,8 +230,10 @@ def run_gemms(
             d = descriptors[i]
         else:
             zeros = (q.a_zero, q.b_zero) if q else (0, 0)
+            rq = q.params if q else None
             d = place(config, m, k, n, order=order, accumulate=acc is not None, pad=pad,
-                      zeros=zeros, requant=q.params if q else None)  # fmt: skip
+                      zeros=zeros, requant=rq is not None, out_zero=rq.out_zero if rq else 0,
+                      relu=rq.relu if rq else False)  # fmt: skip
             code, why = check_descriptor(config, d)
             if code is not Refusal.NONE:
                 raise ValueError(f"GEMM {i} ({m}x{k}x{n}) cannot run on {config.name}: {why}")

@@ -16,21 +16,25 @@ import json
 
 import numpy as np
 from systolic.contract.config import ArrayConfig
+from systolic.contract.dma import place
+from systolic.contract.memory import Dram
 from systolic.golden.data import DataKind
 from systolic.golden.reference import reference
-from systolic.models.cycles import predict
-from systolic.models.device import predict_device
+from systolic.models.device import DeviceFigures, predict_device
 from systolic.models.energy import Coefficients, EnergyReport, figures_energy
+from systolic.models.pipeline import predict_pipeline
 from systolic.models.toggles import estimate_toggles
+from systolic.sweeps.spec import Memory
 from systolic.sweeps.workloads import Workload
 
 __all__ = ["model_record", "point_id", "rtl_operands", "summarize"]
 
 
-def point_id(config: ArrayConfig, workload: Workload) -> str:
+def point_id(config: ArrayConfig, workload: Workload, memory: Memory) -> str:
     """A stable name for the point, the key of resumption."""
-    text = json.dumps([config.to_dict(), workload.to_dict()], sort_keys=True)
-    return f"{config.name}|{workload.name}|{hashlib.sha256(text.encode()).hexdigest()[:10]}"
+    text = json.dumps([config.to_dict(), workload.to_dict(), memory.to_dict()], sort_keys=True)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+    return f"{config.name}|{workload.name}|{memory.name}|{digest}"
 
 
 def _add(total: dict, part: dict, times: int) -> None:
@@ -44,14 +48,19 @@ def _add(total: dict, part: dict, times: int) -> None:
 def summarize(
     config: ArrayConfig,
     workload: Workload,
+    memory: Memory,
     per_gemm: list[tuple[object, EnergyReport]],
     clock_mhz: float,
 ) -> dict:
-    """The figures of a point from each GEMM's :class:`contract.figures.GemmFigures` and energy."""
+    """The figures of a point from each GEMM's :class:`contract.figures.GemmFigures` (with the
+    device's counters) and energy. A point is *memory-bound* when the DRAM's time for the
+    bytes it moves (at the DRAM's or the AXI4 port's bandwidth, the lower) exceeds the array's
+    busy cycles."""
     counters: dict = {}
     offchip: dict = {}
     components: dict = {}
     traffic: dict = {}
+    dram = memory.at(clock_mhz)
     cycles = macs = weight_words_array = weight_words_offchip = 0
     gemms = []
     for gemm, (fig, report) in zip(workload.gemms, per_gemm, strict=True):
@@ -73,10 +82,17 @@ def summarize(
                 "cycles": fig.cycles,
                 "utilization": fig.utilization,
                 "energy_pj": report.total,
+                "bound": _bound(config, fig.counters, dram),
             }
         )
     energy = sum(components.values())
     seconds = cycles / (clock_mhz * 1e6)
+    dram_bytes = _dram_bytes(counters)
+    weight_bytes = sum(
+        fig.counters["dram_read_bytes_b"] * g.count
+        for g, (fig, _) in zip(workload.gemms, per_gemm, strict=True)
+        if g.weights
+    )
     batch = workload.batch
     weight_macs = sum(g.macs for g in workload.gemms if g.weights)
     return {
@@ -107,28 +123,59 @@ def summarize(
         "weight_reuse_offchip": (
             weight_macs / weight_words_offchip if weight_words_offchip else None
         ),
+        "memory": memory.to_dict()
+        | {
+            "bytes_per_cycle": float(dram.bandwidth),
+            "latency_cycles": dram.latency,
+            "port_bytes_per_cycle": config.bus_width // 8,
+        },
+        "bound": _bound(config, counters, dram),
+        "dram_bytes": dram_bytes,
+        "dram_gb_per_s": dram_bytes / seconds / 1e9 if seconds else 0.0,
+        "weight_bytes_per_inference": weight_bytes / batch,
+        "operational_intensity": macs / dram_bytes if dram_bytes else None,
+        "array_wait_cycles": counters.get("array_wait_cycles", 0),
+        "compute_cycles": counters.get("compute_cycles", 0),
         "gemms": gemms,
     }
 
 
+def _dram_bytes(counters: dict) -> int:
+    return sum(counters.get(f"dram_read_bytes_{b}", 0) for b in "abcq") + counters.get(
+        "dram_write_bytes", 0)  # fmt: skip
+
+
+def _bound(config: ArrayConfig, counters: dict, dram: Dram) -> str:
+    """``memory`` when moving the bytes takes longer than the array's busy cycles, at the
+    DRAM's bandwidth or the AXI4 port's (a beat a cycle), whichever is lower."""
+    rate = min(float(dram.bandwidth), config.bus_width / 8)
+    return "memory" if _dram_bytes(counters) / rate > counters["compute_cycles"] else "compute"
+
+
 def model_record(
-    config: ArrayConfig, workload: Workload, coefficients: Coefficients, data: str, seed: int
-) -> dict:
-    """The analytical model's account of a point (energy from toggles estimated for ``data``)."""
+    config: ArrayConfig, workload: Workload, memory: Memory, coefficients: Coefficients,
+    data: str, seed: int,
+) -> dict:  # fmt: skip
+    """The analytical model's account of a point: the device behind ``memory``
+    (:func:`models.pipeline.predict_pipeline`), energy from toggles estimated for ``data``."""
+    dram = memory.at(coefficients.clock_mhz)
     per_gemm = []
     for gemm in workload.gemms:
-        pred = predict(config, *gemm.shape)
+        d = place(config, *gemm.shape)
+        fig = DeviceFigures(config, gemm.shape, d, dict(predict_pipeline(config, d, dram)))
         toggles = estimate_toggles(config, *gemm.shape, data=data, seed=seed)
-        per_gemm.append((pred, figures_energy(pred, toggles, coefficients, source="model")))
-    return summarize(config, workload, per_gemm, coefficients.clock_mhz)
+        per_gemm.append((fig, figures_energy(fig, toggles, coefficients, source="model")))
+    return summarize(config, workload, memory, per_gemm, coefficients.clock_mhz)
 
 
 def rtl_operands(
     config: ArrayConfig, workload: Workload, data: str, seed: int
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """The operands an RTL evaluation simulates: one pair per distinct GEMM, from a generator
-    seeded by the sweep seed and the point, so a resumed sweep simulates the same data."""
-    key = int(hashlib.sha256(point_id(config, workload).encode()).hexdigest()[:8], 16)
+    seeded by the sweep seed, the configuration and the workload, so a resumed sweep simulates
+    the same data."""
+    text = json.dumps([config.to_dict(), workload.to_dict()], sort_keys=True)
+    key = int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
     rng = np.random.default_rng([seed, key])
     kind = DataKind(data)
     return [
@@ -143,6 +190,7 @@ def rtl_operands(
 def rtl_record(
     config: ArrayConfig,
     workload: Workload,
+    memory: Memory,
     operands: list[tuple[np.ndarray, np.ndarray]],
     results: list,
     coefficients: Coefficients,
@@ -150,7 +198,7 @@ def rtl_record(
 ) -> dict:
     """A point from its simulated GEMMs (:class:`sim.simulate.SimResult` with toggles)."""
     per_gemm = [(r, figures_energy(r, r.toggles, coefficients, source="toggles")) for r in results]
-    record = summarize(config, workload, per_gemm, coefficients.clock_mhz)
+    record = summarize(config, workload, memory, per_gemm, coefficients.clock_mhz)
     exact = all(
         np.array_equal(r.c, reference(config, a, b)) and r.errors == 0
         for r, (a, b) in zip(results, operands, strict=True)
@@ -158,8 +206,8 @@ def rtl_record(
     record["bit_exact"] = exact
     record["scaled_by_count"] = any(g.count > 1 for g in workload.gemms)
     record["model"] = {k: model[k] for k in ("cycles", "energy_pj", "pj_per_mac")}
-    # the device model, cycle for cycle on the same descriptors and DRAM (the model record's
-    # cycles are the array's alone until the sweep model accounts for memory)
+    # the exact device model on the same descriptors and DRAM (the model record's cycles are
+    # the pipeline model's, within the bounds tests/models/test_pipeline.py states)
     record["model"]["device_cycles"] = sum(
         predict_device(config, r.descriptor, r.memory)["cycles"] * g.count
         for r, g in zip(results, workload.gemms, strict=True)

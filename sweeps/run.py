@@ -30,7 +30,7 @@ from systolic.sim.simulate import SimulationError, run_gemms
 from .evaluate import model_record, point_id, rtl_operands, rtl_record
 from .pareto import pareto_front
 from .results import append_record, load_results
-from .spec import Sweep
+from .spec import Memory, Sweep
 from .workloads import Workload
 
 __all__ = ["SweepInterrupted", "run_sweep", "select_rtl"]
@@ -47,6 +47,7 @@ class _Point:
     id: str
     config: ArrayConfig
     workload: Workload
+    memory: Memory
 
     @property
     def simulated_macs(self) -> int:
@@ -64,16 +65,19 @@ def _failed(point: _Point, kind: str, error: str, log: str | None = None) -> dic
         "config_name": point.config.name,
         "config": point.config.to_dict(),
         "workload": {k: v for k, v in point.workload.to_dict().items() if k != "gemms"},
+        "memory": point.memory.to_dict(),
     }
 
 
 def select_rtl(sweep: Sweep, points: list[_Point], models: dict[str, dict]) -> list[_Point]:
-    """The points the spec asks to simulate, among those the model evaluated, whose workload is
-    not marked ``rtl: false``, whose simulated MACs are within ``max_macs`` and whose
-    configuration the RTL generator builds (larger ones stay model-only)."""
+    """The points the spec asks to simulate, among those the model evaluated at the first
+    memory, whose workload is not marked ``rtl: false``, whose simulated MACs are within
+    ``max_macs`` and whose configuration the RTL generator builds (larger ones stay
+    model-only)."""
     eligible = [
         p for p in points
         if p.id in models and p.workload.name not in sweep.model_only
+        and p.memory == sweep.memories[0]
         and p.config.precision in sweep.rtl_precision and p.simulated_macs <= sweep.max_macs
         and beyond_rtl(p.config) is None
     ]  # fmt: skip
@@ -116,6 +120,7 @@ def _rtl_group(
         record = rtl_record(
             config,
             p.workload,
+            p.memory,
             operands[first : first + count],
             [done[j] for j in range(first, first + count)],
             coefficients,
@@ -131,6 +136,7 @@ def _rtl_group(
         run_gemms(
             config,
             operands,
+            memory=sweep.memories[0].at(coefficients.clock_mhz),
             name="sweep",
             activity=True,
             on_result=finish,
@@ -211,7 +217,8 @@ def run_sweep(
     (out / "spec.yaml").write_text(sweep.path.read_text())
     coefficients = load_coefficients(sweep.coefficients)
     done = {(r["id"], r["kind"]) for r in existing}
-    points = [_Point(point_id(c, w), c, w) for c in sweep.configs for w in sweep.workloads]
+    points = [_Point(point_id(c, w, m), c, w, m) for m in sweep.memories for c in sweep.configs
+              for w in sweep.workloads]  # fmt: skip
 
     models = {r["id"]: r for r in existing if r["kind"] == "model" and r["status"] == "ok"}
     failed = sum(r["status"] == "failed" for r in existing)
@@ -221,7 +228,8 @@ def run_sweep(
     bar.show(finished, failed)
     for p in todo_model:
         try:
-            record = model_record(p.config, p.workload, coefficients, sweep.data, sweep.seed)
+            record = model_record(p.config, p.workload, p.memory, coefficients, sweep.data,
+                                  sweep.seed)  # fmt: skip
             record.update({"id": p.id, "kind": "model", "status": "ok"})
             models[p.id] = record
         except ValueError as e:  # e.g. buffers too small for one tile of a GEMM
@@ -236,7 +244,7 @@ def run_sweep(
     todo = [p for p in chosen if (p.id, "rtl") not in done]
     if not todo:
         return results
-    groups: dict[ArrayConfig, list[_Point]] = defaultdict(list)
+    groups: dict[ArrayConfig, list[_Point]] = defaultdict(list)  # all at the first memory
     for p in todo:
         groups[p.config].append(p)
     bar = _Progress(len(chosen), progress)

@@ -18,8 +18,12 @@ Validated whole before anything runs; every error names the file, the line and t
       - scalesim: my_topology.csv   # relative to this file; form: conv | gemm (optional)
       - gemm: {m: 64, k: 64, n: 64}
         rtl: false              # any workload: never simulate it (model only)
+    memory:                     # DRAM behind the device, crossed with the rest (default:
+      - lpddr4x-4266-x32        # lpddr4x-4266-x32); a preset or its numbers at the clock
+      - {name: slow, gb_per_s: 8, latency_ns: 120, max_requests: 32}  # of the coefficients
     evaluate:
       rtl: sample               # none | all | sample | pareto: which points also run in RTL
+                                # (at the first memory only)
       sample: 4                 # how many, for rtl: sample
       max_macs: 300000000       # RTL only where the simulated MACs are at most this
       timeout: 900              # seconds per simulator process
@@ -39,6 +43,7 @@ from pathlib import Path
 import yaml
 from systolic.contract.checks import is_integer, is_number
 from systolic.contract.config import PRECISIONS, ArrayConfig
+from systolic.contract.memory import DRAM_PRESETS, Dram
 from systolic.golden.data import DataKind
 from systolic.models.energy import CoefficientsError, load_coefficients
 from systolic.sweeps.workloads import (
@@ -53,19 +58,46 @@ from systolic.sweeps.workloads import (
 )
 from systolic.sweeps.workloads import transformer as transformer_workload
 
-__all__ = ["PRECISION_NAMES", "RTL_MODES", "SpecError", "Sweep", "load_spec"]
+__all__ = ["PRECISION_NAMES", "RTL_MODES", "Memory", "SpecError", "Sweep", "load_spec"]
 
 #: Precision names of the spec: the integer presets of contract.config, and bf16.
 PRECISION_NAMES = (*PRECISIONS, "bf16")
 RTL_MODES = ("none", "all", "sample", "pareto")
 
-_TOP_KEYS = ("name", "configs", "workloads", "evaluate", "data", "seed", "coefficients")
+_TOP_KEYS = ("name", "configs", "workloads", "memory", "evaluate", "data", "seed", "coefficients")
+_MEMORY_KEYS = ("name", "preset", "gb_per_s", "latency_ns", "max_requests")
+
+#: The memory of a spec that names none.
+DEFAULT_MEMORY_PRESET = "lpddr4x-4266-x32"
 _CONFIG_KEYS = ("dataflow", "array", "precision", "depth")
 _EVALUATE_KEYS = ("rtl", "sample", "max_macs", "timeout", "rtl_precision")
 
 
 class SpecError(ValueError):
     """An invalid sweep specification; the message names the file, line and key."""
+
+
+@dataclass(frozen=True)
+class Memory:
+    """A DRAM of the memory axis, in physical units (seen in cycles at the sweep's clock)."""
+
+    name: str
+    gb_per_s: float
+    latency_ns: float
+    max_requests: int = 64
+
+    @classmethod
+    def preset(cls, name: str) -> Memory:
+        gbps, ns, requests = DRAM_PRESETS[name]
+        return cls(name, gbps, ns, requests)
+
+    def at(self, clock_mhz: float) -> Dram:
+        """The DRAM in bytes and cycles of a clock of ``clock_mhz``."""
+        return Dram.physical(self.gb_per_s, self.latency_ns, clock_mhz / 1000, self.max_requests)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "gb_per_s": self.gb_per_s, "latency_ns": self.latency_ns,
+                "max_requests": self.max_requests}  # fmt: skip
 
 
 @dataclass
@@ -85,10 +117,11 @@ class Sweep:
     coefficients: Path | None = None
     model_only: set[str] = field(default_factory=set)  # workloads marked rtl: false
     rtl_precision: set[str] = field(default_factory=lambda: set(PRECISION_NAMES))
+    memories: list[Memory] = field(default_factory=lambda: [Memory.preset(DEFAULT_MEMORY_PRESET)])
 
     @property
     def points(self) -> int:
-        return len(self.configs) * len(self.workloads)
+        return len(self.configs) * len(self.workloads) * len(self.memories)
 
 
 class _Doc:
@@ -197,6 +230,46 @@ def _configs(doc: _Doc, raw) -> list[ArrayConfig]:
     return configs
 
 
+def _memories(doc: _Doc, raw) -> list[Memory]:
+    path = ("memory",)
+    out = []
+    for i, item in enumerate(_list(doc, raw, path)):
+        where = (*path, i) if isinstance(raw, list) else path
+        if isinstance(item, str):
+            if item not in DRAM_PRESETS:
+                raise doc.error(where, f"unknown memory preset {item!r}; presets: "
+                                f"{', '.join(DRAM_PRESETS)}")  # fmt: skip
+            out.append(Memory.preset(item))
+            continue
+        m = _mapping(doc, item, where, _MEMORY_KEYS)
+        if "preset" in m:
+            if m["preset"] not in DRAM_PRESETS:
+                raise doc.error((*where, "preset"), f"unknown memory preset {m['preset']!r}; "
+                                f"presets: {', '.join(DRAM_PRESETS)}")  # fmt: skip
+            base = Memory.preset(m["preset"])
+        else:
+            for key in ("gb_per_s", "latency_ns"):
+                if key not in m:
+                    raise doc.error(where, f"missing key {key!r} (or give a preset)")
+            base = Memory("", 0.0, 0.0)
+        values = {}
+        for key in ("gb_per_s", "latency_ns"):
+            value = m.get(key, getattr(base, key))
+            if not is_number(value) or value <= 0:
+                raise doc.error((*where, key), f"must be a positive number, not {value!r}")
+            values[key] = float(value)
+        requests = _int(doc, m.get("max_requests", base.max_requests), (*where, "max_requests"))
+        if requests > 4096:
+            raise doc.error((*where, "max_requests"), f"must be 1 to 4096, not {requests}")
+        name = str(m.get("name", m.get("preset", f"{values['gb_per_s']:g}GB/s")))
+        out.append(Memory(name, values["gb_per_s"], values["latency_ns"], requests))
+    if not out:
+        raise doc.error(path, "must name at least one memory")
+    if len({m.name for m in out}) < len(out):
+        raise doc.error(path, "memory names must differ (give each a name)")
+    return out
+
+
 def _workloads(doc: _Doc, raw, base: Path) -> tuple[list[Workload], set[str]]:
     """The workloads, and the names of those marked ``rtl: false`` (model only)."""
     items = raw if isinstance(raw, list) else None
@@ -295,6 +368,8 @@ def load_spec(path: str | Path) -> Sweep:
         workloads=workloads,
         model_only=model_only,
     )
+    if "memory" in raw:
+        sweep.memories = _memories(doc, raw["memory"])
     ev = _mapping(doc, raw.get("evaluate", {}), ("evaluate",), _EVALUATE_KEYS)
     sweep.rtl = ev.get("rtl", "none")
     if sweep.rtl not in RTL_MODES:

@@ -226,6 +226,7 @@ MODEL_PATH = textwrap.dedent(
     from systolic.golden import bf16, calibrate, data, requant  # noqa: F401
     from systolic.sweeps import evaluate, pareto, report, results, spec, workloads  # noqa: F401
     from systolic.sweeps.evaluate import model_record
+    from systolic.sweeps.spec import Memory
     from systolic.models.energy import load_coefficients
 
     config = ArrayConfig("ws", 4, 4)
@@ -237,7 +238,8 @@ MODEL_PATH = textwrap.dedent(
     big = ArrayConfig("os", 256, 256, a_depth=1 << 20)  # larger than the RTL builds
     assert predict(big, 128, 768, 768).cycles > 0
     work = workloads.transformer("bert-base", 1, 16)
-    record = model_record(ArrayConfig("ws", 8, 8), work, load_coefficients(), "random", 1)
+    record = model_record(ArrayConfig("ws", 8, 8), work, Memory.preset("hbm2e-pc"),
+                          load_coefficients(), "random", 1)
     assert record["cycles"] > 0
     loaded = [m for m in sys.modules if m.split(".")[0] in ("amaranth", "cocotb", "cocotb_tools")]
     assert not loaded, loaded

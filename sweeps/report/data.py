@@ -39,6 +39,8 @@ class ReportData:
     failures: Table | None
     points: list[dict] = field(repr=False)
     front_ids: set = field(repr=False)
+    memory_lines: list[str] = field(default_factory=list)
+    memory: Table | None = None
 
 
 def points_of(records: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -177,6 +179,8 @@ def _table(points: list[dict]) -> tuple[list[str], list[list[str]]]:
     head = [
         "configuration",
         "workload",
+        "memory",
+        "bound",
         "eval",
         "cycles",
         "util %",
@@ -198,6 +202,8 @@ def _table(points: list[dict]) -> tuple[list[str], list[list[str]]]:
             [
                 p["config_name"],
                 p["workload"]["name"],
+                _memory_name(p),
+                p.get("bound", "-"),
                 p["evaluated"],
                 f"{p['cycles']:,}",
                 f"{100 * p['utilization']:.1f}",
@@ -213,13 +219,70 @@ def _table(points: list[dict]) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
+def _memory_name(p: dict) -> str:
+    return p.get("memory", {}).get("name", "-")
+
+
+def _memory_section(by_memory: dict[str, list[dict]]) -> tuple[list[str], Table | None]:
+    """Per memory, how many points are memory-bound, by kind of workload; and per workload the
+    lowest latency over the configurations at each memory, and what bounds it."""
+    lines = []
+    for name, pts in by_memory.items():
+        mem = pts[0].get("memory", {})
+        kinds = defaultdict(lambda: [0, 0])
+        for p in pts:
+            w = p["workload"]
+            kind = w["family"]
+            if kind == "transformer":
+                kind = "decode" if "decode" in w["name"] else "encoder/prefill"
+            kinds[kind][0] += p.get("bound") == "memory"
+            kinds[kind][1] += 1
+        parts = ", ".join(f"{k} {b} of {n}" for k, (b, n) in sorted(kinds.items()))
+        bound = sum(p.get("bound") == "memory" for p in pts)
+        lines.append(
+            f"{name} ({mem.get('gb_per_s', 0):g} GB/s, {mem.get('latency_ns', 0):g} ns: "
+            f"{mem.get('bytes_per_cycle', 0):.3g} bytes and {mem.get('latency_cycles', 0)} "
+            f"cycles at the clock, behind a port of {mem.get('port_bytes_per_cycle', '-')} bytes "
+            f"a cycle): {bound} of {len(pts)} points memory-bound ({parts})."
+        )
+    names = list(by_memory)
+    if len(names) < 2:
+        return lines, None
+    best = defaultdict(dict)
+    for name, pts in by_memory.items():
+        for p in pts:
+            key = p["workload"]["name"]
+            if key not in best[name] or p["latency_s"] < best[name][key]["latency_s"]:
+                best[name][key] = p
+    rows = []
+    for workload in sorted({w for b in best.values() for w in b}):
+        row = [workload]
+        for name in names:
+            p = best[name].get(workload)
+            row.append("-" if p is None else
+                       f"{_fmt(p['latency_s'] * 1e3)} ({p.get('bound', '-')}, "
+                       f"{p['config_name']})")  # fmt: skip
+        rows.append(row)
+    head = ["workload"] + [f"{n}: lowest latency ms (bound, configuration)" for n in names]
+    return lines, Table(head, rows)
+
+
 def report_data(records: list[dict], name: str) -> ReportData:
-    """The report of a sweep named ``name`` whose results file holds ``records``."""
+    """The report of a sweep named ``name`` whose results file holds ``records``. Its dataflow
+    comparisons are at the first memory of the sweep (the one RTL points run at); the memory
+    section and the table of every point cover all memories."""
     if not records:
         raise ValueError(f"{name}: no results to report")
-    points, failures = points_of(records)
+    every, failures = points_of(records)
+    by_memory: dict[str, list[dict]] = {}
+    for r in records:  # in the order the sweep evaluated them: its first memory first
+        by_memory.setdefault(_memory_name(r), [])
+    for p in every:
+        by_memory[_memory_name(p)].append(p)
+    by_memory = {k: v for k, v in by_memory.items() if v}
+    points = next(iter(by_memory.values()), [])
+    memory_lines, memory_table = _memory_section(by_memory)
     front = pareto_front(points)
-    kinds = Counter(p["evaluated"] for p in points)
     rtl = [p for p in points if p["evaluated"] == "rtl"]
     summary = _summary(points)
     precision_head, precision_rows, precision_lines = _precision_table(points)
@@ -228,7 +291,7 @@ def report_data(records: list[dict], name: str) -> ReportData:
         worst = max(rtl, key=lambda p: abs(p["model_diff"]["energy_percent"]))
         cycles_equal = sum(p["model_diff"]["cycles"] == 0 for p in rtl)
         summary.append(
-            f"Model against RTL on {len(rtl)} simulated point(s): cycles equal on "
+            f"Device model against RTL on {len(rtl)} simulated point(s): cycles equal on "
             f"{cycles_equal}; energy within "
             f"{abs(worst['model_diff']['energy_percent']):.2f}%; C bit-exact on all."
         )
@@ -249,12 +312,14 @@ def report_data(records: list[dict], name: str) -> ReportData:
         for r in failures
     ]  # fmt: skip
     clock = points[0]["clock_mhz"] if points else 0
+    kinds = Counter(p["evaluated"] for p in every)
     intro = (
-        f"{len(points)} points ({kinds.get('rtl', 0)} simulated in RTL with toggle-based "
+        f"{len(every)} points ({kinds.get('rtl', 0)} simulated in RTL with toggle-based "
         f"energy, {kinds.get('model', 0)} from the analytical model), {len(failures)} "
         f"failed evaluation(s). Latency and throughput at {clock:g} MHz; an inference is "
         f"one pass of the workload over its batch; objectives of the Pareto front: "
-        f"{', '.join(OBJECTIVES)}."
+        f"{', '.join(OBJECTIVES)}. Memories: {', '.join(by_memory)}; the dataflow comparisons "
+        f"and the Pareto front are at {next(iter(by_memory), '-')}."
     )
     return ReportData(
         title=f"Sweep report: {name}",
@@ -265,10 +330,12 @@ def report_data(records: list[dict], name: str) -> ReportData:
             ["group", "configuration", "workload", "inf/s", "latency ms", "uJ/inference"],
             front_rows,
         ),
-        points_table=Table(*_table(points)),
+        points_table=Table(*_table(every)),
         failures=Table(["configuration", "workload", "evaluation", "error", "log"], fail_rows)
         if fail_rows
         else None,
         points=points,
         front_ids={p["id"] for p in front},
+        memory_lines=memory_lines,
+        memory=memory_table,
     )

@@ -5,17 +5,21 @@ from __future__ import annotations
 import argparse
 import json
 
-from systolic.models.cycles import predict
+from systolic.contract.dma import place
+from systolic.models.device import DeviceFigures, predict_device
 from systolic.models.energy import figures_energy
+from systolic.models.pipeline import predict_pipeline
 from systolic.models.toggles import estimate_toggles
 
 from .options import (
     add_config_options,
     add_data_option,
     add_energy_options,
+    add_memory_options,
     add_shape_options,
     config_from_args,
     energy_coefficients,
+    memory_from_args,
 )
 from .output import print_energy, print_figures
 
@@ -24,12 +28,18 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "model",
         help="predict cycles, counters, traffic and reuse of a GEMM without simulating",
-        description="The analytical model (models/cycles.py): every performance counter of the "
-        "accelerator, the host's off-chip words and the reuse they imply, exactly as the RTL "
-        "counts them (systolic compare checks that).",
+        description="The analytical model of the device behind its DRAM (models/pipeline.py): "
+        "every counter, the DRAM traffic and the reuse it implies; the chunks, compute counters "
+        "and DRAM bytes exactly as the RTL counts them, the cycles and waits within the bounds "
+        "docs/memory.md gives. --exact follows the device cycle by cycle instead "
+        "(models/device.py, equal to the RTL on every counter: systolic compare checks that), "
+        "in time proportional to the cycles.",
     )
     add_config_options(p, rtl=False)
     add_shape_options(p, required=True)
+    add_memory_options(p)
+    p.add_argument("--exact", action="store_true",
+                   help="the cycle-level model (exact, slow on large GEMMs)")  # fmt: skip
     add_energy_options(
         p,
         "also estimate the energy: bit flips predicted on a sample of operands of --data, "
@@ -42,8 +52,12 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    pred = predict(config, args.m, args.k, args.n)
-    summary = pred.summary()
+    memory = memory_from_args(args)
+    d = place(config, args.m, args.k, args.n, order=args.order)
+    model = predict_device if args.exact else predict_pipeline
+    pred = DeviceFigures(config, (args.m, args.k, args.n), d, dict(model(config, d, memory)))
+    summary = pred.summary() | {"memory": memory.to_dict(), "order": args.order,
+                                "model": "device" if args.exact else "pipeline"}  # fmt: skip
     report = None
     if args.energy:
         toggles = estimate_toggles(config, args.m, args.k, args.n, data=args.data.text)
@@ -52,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
-    print(f"{config.name}: {args.m}x{args.k}x{args.n} GEMM (model, no simulation)")
+    how = "cycle-level model" if args.exact else "pipeline model"
+    print(f"{config.name}: {args.m}x{args.k}x{args.n} GEMM ({how}, no simulation)")
     print_figures(summary)
     if report is not None:
         print_energy(report)

@@ -17,13 +17,14 @@ from systolic.contract.dma import (
     Region,
     check_descriptor,
     jobs,
+    place,
 )
 from systolic.contract.memory import DEFAULT_MEMORY, Dram
 from systolic.golden.data import random_operands
 from systolic.golden.reference import reference, requantized_reference
 from systolic.golden.requant import RequantParams
 from systolic.models.device import predict_device
-from systolic.sim.simulate import Quantization, place, run_gemms
+from systolic.sim.simulate import Quantization, run_gemms
 
 CONFIGS = [
     ArrayConfig("ws", 2, 3, a_depth=24, b_depth=24, c_depth=24),

@@ -39,7 +39,8 @@ def test_report_data_says_what_the_records_hold(model_sweep):
     assert len(data.points_table.rows) == 4 and data.failures is None
     assert all(len(row) == len(data.points_table.head) for row in data.points_table.rows)
     # every point's cycles in the table are the records' own
-    cycles = sorted(int(row[3].replace(",", "")) for row in data.points_table.rows)
+    at = data.points_table.head.index("cycles")
+    cycles = sorted(int(row[at].replace(",", "")) for row in data.points_table.rows)
     assert cycles == sorted(r["cycles"] for r in records if r["kind"] == "model")
     assert data.front.rows and {row[1] for row in data.front.rows} <= {
         r["config_name"] for r in records

@@ -22,7 +22,10 @@ def test_workloads_marked_model_only_are_never_simulated(tmp_path):
     sweep = load_spec(write_spec(tmp_path, text.replace("evaluate:\n  rtl: all\n", "") +
                             "evaluate:\n  rtl: all\n"))  # fmt: skip
     assert len(sweep.workloads) == 2 and sweep.model_only == {"gemm 3x9x4"}
-    points = [_Point(point_id(c, w), c, w) for c in sweep.configs for w in sweep.workloads]
+    (memory,) = sweep.memories  # the default
+    assert memory.name == "lpddr4x-4266-x32"
+    points = [_Point(point_id(c, w, memory), c, w, memory) for c in sweep.configs
+              for w in sweep.workloads]  # fmt: skip
     chosen = select_rtl(sweep, points, {p.id: {} for p in points})
     assert {p.workload.name for p in chosen} == {"gemm 8x6x5"} and len(chosen) == 2
 
@@ -37,7 +40,7 @@ def test_tiny_sweep_end_to_end(tmp_path):
         assert rec["status"] == "ok", rec
         if rec["kind"] == "rtl":
             assert rec["bit_exact"]
-            assert rec["model_diff"]["cycles"] == 0  # the model is exact on cycles
+            assert rec["model_diff"]["cycles"] == 0  # the device model is exact on cycles
             assert abs(rec["model_diff"]["energy_percent"]) < 5
     for name in ("report.md", "report.html", "pareto.png", "traffic.png", "utilization.png"):
         assert (out / name).stat().st_size > 0, name

@@ -44,10 +44,19 @@ WORKLOAD_1 = "  - gemm: {m: 3, k: 9, n: 4}\n    count: 3"
          ":12: evaluate.max_macs: must be an integer >= 1, not 0"),
         ("rtl: all", "rtl: all\ncoefficients: nowhere.toml",
          ":12: coefficients: "),
+        ("evaluate:", "memory: [ddr9]\nevaluate:",
+         ":10: memory.0: unknown memory preset 'ddr9'; presets: lpddr4x-4266-x16"),
+        ("evaluate:", "memory: [{gb_per_s: 8}]\nevaluate:",
+         ":10: memory.0: missing key 'latency_ns' (or give a preset)"),
+        ("evaluate:", "memory: [{gb_per_s: -8, latency_ns: 50}]\nevaluate:",
+         ":10: memory.0.gb_per_s: must be a positive number, not -8"),
+        ("evaluate:", "memory: [hbm2e-pc, {preset: hbm2e-pc}]\nevaluate:",
+         ":10: memory: memory names must differ"),
     ],
     ids=["unknown-key", "array-format", "array-range", "precision", "wrong-type", "missing",
          "key-of-other-kind", "rtl-mode", "unknown-model", "yaml-syntax", "batch-0",
-         "batch-negative", "seq-0", "sample-0", "timeout", "max-macs", "no-coefficients"],
+         "batch-negative", "seq-0", "sample-0", "timeout", "max-macs", "no-coefficients",
+         "memory-preset", "memory-missing", "memory-negative", "memory-names"],
 )  # fmt: skip
 def test_spec_errors_name_line_and_key(tmp_path, old, new, message):
     assert old in TINY
@@ -82,5 +91,20 @@ def test_spec_crosses_configs_and_workloads(tmp_path):
 def test_shipped_specs_are_valid(name):
     spec = Path(systolic.sweeps.__file__).parent / "specs" / f"{name}.yaml"  # as installed
     sweep = load_spec(spec)
-    assert sweep.points == len(sweep.configs) * len(sweep.workloads) > 0
+    assert sweep.points == len(sweep.configs) * len(sweep.workloads) * len(sweep.memories) > 0
     assert {c.precision for c in sweep.configs} >= {"int8", "bf16"}
+
+
+def test_memory_is_an_axis(tmp_path):
+    """Two memories double the points; a preset's numbers can be overridden; the default is
+    one LPDDR4X-4266 x32 channel."""
+    text = TINY.replace("evaluate:", "memory:\n  - hbm2e-pc\n  - {preset: hbm2e-pc, name: slow, "
+                        "gb_per_s: 2}\nevaluate:")  # fmt: skip
+    sweep = load_spec(write_spec(tmp_path, text))
+    assert sweep.points == 8
+    fast, slow = sweep.memories
+    assert (fast.gb_per_s, slow.gb_per_s, slow.latency_ns, slow.name) == (25.6, 2.0, 100.0, "slow")
+    dram = slow.at(500.0)  # at 500 MHz: 4 bytes and 50 cycles
+    assert (dram.bandwidth, dram.latency) == (4, 50)
+    assert [m.name for m in load_spec(write_spec(tmp_path, TINY)).memories] == [
+        "lpddr4x-4266-x32"]  # fmt: skip
