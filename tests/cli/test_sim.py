@@ -91,7 +91,7 @@ def test_sim_bad_options(args, message):
 
 
 def test_sim_with_zero_data():
-    r = run_cli("sim", "--dataflow", "is", "--rows", "2", "--cols", "3", "--a-depth", "64",
+    r = run_cli("sim", "--dataflow", "os", "--rows", "2", "--cols", "3", "--a-depth", "64",
                  "--b-depth", "64", "--c-depth", "64", "--m", "4", "--k", "5", "--n", "3",
                  "--data", "zeros", "--seed", "2")  # fmt: skip
     assert r.returncode == 0, r.stderr
@@ -100,7 +100,8 @@ def test_sim_with_zero_data():
 
 def test_cli_sim_energy_json():
     r = run_cli("sim", "--dataflow", "ws", "--rows", "2", "--cols", "2", "--m", "6", "--k", "5",
-                  "--n", "4", "--seed", "3", "--energy", "--json")  # fmt: skip
+                  "--n", "4", "--seed", "3", "--energy", "--json", "--a-depth", "256",
+                  "--b-depth", "256", "--c-depth", "256")  # fmt: skip
     assert r.returncode == 0, r.stderr
     energy = json.loads(r.stdout)["energy"]
     assert energy["source"] == "toggles"

@@ -20,7 +20,7 @@ from systolic.sim.simulate import run_gemms
 from ..conftest import SEED
 from ..helpers import check_against_model
 
-EXAMPLES = int(os.environ.get("SYSTOLIC_MODEL_EXAMPLES", "4"))
+EXAMPLES = int(os.environ.get("SYSTOLIC_MODEL_EXAMPLES", "3"))
 
 
 shapes = st.tuples(*[st.integers(1, 40)] * 3)

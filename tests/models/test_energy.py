@@ -21,7 +21,7 @@ from ..helpers import coefficients_with
 
 def test_energy_falls_with_activity(seed):
     """Same configuration and shape: random > sparse > sparser > all zeros."""
-    config = ArrayConfig("os", 4, 4)
+    config = ArrayConfig("os", 4, 3)  # built for test_toggles.py too
     shape = (16, 24, 16)
     operands = []
     for i, kind in enumerate(["random", "sparse:0.5", "sparse:0.9", "zeros"]):

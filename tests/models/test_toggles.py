@@ -23,7 +23,6 @@ BOUNDS = {"buffer": 0.06, "control": 0.2}
         (ArrayConfig("ws", 4, 4), (24, 12, 8)),
         (ArrayConfig("is", 3, 4, a_width=6, b_width=5, acc_width=24), (8, 9, 20)),
         (ArrayConfig("os", 4, 3), (8, 16, 9)),
-        (ArrayConfig("ws", 4, 4, number="bf16"), (24, 16, 12)),  # fp32 partial sums
         (ArrayConfig("os", 3, 4, number="bf16"), (6, 20, 8)),
     ],
     ids=lambda v: v.name if isinstance(v, ArrayConfig) else "x".join(map(str, v)),

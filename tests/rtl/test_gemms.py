@@ -24,7 +24,7 @@ CONFIGS = [
     ArrayConfig(d, r, c, **DEPTHS)
     for d in Dataflow
     for r, c in [(1, 1), (2, 2), (3, 5)]  # 2x2 and 3x5 are built for test_timing.py too
-] + [ArrayConfig("ws", 8, 8, **DEPTHS)]
+]
 
 
 def _shapes(rng, config):
