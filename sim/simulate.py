@@ -184,7 +184,7 @@ def run_gemms(
     operands: list[tuple[np.ndarray, np.ndarray]],
     *,
     memory: Dram | None = None,
-    order: str = "nmk",
+    order: str | list[str] = "nmk",
     quant: list[Quantization | None] | None = None,
     c_in: list[np.ndarray | None] | None = None,
     pad: int = 0,
@@ -197,7 +197,8 @@ def run_gemms(
     """Run every ``(A, B)`` on one simulator process of the device for ``config``, each as one
     descriptor, behind the DRAM model ``memory`` (:data:`DEFAULT_MEMORY` when None).
 
-    ``order`` is the chunk loop nest (:data:`contract.dma.LOOP_ORDERS`); ``quant[i]`` gives GEMM
+    ``order`` is the chunk loop nest (:data:`contract.dma.LOOP_ORDERS`), or one per GEMM;
+    ``quant[i]`` gives GEMM
     ``i`` zero points and a requantization (``SimResult.c`` then holds the requantized outputs);
     ``c_in[i]`` is a C to accumulate GEMM ``i`` into; ``pad`` leaves that many extra words
     between tile rows in DRAM. ``descriptors`` replaces the driver's placement (refusal tests:
@@ -211,9 +212,12 @@ def run_gemms(
     memory = memory or DEFAULT_MEMORY
     if not isinstance(memory, Dram):
         raise TypeError(f"memory must be a contract.memory.Dram, not {type(memory).__name__}")
-    if order not in LOOP_ORDERS:
-        raise ValueError(f"order must be one of {', '.join(LOOP_ORDERS)}, not {order!r}")
-    for what, given in (("quant", quant), ("c_in", c_in), ("descriptors", descriptors)):
+    orders = [order] * len(operands) if isinstance(order, str) else list(order)
+    for o in orders:
+        if o not in LOOP_ORDERS:
+            raise ValueError(f"order must be one of {', '.join(LOOP_ORDERS)}, not {o!r}")
+    for what, given in (("quant", quant), ("c_in", c_in), ("descriptors", descriptors),
+                        ("order", None if isinstance(order, str) else orders)):  # fmt: skip
         if given is not None and len(given) != len(operands):
             raise ValueError(f"{what} has {len(given)} entries for {len(operands)} GEMMs")
     checked = []
@@ -231,7 +235,7 @@ def run_gemms(
         else:
             zeros = (q.a_zero, q.b_zero) if q else (0, 0)
             rq = q.params if q else None
-            d = place(config, m, k, n, order=order, accumulate=acc is not None, pad=pad,
+            d = place(config, m, k, n, order=orders[i], accumulate=acc is not None, pad=pad,
                       zeros=zeros, requant=rq is not None, out_zero=rq.out_zero if rq else 0,
                       relu=rq.relu if rq else False)  # fmt: skip
             code, why = check_descriptor(config, d)

@@ -44,34 +44,24 @@ def test_device_gemms_bit_exact_in_every_order(config, seed):
     shapes = [(int(rng.integers(1, 14)), int(rng.integers(1, 14)), int(rng.integers(1, 14)))
               for _ in LOOP_ORDERS]  # fmt: skip
     operands = random_operands(rng, config, shapes)
-    results, memory = [], Dram("7/3", 9, 4)
-    for order in LOOP_ORDERS:  # one simulator process per order, every shape in it
-        results.append(
-            run_gemms(
-                config,
-                operands,
-                order=order,
-                pad=1,
-                memory=memory,
-                name=f"orders-{order}",
-                timeout=DEADLINE,
-            )
-        )
-    for order, runs in zip(LOOP_ORDERS, results, strict=True):
-        for (a, b), res in zip(operands, runs, strict=True):
-            where = f"{config.name} {order} {res.shape}"
-            assert res.error == 0, where
-            np.testing.assert_array_equal(res.c, reference(config, a, b), err_msg=where)
-            assert res.counters["jobs"] == len(jobs(config, res.descriptor)), where
-            # the model, cycle for cycle: compute, waits and DRAM traffic
-            predicted = predict_device(config, res.descriptor, memory)
-            assert dict(predicted) == res.counters, where
-            for k in "abcq":  # the bytes read: the device's count, the DRAM model's, the model's
-                assert res.counters[f"dram_read_bytes_{k}"] == res.dram[f"read_bytes_{k}"] == (
-                    predicted[f"dram_read_bytes_{k}"]), (where, k)  # fmt: skip
-            assert res.counters["dram_write_bytes"] == res.dram["write_bytes_c"] == (
-                predicted["dram_write_bytes"]), where  # fmt: skip
-            assert predicted.measured_cycles == res.measured_cycles, where
+    memory = Dram("7/3", 9, 4)
+    orders = [o for o in LOOP_ORDERS for _ in operands]  # every shape in every order, one process
+    runs = run_gemms(config, operands * len(LOOP_ORDERS), order=orders, pad=1, memory=memory,
+                     name="orders", timeout=DEADLINE)  # fmt: skip
+    for order, (a, b), res in zip(orders, operands * len(LOOP_ORDERS), runs, strict=True):
+        where = f"{config.name} {order} {res.shape}"
+        assert res.error == 0 and res.descriptor.order == order, where
+        np.testing.assert_array_equal(res.c, reference(config, a, b), err_msg=where)
+        assert res.counters["jobs"] == len(jobs(config, res.descriptor)), where
+        # the model, cycle for cycle: compute, waits and DRAM traffic
+        predicted = predict_device(config, res.descriptor, memory)
+        assert dict(predicted) == res.counters, where
+        for k in "abcq":  # the bytes read: the device's count, the DRAM model's, the model's
+            assert res.counters[f"dram_read_bytes_{k}"] == res.dram[f"read_bytes_{k}"] == (
+                predicted[f"dram_read_bytes_{k}"]), (where, k)  # fmt: skip
+        assert res.counters["dram_write_bytes"] == res.dram["write_bytes_c"] == (
+            predicted["dram_write_bytes"]), where  # fmt: skip
+        assert predicted.measured_cycles == res.measured_cycles, where
 
 
 def test_quantized_and_accumulating_gemms(seed):
