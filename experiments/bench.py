@@ -26,6 +26,7 @@ from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.contract.memory import DEFAULT_MEMORY, Dram
 from systolic.golden.data import random_operands
 from systolic.golden.reference import reference
+from systolic.models.chunking import CHUNKINGS, choose_chunk
 from systolic.models.device import predict_device
 from systolic.models.pipeline import predict_pipeline
 from systolic.sim.simulate import run_gemm, run_gemms
@@ -35,7 +36,7 @@ SMALL_BATCHES = (1, 4, 16, 32, 64, 256)
 
 #: Array size -> GEMM edge: at least 8x the array in every dimension.
 POINTS = [(8, 128), (16, 128), (8, 256), (16, 256)]
-DEPTH = 8192  # buffers large enough that every point is one chunk
+DEPTH = 8192  # buffers large enough that the first tables' points are one chunk
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,10 +127,11 @@ MEMORY_POINTS = (("GPT-2 FFN GEMV", (1, 768, 3072), Dram.preset("lpddr4x-4266-x1
 def memory_bound_and_compute_bound(size: int) -> int:
     """Measured on the RTL behind the DRAM model: the GEMV's DRAM bandwidth attained (bytes
     moved over the cycles, against the DRAM's), and the GEMM's utilization lost to memory (the
-    cycles beyond the array's busy ones); the pipeline model's cycles beside."""
-    header = (f"{'dataflow':8} {'GEMM':16} {'shape':>12} {'DRAM B/cyc':>10} {'cycles':>9} "
-              f"{'array busy':>10} {'attained':>9} {'of DRAM':>8} {'lost':>6} {'pipeline':>9}  "
-              "check")  # fmt: skip
+    cycles beyond the array's busy ones), with the largest chunks that fit and with the chunks
+    the pipeline model tunes (:mod:`models.chunking`); the pipeline model's cycles beside."""
+    header = (f"{'dataflow':8} {'GEMM':14} {'shape':>12} {'chunks':>20} {'DRAM B/cyc':>10} "
+              f"{'cycles':>9} {'array busy':>10} {'attained':>9} {'of DRAM':>8} {'lost':>6} "
+              f"{'pipeline':>9}  check")  # fmt: skip
     print(header)
     print("-" * len(header))
     for dataflow in Dataflow:
@@ -137,24 +139,27 @@ def memory_bound_and_compute_bound(size: int) -> int:
         rng = np.random.default_rng(size)
         for name, shape, memory in MEMORY_POINTS:
             ((a, b),) = random_operands(rng, config, [shape])
-            res = run_gemm(config, a, b, memory=memory, name="bench-memory")
-            c = res.counters
-            moved = sum(c[f"dram_read_bytes_{x}"] for x in "abcq") + c["dram_write_bytes"]
-            rate = moved / res.cycles
-            exact = np.array_equal(res.c, reference(config, a, b))
-            agrees = dict(predict_device(config, res.descriptor, memory)) == c
-            fast = predict_pipeline(config, res.descriptor, memory)["cycles"]
-            print(
-                f"{dataflow.value:8} {name:16} {'x'.join(map(str, shape)):>12} "
-                f"{float(memory.bandwidth):>10.3f} {res.cycles:>9} {c['compute_cycles']:>10} "
-                f"{rate:>9.3f} {100 * rate / float(memory.bandwidth):>7.2f}% "
-                f"{100 * (1 - c['compute_cycles'] / res.cycles):>5.2f}% {fast:>9}  "
-                f"{'bit-exact' if exact else 'MISMATCH'}"
-                f"{', model == RTL' if agrees else ', MODEL DIFFERS'}",
-                flush=True,
-            )
-            if not (exact and agrees):
-                return 1
+            chunks = [choose_chunk(config, *shape, memory, chunking=c) for c in CHUNKINGS]
+            for how, res in zip(CHUNKINGS, run_gemms(config, [(a, b)] * 2, memory=memory,
+                                chunk=chunks, name="bench-memory"), strict=True):  # fmt: skip
+                c = res.counters
+                moved = sum(c[f"dram_read_bytes_{x}"] for x in "abcq") + c["dram_write_bytes"]
+                rate = moved / res.cycles
+                exact = np.array_equal(res.c, reference(config, a, b))
+                agrees = dict(predict_device(config, res.descriptor, memory)) == c
+                fast = predict_pipeline(config, res.descriptor, memory)["cycles"]
+                chunk = f"{c['jobs']} x {'x'.join(map(str, res.descriptor.chunk))} {how}"
+                print(
+                    f"{dataflow.value:8} {name:14} {'x'.join(map(str, shape)):>12} {chunk:>20} "
+                    f"{float(memory.bandwidth):>10.3f} {res.cycles:>9} {c['compute_cycles']:>10} "
+                    f"{rate:>9.3f} {100 * rate / float(memory.bandwidth):>7.2f}% "
+                    f"{100 * (1 - c['compute_cycles'] / res.cycles):>5.2f}% {fast:>9}  "
+                    f"{'bit-exact' if exact else 'MISMATCH'}"
+                    f"{', model == RTL' if agrees else ', MODEL DIFFERS'}",
+                    flush=True,
+                )
+                if not (exact and agrees):
+                    return 1
     return 0
 
 

@@ -375,7 +375,8 @@ class DeviceFigures(GemmFigures):
         return offchip_words(self.config, self.descriptor, self.counters)
 
     def summary(self) -> dict:
-        return self.figures() | {"chunks": self.counters["jobs"]}
+        return self.figures() | {"chunks": self.counters["jobs"],
+                                 "chunk": list(self.descriptor.chunk)}  # fmt: skip
 
 
 def predict_device(config: ArrayConfig, d: Descriptor, dram: Dram,

@@ -58,12 +58,13 @@ def _sizes(total: int, chunk: int) -> np.ndarray:
     return np.minimum(starts + chunk, total) - starts
 
 
-def _words(config: ArrayConfig, fmt: str, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """Buffer words of ``rows x cols`` blocks in the format ``fmt`` (tile rows x lines)."""
+def _blocks(config: ArrayConfig, fmt: str, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``(tile rows, words per tile row)`` of ``rows x cols`` blocks in the format ``fmt``: a
+    transfer is one contiguous run of DRAM per tile row (:func:`contract.dma.transfers`)."""
     word = word_layout(config, fmt)
     if word.rowwise:
-        return -(-cols // word.tile) * rows
-    return -(-rows // word.tile) * cols
+        return np.stack([-(-cols // word.tile), rows])
+    return np.stack([-(-rows // word.tile), cols])
 
 
 class _Bus:
@@ -77,16 +78,18 @@ class _Bus:
         self.cont = containers(config)
         self.beat = {f: beat_bytes(config, f) for f in self.cont}
 
-    def time(self, fmt: str, words: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(bus cycles, cycles the transfer keeps the engine busy)`` of each transfer: its bus
-        time, or its round trips when the window is too small to fill the bus."""
+    def time(self, fmt: str, blocks: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(bus cycles, cycles the transfer keeps the engine busy)`` of each transfer of
+        ``blocks`` (tile rows, words per tile row): its bus time, or its bursts' round trips
+        when the window is too small to fill the bus (a burst never spans two tile rows)."""
         cont, beat = self.cont[fmt], self.beat[fmt]
-        beats = words * (cont // beat)
+        runs, per_run = blocks[0], blocks[1] * (cont // beat)
+        beats = runs * per_run
         per_beat = max(1.0, beat / self.bw)
         burst = min(self.config.max_burst, MAX_BURST_BYTES // beat)
-        bursts = -(-beats // burst)
+        bursts = runs * -(-per_run // burst)
         window = min(window, self.dram.max_requests)
-        trip = self.dram.latency + np.minimum(burst, np.maximum(beats, 1)) * per_beat
+        trip = self.dram.latency + np.minimum(burst, np.maximum(per_run, 1)) * per_beat
         bus = beats * per_beat
         rounds = np.where(bursts > 0, bursts * trip / window, 0.0)
         return bus, np.maximum(bus, rounds)
@@ -140,13 +143,14 @@ def predict_pipeline(config: ArrayConfig, d: Descriptor, dram: Dram) -> DevicePr
     # DRAM traffic: loads where the key changed, stores where the chunk leaves its C bank
     cont = containers(config)
     fmt = c_format(config, d)
-    words = {
-        "a": np.where(new_a, _words(config, "a", m, k), 0),
-        "b": np.where(new_b, _words(config, "b", k, n), 0),
-        "c": np.where(c_in, _words(config, "p", m, n), 0),
-        "final": np.where(leaves & last_k, _words(config, fmt, m, n), 0),
-        "partial": np.where(leaves & ~last_k, _words(config, "p", m, n), 0),
+    blocks = {
+        "a": np.where(new_a, _blocks(config, "a", m, k), 0),
+        "b": np.where(new_b, _blocks(config, "b", k, n), 0),
+        "c": np.where(c_in, _blocks(config, "p", m, n), 0),
+        "final": np.where(leaves & last_k, _blocks(config, fmt, m, n), 0),
+        "partial": np.where(leaves & ~last_k, _blocks(config, "p", m, n), 0),
     }
+    words = {key: b[0] * b[1] for key, b in blocks.items()}
     for op, f in (("a", "a"), ("b", "b"), ("c", "p")):
         total = int(words[op].sum())
         out[f"dram_read_bytes_{op}"] = total * cont[f]
@@ -164,13 +168,13 @@ def predict_pipeline(config: ArrayConfig, d: Descriptor, dram: Dram) -> DevicePr
     # timing: the pipeline of chunks on one DRAM bus
     bus = _Bus(config, dram)
     reads = config.max_reads
-    parts = [bus.time("a", words["a"], reads), bus.time("b", words["b"], reads),
-             bus.time("p", words["c"], reads)]  # fmt: skip
-    stores = [bus.time(fmt, words["final"], config.max_writes),
-              bus.time("p", words["partial"], config.max_writes)]  # fmt: skip
+    parts = [bus.time("a", blocks["a"], reads), bus.time("b", blocks["b"], reads),
+             bus.time("p", blocks["c"], reads)]  # fmt: skip
+    stores = [bus.time(fmt, blocks["final"], config.max_writes),
+              bus.time("p", blocks["partial"], config.max_writes)]  # fmt: skip
     store_bus = sum(p[0] for p in stores)
     store_span = sum(p[1] for p in stores)
-    table = bus.time("q", np.array([q_words]), config.max_reads)[1][0] if q_words else 0.0
+    table = bus.time("q", np.array([[1], [q_words]]), config.max_reads)[1][0] if q_words else 0.0
     lists = lambda xs: [x.tolist() for x in xs]  # noqa: E731 (plain floats: a faster loop)
     cycles, waits = _timeline(
         jobs, (compute + 2).tolist(), lists(p[0] for p in parts), lists(p[1] for p in parts),

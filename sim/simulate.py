@@ -92,6 +92,7 @@ class SimResult(GemmFigures):
 
     def summary(self) -> dict:
         return self.figures() | {"chunks": self.counters["jobs"], "errors": self.errors,
+                                 "chunk": list(self.descriptor.chunk),
                                  "memory": self.memory.to_dict()}  # fmt: skip
 
 
@@ -185,6 +186,7 @@ def run_gemms(
     *,
     memory: Dram | None = None,
     order: str | list[str] = "nmk",
+    chunk: list[tuple[int, int, int] | None] | None = None,
     quant: list[Quantization | None] | None = None,
     c_in: list[np.ndarray | None] | None = None,
     pad: int = 0,
@@ -198,7 +200,8 @@ def run_gemms(
     descriptor, behind the DRAM model ``memory`` (:data:`DEFAULT_MEMORY` when None).
 
     ``order`` is the chunk loop nest (:data:`contract.dma.LOOP_ORDERS`), or one per GEMM;
-    ``quant[i]`` gives GEMM
+    ``chunk[i]`` gives GEMM ``i`` its chunk sizes ``(mc, kc, nc)`` (None: the largest that fit;
+    :func:`models.chunking.choose_chunk` tunes them); ``quant[i]`` gives GEMM
     ``i`` zero points and a requantization (``SimResult.c`` then holds the requantized outputs);
     ``c_in[i]`` is a C to accumulate GEMM ``i`` into; ``pad`` leaves that many extra words
     between tile rows in DRAM. ``descriptors`` replaces the driver's placement (refusal tests:
@@ -217,6 +220,7 @@ def run_gemms(
         if o not in LOOP_ORDERS:
             raise ValueError(f"order must be one of {', '.join(LOOP_ORDERS)}, not {o!r}")
     for what, given in (("quant", quant), ("c_in", c_in), ("descriptors", descriptors),
+                        ("chunk", chunk),
                         ("order", None if isinstance(order, str) else orders)):  # fmt: skip
         if given is not None and len(given) != len(operands):
             raise ValueError(f"{what} has {len(given)} entries for {len(operands)} GEMMs")
@@ -237,7 +241,7 @@ def run_gemms(
             rq = q.params if q else None
             d = place(config, m, k, n, order=orders[i], accumulate=acc is not None, pad=pad,
                       zeros=zeros, requant=rq is not None, out_zero=rq.out_zero if rq else 0,
-                      relu=rq.relu if rq else False)  # fmt: skip
+                      relu=rq.relu if rq else False, chunk=chunk[i] if chunk else None)  # fmt: skip
             code, why = check_descriptor(config, d)
             if code is not Refusal.NONE:
                 raise ValueError(f"GEMM {i} ({m}x{k}x{n}) cannot run on {config.name}: {why}")
@@ -322,9 +326,9 @@ def _result(config, memory, shape, d, fmt, got: dict, by_counter: dict) -> SimRe
 
 
 def run_gemm(config: ArrayConfig, a: np.ndarray, b: np.ndarray, **kwargs) -> SimResult:
-    """One GEMM on the simulated device (see :func:`run_gemms`); ``quant`` and ``c_in`` are
-    given for this GEMM alone, not as lists."""
-    for key in ("quant", "c_in"):
+    """One GEMM on the simulated device (see :func:`run_gemms`); ``quant``, ``c_in`` and
+    ``chunk`` are given for this GEMM alone, not as lists."""
+    for key in ("quant", "c_in", "chunk"):
         if key in kwargs:
             kwargs[key] = [kwargs[key]]
     return run_gemms(config, [(a, b)], **kwargs)[0]

@@ -20,6 +20,7 @@ from systolic.contract.dma import place
 from systolic.contract.memory import Dram
 from systolic.golden.data import DataKind
 from systolic.golden.reference import reference
+from systolic.models.chunking import choose_chunk
 from systolic.models.device import DeviceFigures, predict_device
 from systolic.models.energy import Coefficients, EnergyReport, figures_energy
 from systolic.models.pipeline import predict_pipeline
@@ -27,7 +28,7 @@ from systolic.models.toggles import estimate_toggles
 from systolic.sweeps.spec import Memory
 from systolic.sweeps.workloads import Workload
 
-__all__ = ["model_record", "point_id", "rtl_operands", "summarize"]
+__all__ = ["gemm_chunk", "model_record", "point_id", "rtl_operands", "summarize"]
 
 
 def point_id(config: ArrayConfig, workload: Workload, memory: Memory) -> str:
@@ -161,11 +162,17 @@ def model_record(
     dram = memory.at(coefficients.clock_mhz)
     per_gemm = []
     for gemm in workload.gemms:
-        d = place(config, *gemm.shape)
+        d = place(config, *gemm.shape, chunk=gemm_chunk(config, gemm.shape, dram))
         fig = DeviceFigures(config, gemm.shape, d, dict(predict_pipeline(config, d, dram)))
         toggles = estimate_toggles(config, *gemm.shape, data=data, seed=seed)
         per_gemm.append((fig, figures_energy(fig, toggles, coefficients, source="model")))
     return summarize(config, workload, memory, per_gemm, coefficients.clock_mhz)
+
+
+def gemm_chunk(config: ArrayConfig, shape: tuple[int, int, int], dram: Dram) -> tuple:
+    """The chunk sizes a sweep's driver gives a GEMM, in model and RTL points alike: those the
+    pipeline model predicts fastest behind the point's DRAM (:mod:`models.chunking`)."""
+    return choose_chunk(config, *shape, dram)
 
 
 def rtl_operands(

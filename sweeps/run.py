@@ -27,7 +27,7 @@ from systolic.contract.config import ArrayConfig, beyond_rtl
 from systolic.models.energy import Coefficients, load_coefficients
 from systolic.sim.simulate import SimulationError, run_gemms
 
-from .evaluate import model_record, point_id, rtl_operands, rtl_record
+from .evaluate import gemm_chunk, model_record, point_id, rtl_operands, rtl_record
 from .pareto import pareto_front
 from .results import append_record, load_results
 from .spec import Memory, Sweep
@@ -101,11 +101,13 @@ def _rtl_group(
     results: Path,
 ) -> None:
     """Worker: simulate every point of one configuration in one simulator process."""
-    operands, owner = [], []
+    dram = sweep.memories[0].at(coefficients.clock_mhz)
+    operands, owner, chunks = [], [], []
     for p in points:
         ops = rtl_operands(config, p.workload, sweep.data, sweep.seed)
         operands += ops
         owner += [p] * len(ops)
+        chunks += [gemm_chunk(config, g.shape, dram) for g in p.workload.gemms]
     start = {p.id: owner.index(p) for p in points}
     done: dict[int, object] = {}
     recorded: set[str] = set()
@@ -136,7 +138,8 @@ def _rtl_group(
         run_gemms(
             config,
             operands,
-            memory=sweep.memories[0].at(coefficients.clock_mhz),
+            memory=dram,
+            chunk=chunks,
             name="sweep",
             activity=True,
             on_result=finish,

@@ -17,6 +17,7 @@ from .options import (
     add_energy_options,
     add_memory_options,
     add_shape_options,
+    chunk_from_args,
     config_from_args,
     energy_coefficients,
     memory_from_args,
@@ -53,10 +54,12 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     memory = memory_from_args(args)
-    d = place(config, args.m, args.k, args.n, order=args.order)
+    chunk = chunk_from_args(args, config, memory)
+    d = place(config, args.m, args.k, args.n, order=args.order, chunk=chunk)
     model = predict_device if args.exact else predict_pipeline
     pred = DeviceFigures(config, (args.m, args.k, args.n), d, dict(model(config, d, memory)))
     summary = pred.summary() | {"memory": memory.to_dict(), "order": args.order,
+                                "chunking": args.chunks,
                                 "model": "device" if args.exact else "pipeline"}  # fmt: skip
     report = None
     if args.energy:

@@ -17,6 +17,7 @@ from systolic.contract.config import (
 from systolic.contract.dma import LOOP_ORDERS
 from systolic.contract.memory import DEFAULT_MEMORY, DRAM_PRESETS, Dram
 from systolic.golden.data import DataKind
+from systolic.models.chunking import CHUNKINGS, choose_chunk
 from systolic.models.energy import Coefficients, load_coefficients
 
 __all__ = [
@@ -182,6 +183,19 @@ def add_memory_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--order", choices=LOOP_ORDERS, default="nmk",
                    help="the chunk loop nest, outermost first (default nmk: K innermost, no "
                    "partial sums to DRAM)")  # fmt: skip
+    g.add_argument("--chunks", choices=CHUNKINGS, default="tuned",
+                   help="chunk sizes: the largest that fit the banks (fit), or those the "
+                   "pipeline model predicts fastest behind this DRAM (tuned, the default: "
+                   "smaller chunks hide more of the first loads and the last store)")  # fmt: skip
+
+
+def chunk_from_args(args: argparse.Namespace, config, memory: Dram) -> tuple[int, int, int]:
+    """The chunk sizes of the ``--chunks`` option for the GEMM ``--m --k --n``."""
+    try:
+        return choose_chunk(config, args.m, args.k, args.n, memory, order=args.order,
+                            chunking=args.chunks)  # fmt: skip
+    except ValueError as e:
+        raise UsageError(f"systolic {args.command}: {e}") from None
 
 
 def memory_from_args(args: argparse.Namespace) -> Dram:

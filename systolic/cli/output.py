@@ -12,8 +12,10 @@ def print_figures(s: dict) -> None:
     memory counters, or the compute model's)."""
     c, off, reuse = s["counters"], s["offchip_words"], s["reuse"]
     chunks = s.get("chunks", s.get("commands"))
+    size = f" of {'x'.join(map(str, s['chunk']))}" if "chunk" in s else ""
+    how = f", {s['chunking']}" if "chunking" in s else ""
     print(f"  cycles {s['cycles']}, PE utilization {100 * s['utilization']:.1f}% "
-          f"({chunks} chunk(s))")  # fmt: skip
+          f"({chunks} chunk(s){size}{how})")  # fmt: skip
     if "memory" in s:
         mem = s["memory"]
         print(f"  DRAM {mem['bandwidth']} B/cycle, latency {mem['latency']} cycles, "

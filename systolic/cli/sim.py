@@ -22,6 +22,7 @@ from .options import (
     add_energy_options,
     add_memory_options,
     add_shape_options,
+    chunk_from_args,
     config_from_args,
     energy_coefficients,
     memory_from_args,
@@ -85,8 +86,9 @@ def run(args: argparse.Namespace) -> int:
         params.check(config, args.n)
         expected = requantized_reference(config, a, b, args.a_zero, args.b_zero, params)
     quant = Quantization(args.a_zero, args.b_zero, params)
-    result = run_gemm(config, a, b, memory=memory, order=args.order, activity=args.energy,
-                      quant=quant)  # fmt: skip
+    chunk = chunk_from_args(args, config, memory)
+    result = run_gemm(config, a, b, memory=memory, order=args.order, chunk=chunk,
+                      activity=args.energy, quant=quant)  # fmt: skip
     mismatches = int(np.count_nonzero(result.c != expected))
     predicted = predict_device(config, result.descriptor, memory)
     differences = {k: [v, predicted[k]] for k, v in result.counters.items() if predicted[k] != v}
@@ -96,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         "bit_exact": mismatches == 0,
         "mismatches": mismatches,
         "order": args.order,
+        "chunking": args.chunks,
         "model_differences": differences,
         "quant": {
             "a_zero": args.a_zero,

@@ -1,0 +1,73 @@
+"""Chunk sizes chosen for the pipeline, not only for the buffers.
+
+The largest chunk that fits (:func:`contract.plan.chunk_sizes`) gives the most reuse, but the
+ping-pong pipeline hides neither the first chunk's loads nor the last chunk's store, and with a
+few large chunks those cost percents of a GEMM (BERT-base FFN, 128x768x3072, on OS 16x16 behind
+the default DRAM: 2.5% of its cycles). The driver therefore asks the pipeline model: from the
+largest chunk, it halves one dimension at a time (the halving predicted fastest) while that
+predicts fewer cycles, as a compiler's autotuner would. The device runs whatever chunk sizes
+the descriptor carries, so RTL and models see the same descriptor.
+
+Where the pipeline model is not held to bounds, it does not tune: a DRAM that holds fewer
+requests than the read and write engines may issue shares them between loads and stores burst
+by burst, which the model does not follow (smaller chunks there measured up to 1.6x slower on
+models/device.py).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from systolic.contract.config import ArrayConfig
+from systolic.contract.dma import place
+from systolic.contract.memory import Dram
+from systolic.contract.plan import chunk_sizes, granularity
+
+from .pipeline import predict_pipeline
+
+__all__ = ["CHUNKINGS", "choose_chunk"]
+
+#: How the driver sizes chunks: ``fit`` the largest that fits the banks, ``tuned`` the
+#: pipeline model's choice.
+CHUNKINGS = ("fit", "tuned")
+
+#: Halvings tried at most (each tries every dimension once).
+_STEPS = 12
+
+#: A halving is taken only if it predicts at least this share fewer cycles: smaller gains are
+#: within the pipeline model's error on small GEMMs (tests/models/test_pipeline.py) and cost
+#: DRAM traffic for nothing.
+MIN_GAIN = 0.01
+
+
+@functools.lru_cache(maxsize=4096)  # sweeps ask for the same layer shapes again and again
+def choose_chunk(config: ArrayConfig, m: int, k: int, n: int, dram: Dram, *,
+                 order: str = "nmk", chunking: str = "tuned") -> tuple[int, int, int]:  # fmt: skip
+    """The chunk sizes ``(mc, kc, nc)`` for an ``m x k x n`` GEMM in loop order ``order``
+    behind ``dram``: the largest that fit (``chunking="fit"``) or the pipeline model's fastest
+    among their successive halvings (``"tuned"``; a gain under :data:`MIN_GAIN` keeps the
+    larger chunk, which moves fewer bytes)."""
+    if chunking not in CHUNKINGS:
+        raise ValueError(f"chunking must be one of {', '.join(CHUNKINGS)}, not {chunking!r}")
+    size = chunk_sizes(config, m, k, n)
+    best = (size["m"], size["k"], size["n"])
+    if chunking == "fit" or dram.max_requests < config.max_reads + config.max_writes:
+        return best  # a DRAM that holds fewer requests than the engines issue: see the module
+
+    def cycles(chunk: tuple[int, int, int]) -> int:
+        d = place(config, m, k, n, order=order, chunk=chunk)
+        return predict_pipeline(config, d, dram)["cycles"]
+
+    g = granularity(config)
+    fastest = cycles(best)
+    for _ in range(_STEPS):
+        tries = []
+        for i, dim in enumerate("mkn"):
+            if best[i] > g[dim]:
+                half = max(g[dim], -(-best[i] // 2 // g[dim]) * g[dim])
+                tries.append(best[:i] + (half,) + best[i + 1 :])
+        scored = sorted((cycles(t), t) for t in tries)
+        if not scored or scored[0][0] > fastest * (1 - MIN_GAIN):
+            break
+        fastest, best = scored[0]
+    return best
