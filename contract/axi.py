@@ -1,5 +1,10 @@
-"""The accelerator's AXI4 memory port: channel fields, widths and IDs, as the AMBA AXI4 spec
-names them (``ARADDR`` is field ``addr`` of channel ``ar``).
+"""The accelerator's AXI4 memory port: channel fields, widths, ID and user codes, as the AMBA
+AXI4 spec names them (``ARADDR`` is field ``addr`` of channel ``ar``).
+
+Every request carries one ID (:data:`AXI_ID`), so any AXI4 slave or interconnect returns read
+data and write responses in request order, the order the DMA matches them in; the operand a
+burst moves (:data:`OPERANDS`) travels in ``AxUSER``, for a memory that counts traffic per
+operand (the simulation's DRAM model does).
 
 The generator builds each channel as a valid/ready stream whose payload packs these fields in
 this order, least significant first; the simulation's DRAM model slices the same payloads, and
@@ -14,10 +19,12 @@ __all__ = [
     "ADDR_BITS",
     "BURST_INCR",
     "BUS_WIDTHS",
+    "AXI_ID",
     "ID_BITS",
-    "IDS",
     "LEN_BITS",
     "MAX_BURST_BYTES",
+    "OPERANDS",
+    "USER_BITS",
     "channel_fields",
     "field_slices",
 ]
@@ -26,9 +33,12 @@ __all__ = [
 ADDR_BITS = 32
 #: AXI4 burst lengths: ``len + 1`` beats, up to 256.
 LEN_BITS = 8
-#: Transaction IDs: one per stream of the DMA, so the DRAM model can count traffic per operand.
-ID_BITS = 2
-IDS = {"a": 0, "b": 1, "c": 2, "q": 3}
+#: Transaction IDs: one for every request (same-ID transactions complete in order).
+ID_BITS = 1
+AXI_ID = 0
+#: ``AxUSER``: the operand a burst moves (C and partial sums are both ``c``).
+USER_BITS = 2
+OPERANDS = {"a": 0, "b": 1, "c": 2, "q": 3}
 #: ``AxBURST`` of an incrementing burst, the only kind the DMA issues.
 BURST_INCR = 1
 #: Data widths the DMA is built for.
@@ -43,7 +53,7 @@ def channel_fields(data_width: int) -> dict[str, list[tuple[str, int]]]:
         raise ValueError(f"bus_width must be one of {', '.join(map(str, BUS_WIDTHS))} bits, "
                          f"not {data_width!r}")  # fmt: skip
     address = [("addr", ADDR_BITS), ("len", LEN_BITS), ("size", 3), ("burst", 2),
-               ("id", ID_BITS)]  # fmt: skip
+               ("id", ID_BITS), ("user", USER_BITS)]  # fmt: skip
     return {
         "ar": address,
         "r": [("data", data_width), ("resp", 2), ("last", 1), ("id", ID_BITS)],

@@ -40,7 +40,11 @@ from systolic.contract.timing import DESCRIPTOR_LATENCY
 
 from .cycles import command_counters
 
-__all__ = ["DeviceFigures", "DevicePrediction", "predict_device"]
+__all__ = ["DeviceFigures", "DevicePrediction", "predict_device", "trace_device"]
+
+#: The simulation's bench monitor counts from the descriptor's acceptance, this account from the
+#: device's first running cycle, which comes DESCRIPTOR_LATENCY cycles later.
+TRACE_OFFSET = DESCRIPTOR_LATENCY
 
 FREE, LOADING, FULL, LOADED, COMPUTE, STORING = range(6)
 
@@ -84,8 +88,9 @@ def _moves(config: ArrayConfig, d: Descriptor) -> tuple[list, list, list]:
 def _timeline(config: ArrayConfig, d: Descriptor, dram: Dram, limit: int,
               trace: list | None = None) -> dict:  # fmt: skip
     """Cycles, jobs and waits of ``d``, one cycle at a time; ``trace`` (a list) collects the
-    events ``(cycle, event, what)``: a load starting and ending (``what`` its buffer), a chunk's
-    compute starting and ending (its index), a store starting and ending (its bank)."""
+    events ``(cycle, event, what)`` of :mod:`contract.trace`: a load starting and ending
+    (``what`` its buffer and bank), a chunk's compute starting and ending (its index), a store
+    starting and ending (its C bank)."""
     note = trace.append if trace is not None else (lambda _: None)
     js = jobs(config, d)
     clock = BeatClock.of(dram)
@@ -286,7 +291,7 @@ def _timeline(config: ArrayConfig, d: Descriptor, dram: Dram, limit: int,
             queue[-1], queue[-2] = queue[-2], queue[-1]
         dram_out += ar_taken + aw_taken - completed
         if accept_rd:
-            note((t, "load", cmd[0]))
+            note((t, "load", f"{cmd[0]}{cmd[1]}"))
             rd_cmd = cmd
             rd_active = deque(cmd[2])
             if cmd[0] == "q":
@@ -298,7 +303,7 @@ def _timeline(config: ArrayConfig, d: Descriptor, dram: Dram, limit: int,
             rd_job += 1
             rd_issued = 0
         if loaded_event:
-            note((t, "loaded", loaded_event[0]))
+            note((t, "loaded", f"{loaded_event[0]}{loaded_event[1]}"))
             k, bank = loaded_event
             if k == "q":
                 q_loaded = True
@@ -377,6 +382,16 @@ class DeviceFigures(GemmFigures):
     def summary(self) -> dict:
         return self.figures() | {"chunks": self.counters["jobs"],
                                  "chunk": list(self.descriptor.chunk)}  # fmt: skip
+
+
+def trace_device(config: ArrayConfig, d: Descriptor, dram: Dram,
+                 limit: int = 50_000_000) -> list[tuple[int, str, object]]:  # fmt: skip
+    """The timeline of descriptor ``d`` (:mod:`contract.trace`), without simulating: the events
+    of the cycle-level account, on the cycles the simulation's log gives them."""
+    events: list = []
+    if check_descriptor(config, d)[0] is Refusal.NONE:
+        _timeline(config, d, dram, limit, trace=events)
+    return [(t + TRACE_OFFSET, name, what) for t, name, what in events]
 
 
 def predict_device(config: ArrayConfig, d: Descriptor, dram: Dram,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from amaranth import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
-from systolic.contract.axi import ADDR_BITS, IDS
+from systolic.contract.axi import ADDR_BITS, OPERANDS
 from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import (
     LOOP_ORDERS,
@@ -229,8 +229,9 @@ class Device(wiring.Component):
         c_from_p = w.c_in == 2
         with m.If(q_pending):
             nq = divide(d.n + cfg.cols - 1, cfg.cols, DIM_BITS + 1)
-            m.d.comb += [cmd.valid.eq(1), cmd.payload.id.eq(IDS["q"]), cmd.payload.bank.eq(0),
-                         cmd.payload.addr.eq(d.q_addr), cmd.payload.stride.eq(0),
+            m.d.comb += [cmd.valid.eq(1), cmd.payload.kind.eq(OPERANDS["q"]),
+                         cmd.payload.bank.eq(0), cmd.payload.addr.eq(d.q_addr),
+                         cmd.payload.stride.eq(0),
                          cmd.payload.tiles.eq(1), cmd.payload.lines.eq(nq)]  # fmt: skip
             with m.If(cmd.ready):
                 m.d.sync += q_pending.eq(0)
@@ -243,7 +244,7 @@ class Device(wiring.Component):
                         region = addr[k] if k != "c" else Mux(c_from_p, addr["p"], addr["c"])
                         stride = getattr(d, f"{k}_stride") if k != "c" else Mux(
                             c_from_p, d.p_stride, d.c_stride)  # fmt: skip
-                        m.d.comb += [cmd.payload.id.eq(IDS[k]), cmd.payload.addr.eq(region),
+                        m.d.comb += [cmd.payload.kind.eq(OPERANDS[k]), cmd.payload.addr.eq(region),
                                      cmd.payload.stride.eq(stride), cmd.payload.tiles.eq(tiles),
                                      cmd.payload.lines.eq(lines)]  # fmt: skip
             with m.If(cmd.valid & cmd.ready):
@@ -260,12 +261,12 @@ class Device(wiring.Component):
             m.d.sync += done_mask.eq(0)
         loaded = rd.loaded
         with m.If(loaded.valid):
-            got = loaded.payload.id
-            with m.If(equals(got, IDS["a"])):
+            got = loaded.payload.kind
+            with m.If(equals(got, OPERANDS["a"])):
                 set_state(a_state, loaded.payload.bank, FULL)
-            with m.Elif(got == IDS["b"]):
+            with m.Elif(got == OPERANDS["b"]):
                 set_state(b_state, loaded.payload.bank, FULL)
-            with m.Elif(got == IDS["c"]):
+            with m.Elif(got == OPERANDS["c"]):
                 set_state(c_state, loaded.payload.bank, LOADED)
             with m.Else():
                 m.d.sync += q_loaded.eq(1)
@@ -368,10 +369,9 @@ class Device(wiring.Component):
             "array_wait_cycles": array_wait,
             "dma_wait_cycles": dma_wait,
         }
-        r, wch = self.mem.r, self.mem.w
-        r_take = r.valid & r.ready
-        for k, i in IDS.items():
-            mine = r_take & equals(r.payload.id, i)
+        wch = self.mem.w
+        for k, i in OPERANDS.items():  # the read engine knows each beat's burst
+            mine = rd.taken.valid & equals(rd.taken.payload, i)
             size = beat_bytes(cfg, {"a": "a", "b": "b", "c": "p", "q": "q"}[k])
             incs[f"dram_read_beats_{k}"] = mine
             incs[f"dram_read_bytes_{k}"] = Mux(mine, size, 0)

@@ -15,7 +15,7 @@ import math
 from amaranth import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
-from systolic.contract.axi import ADDR_BITS, BURST_INCR, IDS
+from systolic.contract.axi import ADDR_BITS, AXI_ID, BURST_INCR, OPERANDS
 from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import WRITE_BUFFER_WORDS, beat_bytes, containers
 from systolic.contract.interface import DIM_BITS
@@ -30,13 +30,14 @@ __all__ = ["ReadEngine", "WriteEngine", "load_layout", "store_layout"]
 
 _ADDR = unsigned(ADDR_BITS)
 _COUNT = unsigned(DIM_BITS + 1)
-#: Kinds of loads, by AXI ID (contract.axi.IDS): C and partial sums both go to the C buffer.
+#: Kinds of loads, by operand code (contract.axi.OPERANDS): C and partial sums both go to the C
+#: buffer.
 LOAD_KINDS = ("a", "b", "c", "q")
 
 
 def load_layout() -> data.StructLayout:
     """A load command: which buffer (its AXI ID), the bank, and the transfer's runs."""
-    return data.StructLayout({"id": 2, "bank": 1, "addr": _ADDR, "stride": _ADDR,
+    return data.StructLayout({"kind": 2, "bank": 1, "addr": _ADDR, "stride": _ADDR,
                               "tiles": _COUNT, "lines": _COUNT})  # fmt: skip
 
 
@@ -101,7 +102,7 @@ def _load_kinds(config: ArrayConfig) -> dict[int, tuple[int, int]]:
     """AXI ID -> (container bytes, beat bytes) of each load: C loads are accumulator-wide."""
     cont = containers(config)
     sizes = {"a": "a", "b": "b", "c": "p", "q": "q"}
-    return {IDS[k]: (cont[sizes[k]], beat_bytes(config, sizes[k])) for k in LOAD_KINDS}
+    return {OPERANDS[k]: (cont[sizes[k]], beat_bytes(config, sizes[k])) for k in LOAD_KINDS}
 
 
 class ReadEngine(wiring.Component):
@@ -123,13 +124,14 @@ class ReadEngine(wiring.Component):
         self._config = config
         self._kinds = _load_kinds(config)
         fill = {k: Flow(data.StructLayout({"bank": 1, "addr": unsigned(DIM_BITS + 1),
-                                           "data": unsigned(8 * self._kinds[IDS[k]][0])}))
+                                           "data": unsigned(8 * self._kinds[OPERANDS[k]][0])}))
                 for k in LOAD_KINDS}  # fmt: skip
         super().__init__({
             "cmd": In(stream.Signature(load_layout())),
             "mem": Out(AxiMaster(config.bus_width)),
             **{f"fill_{k}": Out(fill[k]) for k in LOAD_KINDS},
-            "loaded": Out(Flow(data.StructLayout({"id": 2, "bank": 1}))),
+            "loaded": Out(Flow(data.StructLayout({"kind": 2, "bank": 1}))),
+            "taken": Out(Flow(unsigned(2))),  # each R beat, with its burst's operand
             "idle": Out(1),
         })  # fmt: skip
 
@@ -140,7 +142,7 @@ class ReadEngine(wiring.Component):
         # -- request side -----------------------------------------------------------------
         cmd = Signal(load_layout(), name="rd_cmd")
         active = Signal(name="rd_active")
-        runs = _Runs(m, cfg, self._kinds, cmd.id, "rd")
+        runs = _Runs(m, cfg, self._kinds, cmd.kind, "rd")
         inflight = fifo.SyncFIFO(width=2 + 1 + 9 + 8 + 1, depth=cfg.max_reads)
         m.submodules.inflight = inflight
         ar = self.mem.ar
@@ -151,9 +153,10 @@ class ReadEngine(wiring.Component):
             ar.payload.len.eq(runs.beats - 1),
             ar.payload.size.eq(runs.beat_log),
             ar.payload.burst.eq(BURST_INCR),
-            ar.payload.id.eq(cmd.id),
+            ar.payload.id.eq(AXI_ID),
+            ar.payload.user.eq(cmd.kind),
         ]
-        record = Cat(cmd.id, cmd.bank, runs.beats[:9], runs.lane, last_burst)
+        record = Cat(cmd.kind, cmd.bank, runs.beats[:9], runs.lane, last_burst)
         m.d.comb += [inflight.w_en.eq(ar.valid & ar.ready), inflight.w_data.eq(record)]
         sent = ar.valid & ar.ready
         m.d.comb += self.cmd.ready.eq(~active | (sent & last_burst))
@@ -163,9 +166,9 @@ class ReadEngine(wiring.Component):
                 m.d.sync += active.eq(0)
         with m.If(self.cmd.valid & self.cmd.ready):
             m.d.sync += [cmd.eq(self.cmd.payload), active.eq(1)]
-            m.d.sync += runs.start(m, self.cmd.payload, self.cmd.payload.id)
+            m.d.sync += runs.start(m, self.cmd.payload, self.cmd.payload.kind)
         # -- data side ------------------------------------------------------------------------
-        head = Signal(data.StructLayout({"id": 2, "bank": 1, "beats": 9, "lane": 8, "last": 1}),
+        head = Signal(data.StructLayout({"kind": 2, "bank": 1, "beats": 9, "lane": 8, "last": 1}),
                       name="rd_head")  # fmt: skip
         m.d.comb += head.eq(inflight.r_data)
         r = self.mem.r
@@ -179,7 +182,7 @@ class ReadEngine(wiring.Component):
         this_lane = Mux(first, head.lane, lane)
         size = Signal(range(8))
         per_word = Signal(unsigned(16))  # beats per word
-        with m.Switch(head.id):
+        with m.Switch(head.kind):
             for k, (cont, bt) in self._kinds.items():
                 with m.Case(k):
                     m.d.comb += [size.eq(int(math.log2(bt))), per_word.eq(cont // bt)]
@@ -226,14 +229,16 @@ class ReadEngine(wiring.Component):
         for k in LOAD_KINDS:
             port = getattr(self, f"fill_{k}")
             m.d.comb += [
-                port.valid.eq(complete & equals(head.id, IDS[k])),
+                port.valid.eq(complete & equals(head.kind, OPERANDS[k])),
                 port.payload.bank.eq(head.bank),
                 port.payload.addr.eq(word_addr),
                 port.payload.data.eq(word),
             ]
         m.d.comb += [
             self.loaded.valid.eq(take & last_beat & head.last),
-            self.loaded.payload.id.eq(head.id),
+            self.loaded.payload.kind.eq(head.kind),
+            self.taken.valid.eq(take),
+            self.taken.payload.eq(head.kind),
             self.loaded.payload.bank.eq(head.bank),
             self.idle.eq(~active & ~inflight.r_rdy),
         ]
@@ -377,6 +382,7 @@ class WriteEngine(wiring.Component):
         bursts_rec = fifo.SyncFIFO(width=9 + 8 + 1 + 1 + 1, depth=cfg.max_writes)
         m.submodules.bursts = bursts_rec
         outstanding = Signal(range(cfg.max_writes + 1), name="wr_outstanding")
+        recorded = Signal(name="wr_recorded")  # the pending AW's burst is in bursts_rec
         aw = self.mem.aw
         last_burst = (runs.stop == runs.end) & (runs.tile + 1 == cmd.tiles)
         m.d.comb += [
@@ -384,17 +390,24 @@ class WriteEngine(wiring.Component):
                 requesting
                 & (pushed > announced)
                 & (outstanding < cfg.max_writes)
-                & bursts_rec.w_rdy
+                & (bursts_rec.w_rdy | recorded)
             ),  # fmt: skip
             aw.payload.addr.eq(runs.addr),
             aw.payload.len.eq(runs.beats - 1),
             aw.payload.size.eq(runs.beat_log),
             aw.payload.burst.eq(BURST_INCR),
-            aw.payload.id.eq(IDS["c"]),
-            bursts_rec.w_en.eq(aw.valid & aw.ready),
+            aw.payload.id.eq(AXI_ID),
+            aw.payload.user.eq(OPERANDS["c"]),
+            # the burst's W beats may go as soon as its AW is valid, before the slave takes it
+            # (AXI4 forbids a master to wait for AWREADY before WVALID)
+            bursts_rec.w_en.eq(aw.valid & ~recorded),
             bursts_rec.w_data.eq(Cat(runs.beats[:9], runs.lane, last_burst, kind, cmd.bank)),
         ]
         sent = aw.valid & aw.ready
+        with m.If(sent):
+            m.d.sync += recorded.eq(0)
+        with m.Elif(aw.valid):
+            m.d.sync += recorded.eq(1)
         with m.If(in_flight):
             m.d.sync += pushed.eq(pushed + per_word)
         with m.If(sent):

@@ -20,8 +20,10 @@ from pathlib import Path
 
 import systolic.contract
 import systolic.rtl
+from systolic.contract import axi
 from systolic.contract.config import ArrayConfig, check_buildable
 from systolic.contract.interface import TOPS
+from systolic.contract.trace import LOG_FILE
 from systolic.rtl.generate import design_config, design_ports, design_verilog
 
 from . import dram, toolchain
@@ -31,6 +33,7 @@ from .probes import Probe, probes
 __all__ = [
     "ACTIVITY_PREFIX",
     "BUILD_ROOT",
+    "MEMORIES",
     "Build",
     "TestRun",
     "build_bench",
@@ -57,14 +60,16 @@ CLOCK_PERIOD_NS = 10
 
 
 def _wrapper(
-    top: str, ports: list[tuple[str, str, int]], extra: str = "", internal: list | None = None
-) -> str:
+    top: str, ports: list[tuple[str, str, int]], extra: str = "", internal: list | None = None,
+    top_only: list | None = None,
+) -> str:  # fmt: skip
     """``SIM_TOP``: the design with a free-running clock, its other ports passed through (but
-    ``internal`` ones, wires inside the wrapper), and ``extra`` Verilog (activity counters,
-    backdoor loads, the DRAM model) inside."""
+    ``internal`` ones, wires inside the wrapper), ``top_only`` ports of the wrapper alone, and
+    ``extra`` Verilog (activity counters, backdoor loads, the DRAM model) inside."""
     internal = internal or []
     decls = ",\n".join(
-        f"  {'input' if d == 'in' else 'output'} wire [{w - 1}:0] {name}" for name, d, w in ports
+        f"  {'input' if d == 'in' else 'output'} wire [{w - 1}:0] {name}"
+        for name, d, w in ports + (top_only or [])
     )
     wires = "".join(f"  wire [{w - 1}:0] {name};\n" for name, _, w in internal)
     conns = ",\n".join(f"    .{name}({name})" for name, _, _ in ports + internal)
@@ -74,6 +79,99 @@ def _wrapper(
         f"  reg clk = 1'b0;\n  always #{half} clk = ~clk;\n{wires}"
         f"  {top} dut(\n    .clk(clk),\n{conns}\n  );\n{extra}endmodule\n"
     )
+
+
+_BENCH_MONITOR = """  // bench monitor: cycles from a descriptor's acceptance to its done
+  reg [63:0] bench_cycles = 64'd0;
+  reg bench_running = 1'b0;
+  always @(posedge clk) begin
+    if (desc__valid & desc__ready & ~bench_running) begin
+      bench_running <= 1'b1;
+      bench_cycles <= 64'd0;
+    end else if (bench_running) begin
+      if (done) bench_running <= 1'b0;
+      else bench_cycles <= bench_cycles + 64'd1;
+    end
+  end
+"""
+
+# The events of contract/trace.py, logged from the engines' handshakes with the bench monitor's
+# cycle: a load's code is its kind (the read command's low bits) and bank, a store's its C bank.
+_TRACE_LOGGER = f"""  // trace logger (contract/trace.py): the engines' events while trace_on is set
+  reg trace_on = 1'b0;
+  integer trace_fd = 0;
+  always @(posedge trace_on) trace_fd = $fopen("{LOG_FILE}", "w");
+  always @(negedge trace_on) begin $fclose(trace_fd); trace_fd = 0; end
+  reg [31:0] trace_chunk = 32'd0;
+  always @(posedge clk) begin
+    if (desc__valid & desc__ready) trace_chunk <= 32'd0;
+    if (trace_on) begin
+      if (dut.reader.cmd__valid & dut.reader.cmd__ready)
+        $fwrite(trace_fd, "%0d load %0d %0d\\n", bench_cycles, dut.reader.cmd__payload[1:0],
+                dut.reader.cmd__payload[2]);
+      if (dut.reader.loaded__valid)
+        $fwrite(trace_fd, "%0d loaded %0d %0d\\n", bench_cycles,
+                dut.reader.loaded__payload[1:0], dut.reader.loaded__payload[2]);
+      if (dut.controller.start) begin
+        $fwrite(trace_fd, "%0d compute %0d\\n", bench_cycles, trace_chunk);
+      end
+      if (dut.controller.done) begin
+        $fwrite(trace_fd, "%0d computed %0d\\n", bench_cycles, trace_chunk);
+        trace_chunk <= trace_chunk + 32'd1;
+      end
+      if (dut.writer.cmd__valid & dut.writer.cmd__ready)
+        $fwrite(trace_fd, "%0d store %0d\\n", bench_cycles, dut.writer.cmd__payload[2]);
+      if (dut.writer.stored__valid)
+        $fwrite(trace_fd, "%0d stored %0d\\n", bench_cycles, dut.writer.stored__payload);
+    end
+  end
+"""
+
+#: Where the device's AXI4 port goes in a build: to the DRAM model inside the wrapper, or out
+#: of it as ``m_axi_<channel><field>`` ports (the names SoC tools and cocotbext-axi expect).
+MEMORIES = ("dram", "port")
+
+
+def _device_port(config: ArrayConfig, ports: list[tuple[str, str, int]]):
+    """The device's AXI4 port at the wrapper's edge, one port per AXI4 signal
+    (``m_axi_araddr``, ``m_axi_rvalid``, ...): ``(outside ports, inside wires, the wrapper's
+    own ports, Verilog, readable nets)``.
+
+    A cocotb model of a slave (cocotbext-axi) samples each handshake at the rising edge and
+    expects the values the design saw at that edge; under Verilator with the clock inside the
+    wrapper, what a coroutine reads after ``RisingEdge`` is the value after the edge (a write
+    from it lands at the next edge, as expected). So the device's signals reach the edge
+    through registers that hold what the device drove at the last edge, and the slave's go in
+    directly: each side then sees the other as a simulator with pre-edge sampling shows it."""
+    inside = [p for p in ports if p[0].startswith("mem__")]
+    outside = [p for p in ports if not p[0].startswith("mem__")]
+    edge, lines = [], []
+
+    def from_device(port: str, bits: int, net: str) -> None:
+        lines.extend([f"  reg [{bits - 1}:0] {port}_q = {bits}'d0;",
+                      f"  always @(posedge clk) {port}_q <= {net};",
+                      f"  assign {port} = {port}_q;"])  # fmt: skip
+
+    for channel in ("ar", "r", "aw", "w", "b"):
+        out = channel in ("ar", "aw", "w")  # master to slave
+        net = f"mem__{channel}__"
+        edge += [(f"m_axi_{channel}valid", "out" if out else "in", 1),
+                 (f"m_axi_{channel}ready", "in" if out else "out", 1)]  # fmt: skip
+        fields = axi.field_slices(config.bus_width, channel)
+        for name, (_, bits) in fields.items():
+            edge.append((f"m_axi_{channel}{name}", "out" if out else "in", bits))
+        if out:
+            from_device(f"m_axi_{channel}valid", 1, f"{net}valid")
+            lines.append(f"  assign {net}ready = m_axi_{channel}ready;")
+            for name, (lsb, bits) in fields.items():
+                from_device(f"m_axi_{channel}{name}", bits, f"{net}payload[{lsb + bits - 1}:{lsb}]")
+        else:
+            packed = ", ".join(f"m_axi_{channel}{name}" for name in reversed(fields))
+            lines += [f"  assign {net}valid = m_axi_{channel}valid;",
+                      f"  assign {net}payload = {{{packed}}};"]  # fmt: skip
+            from_device(f"m_axi_{channel}ready", 1, f"{net}ready")
+    text = "\n".join(lines) + "\n" + _BENCH_MONITOR + _TRACE_LOGGER
+    return outside, inside, edge, text, ("bench_cycles",)
 
 
 def _device_inside(config: ArrayConfig, ports: list[tuple[str, str, int]]):
@@ -88,25 +186,7 @@ def _device_inside(config: ArrayConfig, ports: list[tuple[str, str, int]]):
         for sig in ("valid", "ready", "payload")
     }
     text, writable, readable = dram.instance(config.bus_width, connections)
-    text += (
-        "\n".join(
-            [
-                "  // bench monitor: cycles from a descriptor's acceptance to its done",
-                "  reg [63:0] bench_cycles = 64'd0;",
-                "  reg bench_running = 1'b0;",
-                "  always @(posedge clk) begin",
-                "    if (desc__valid & desc__ready & ~bench_running) begin",
-                "      bench_running <= 1'b1;",
-                "      bench_cycles <= 64'd0;",
-                "    end else if (bench_running) begin",
-                "      if (done) bench_running <= 1'b0;",
-                "      else bench_cycles <= bench_cycles + 64'd1;",
-                "    end",
-                "  end",
-            ]
-        )
-        + "\n"
-    )
+    text += _BENCH_MONITOR + _TRACE_LOGGER
     return outside, inside, text, writable, readable + ("bench_cycles",)
 
 
@@ -239,17 +319,22 @@ def build_model(
     *,
     root: Path | None = None,
     activity: bool = False,
+    memory: str = "dram",
 ) -> Build:
     """Compile the design ``kind`` (``"array"`` or ``"device"``) of ``config``, or reuse the
     cached model. ``activity=True`` (device only) builds a separate model whose wrapper also
     counts switching activity (:func:`_activity_counters`); its groups are listed in
-    ``activity.json`` in the build directory."""
+    ``activity.json`` in the build directory. ``memory`` (:data:`MEMORIES`, device only) puts
+    the DRAM model behind the AXI4 port or leaves the port at the wrapper's edge."""
     if activity and kind != "device":
         raise ValueError("activity counting is built for the device design only")
+    if memory not in MEMORIES or (memory != "dram" and kind != "device"):
+        raise ValueError(f"memory must be one of {', '.join(MEMORIES)} (the port on the device "
+                         f"only), not {memory!r}")  # fmt: skip
     check_buildable(config)
     toolchain.activate(cache_dir=BUILD_ROOT / "ccache")
     top = TOPS[kind]
-    variant = "-activity" if activity else ""
+    variant = ("-activity" if activity else "") + ("-port" if memory == "port" else "")
     # configurations with the same hardware (an IS mesh and its WS twin) share one model
     hardware = design_config(config, kind)
     key = _design_key(hardware, top + variant)
@@ -267,19 +352,25 @@ def build_model(
         ports = design_ports(hardware, kind)
         counters, groups = _activity_counters(probes(config, verilog)) if activity else ("", [])
         internal: list[tuple[str, str, int]] = []
+        edge: list[tuple[str, str, int]] = []
         writable: tuple[str, ...] = ()
         readable = tuple(g["counter"] for g in groups)
         extra_files = []
-        if kind == "device":
+        if kind == "device" and memory == "port":
+            ports, internal, edge, inside, port_readable = _device_port(hardware, ports)
+            counters += inside
+            readable += port_readable
+            writable += ("trace_on",)
+        elif kind == "device":
             ports, internal, inside, dram_writable, dram_readable = _device_inside(hardware, ports)
             counters += inside
-            writable += dram_writable
+            writable += dram_writable + ("trace_on",)
             readable += dram_readable
             (sources / "dram_model.v").write_text(dram.dram_model(hardware.bus_width))
             extra_files.append(sources / "dram_model.v")
         (sources / f"{top}.v").write_text(verilog)
-        (sources / f"{SIM_TOP}.v").write_text(_wrapper(top, ports, counters, internal))
-        (sources / "public.vlt").write_text(_public_ports(ports, readable, writable))
+        (sources / f"{SIM_TOP}.v").write_text(_wrapper(top, ports, counters, internal, edge))
+        (sources / "public.vlt").write_text(_public_ports(ports + edge, readable, writable))
         (sources / "config.json").write_text(hardware.to_json() + "\n")
         if activity:
             (directory / "activity.json").write_text(json.dumps(groups, indent=1) + "\n")

@@ -6,7 +6,7 @@ outstanding; one data bus serves bursts in acceptance order (a read ``latency`` 
 AR, a write from the cycle after its AW); beats follow :class:`contract.memory.BeatClock`; a
 write's response comes ``latency`` cycles after its last beat. Its parameters are registers the
 testbench sets at run time, so one compiled model serves every memory setting. It counts the
-beats and bytes it served per AXI ID (per operand), an account independent of the
+beats and bytes it served per operand (the requests' ``AxUSER``), an account independent of the
 accelerator's counters and of the model. Its contents are loaded and read back through
 ``$readmemh``/``$writememh`` (:data:`BACKDOOR`).
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from systolic.contract.axi import ID_BITS, IDS, channel_fields, field_slices
+from systolic.contract.axi import ID_BITS, OPERANDS, USER_BITS, channel_fields, field_slices
 
 __all__ = [
     "BACKDOOR",
@@ -45,7 +45,7 @@ PARAMETERS = ("bw_num", "bw_den", "latency", "max_requests")
 BACKDOOR = ("dram_load", "dram_dump", "dram_dump_first", "dram_dump_last")
 LOAD_FILE = "dram_load.hex"
 DUMP_FILE = "dram_dump.hex"
-#: Counters per AXI ID (``dram_<counter>_<operand>``): beats and bytes served.
+#: Counters per operand (``dram_<counter>_<operand>``, by ``AxUSER``): beats and bytes served.
 COUNTERS = ("read_beats", "read_bytes", "write_beats", "write_bytes")
 
 
@@ -74,8 +74,9 @@ def dram_model(bus_width: int, size: int = DRAM_BYTES) -> str:
     words = size // lanes
     wbits = int(math.log2(words))
     qbits = int(math.log2(QUEUE))
-    ar = {n: _field(bus_width, "ar", n, "ar_payload") for n in ("addr", "len", "size", "id")}
-    aw = {n: _field(bus_width, "aw", n, "aw_payload") for n in ("addr", "len", "size", "id")}
+    keys = ("addr", "len", "size", "id", "user")
+    ar = {n: _field(bus_width, "ar", n, "ar_payload") for n in keys}
+    aw = {n: _field(bus_width, "aw", n, "aw_payload") for n in keys}
     w = {n: _field(bus_width, "w", n, "w_payload") for n in ("data", "strb")}
     decls = ",\n".join(
         f"  {'input' if d == 'in' else 'output'} wire [{b - 1}:0] {name}"
@@ -86,17 +87,17 @@ def dram_model(bus_width: int, size: int = DRAM_BYTES) -> str:
     b_fields = field_slices(bus_width, "b")
     counters = []
     for c in COUNTERS:
-        for op in IDS:
+        for op in OPERANDS:
             counters.append(f"  reg [63:0] {c}_{op} = 64'd0;")
     count_updates = []
-    for op, i in IDS.items():
+    for op, i in OPERANDS.items():
         count_updates.append(
-            f"      if (r_take && q_id[hq] == {ID_BITS}'d{i}) begin "
+            f"      if (r_take && q_user[hq] == {USER_BITS}'d{i}) begin "
             f"read_beats_{op} <= read_beats_{op} + 64'd1; "
             f"read_bytes_{op} <= read_bytes_{op} + beat_bytes; end"
         )
         count_updates.append(
-            f"      if (w_take && q_id[hq] == {ID_BITS}'d{i}) begin "
+            f"      if (w_take && q_user[hq] == {USER_BITS}'d{i}) begin "
             f"write_beats_{op} <= write_beats_{op} + 64'd1; "
             f"write_bytes_{op} <= write_bytes_{op} + beat_bytes; end"
         )
@@ -118,7 +119,7 @@ def dram_model(bus_width: int, size: int = DRAM_BYTES) -> str:
         """Verilog that records an accepted request at queue slot ``tail``."""
         slot = f"{tail}[{qbits - 1}:0]"
         lines = [f"      if ({take}) begin", f"        q_wr[{slot}] <= 1'b{write};"]
-        lines += [f"        q_{n}[{slot}] <= {fields[n]};" for n in ("addr", "len", "size", "id")]
+        lines += [f"        q_{n}[{slot}] <= {fields[n]};" for n in keys]
         lines += [f"        q_ready[{slot}] <= {ready};", "      end"]
         return "\n".join(lines) + "\n"
 
@@ -141,6 +142,7 @@ module dram_model (
   reg [7:0]  q_len   [0:{QUEUE - 1}];
   reg [2:0]  q_size  [0:{QUEUE - 1}];
   reg [{ID_BITS - 1}:0]  q_id    [0:{QUEUE - 1}];
+  reg [{USER_BITS - 1}:0]  q_user  [0:{QUEUE - 1}];
   reg [63:0] q_ready [0:{QUEUE - 1}];
   reg [{qbits}:0] q_head = 0, q_tail = 0;
   reg [{qbits}:0] outstanding = 0;
@@ -189,7 +191,7 @@ module dram_model (
     if (rst) begin
       now <= 64'd0; v <= 96'd0; q_head <= 0; q_tail <= 0; outstanding <= 0; beat <= 9'd0;
       b_head <= 0; b_tail <= 0;
-{chr(10).join(f"      {c}_{op} <= 64'd0;" for c in COUNTERS for op in IDS)}
+{chr(10).join(f"      {c}_{op} <= 64'd0;" for c in COUNTERS for op in OPERANDS)}
     end else begin
       now <= now + 64'd1;
 {enqueue}      q_tail <= q_tail + {{{qbits}'d0, ar_take}} + {{{qbits}'d0, aw_take}};
@@ -233,8 +235,8 @@ def instance(
     conns += [f"    .{p}(dram_{p})" for p in PARAMETERS]
     conns += [f"    .{name}({connections[name]})" for name, _, _ in slave_ports(bus_width)]
     lines.append("  dram_model dram(\n" + ",\n".join(conns) + "\n  );")
-    counters = tuple(f"dram_{c}_{op}" for c in COUNTERS for op in IDS)
-    lines += [f"  wire [63:0] dram_{c}_{op} = dram.{c}_{op};" for c in COUNTERS for op in IDS]
+    counters = tuple(f"dram_{c}_{op}" for c in COUNTERS for op in OPERANDS)
+    lines += [f"  wire [63:0] dram_{c}_{op} = dram.{c}_{op};" for c in COUNTERS for op in OPERANDS]
     lines += [
         "  reg dram_load = 1'b0;  // rising edge: load LOAD_FILE (with @word addresses)",
         f'  always @(posedge dram_load) $readmemh("{LOAD_FILE}", dram.mem);',

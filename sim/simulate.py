@@ -39,6 +39,7 @@ from systolic.contract.dma import (
 )
 from systolic.contract.figures import GemmFigures
 from systolic.contract.memory import DEFAULT_MEMORY, Dram
+from systolic.contract.trace import parse_log
 from systolic.golden.reference import check_operands, check_zero_points
 from systolic.golden.requant import RequantParams
 
@@ -46,12 +47,16 @@ from .build import build_model, run_cocotb
 from .dram import DRAM_BYTES, image_lines, read_dump
 
 __all__ = [
+    "SLAVES",
     "Quantization",
     "SimResult",
     "SimulationError",
     "run_gemm",
     "run_gemms",
 ]
+
+#: What serves the device's AXI4 port: the DRAM model (sim/dram.py) or cocotbext-axi's AXI RAM.
+SLAVES = ("dram", "axi-ram")
 
 
 @dataclass
@@ -73,6 +78,7 @@ class SimResult(GemmFigures):
     dram: dict[str, int] = field(default_factory=dict)
     #: Bit flips per (component, traffic) group while the array computes; activity builds only.
     toggles: dict[tuple[str, str], int] | None = None
+    trace: list | None = None  # (cycle, event, what): contract.trace, with trace=True
     wall_seconds: float = 0.0  # the whole GEMM in the simulator, DRAM load and read-back included
     compute_seconds: float = 0.0  # of which waiting for `done` (Python idle, simulator running)
 
@@ -195,6 +201,10 @@ def run_gemms(
     name: str = "gemms",
     on_result: Callable[[int, SimResult], None] | None = None,
     timeout: float | None = None,
+    slave: str = "dram",
+    pause: float = 0.3,
+    pause_seed: int = 0,
+    trace: bool = False,
 ) -> list[SimResult]:
     """Run every ``(A, B)`` on one simulator process of the device for ``config``, each as one
     descriptor, behind the DRAM model ``memory`` (:data:`DEFAULT_MEMORY` when None).
@@ -211,7 +221,19 @@ def run_gemms(
     watcher thread) as soon as GEMM ``i`` finishes; ``timeout`` bounds the simulation's
     wall-clock seconds. A failed simulation raises :class:`SimulationError`, which still
     carries the GEMMs that finished.
+
+    ``slave="axi-ram"`` serves the AXI4 port with cocotbext-axi's ``AxiRam`` instead of the
+    DRAM model (a build whose port is at the wrapper's edge): an independent implementation
+    of the protocol, each channel paused on a share ``pause`` of the cycles at random (seeded
+    by ``pause_seed``). Its timing is its own, so ``memory`` is only the models' reference and
+    ``SimResult.dram`` is empty.
     """
+    if slave not in SLAVES:
+        raise ValueError(f"slave must be one of {', '.join(SLAVES)}, not {slave!r}")
+    if not 0 <= pause < 1:
+        raise ValueError(f"pause must be a share of cycles in [0, 1), not {pause!r}")
+    if slave != "dram" and activity:
+        raise ValueError("activity counting runs behind the DRAM model only (slave='dram')")
     memory = memory or DEFAULT_MEMORY
     if not isinstance(memory, Dram):
         raise TypeError(f"memory must be a contract.memory.Dram, not {type(memory).__name__}")
@@ -248,7 +270,8 @@ def run_gemms(
         _check_fits(config, i, d)
         checked.append((a, b, d, q, acc))
 
-    build = build_model(config, "device", activity=activity)
+    build = build_model(config, "device", activity=activity,
+                        memory="dram" if slave == "dram" else "port")  # fmt: skip
     groups = json.loads((build.directory / "activity.json").read_text()) if activity else []
     by_counter = {g["counter"]: (g["component"], g["traffic"]) for g in groups}
     run_dir = build.directory / "jobs" / f"{name}-{os.getpid()}-{threading.get_ident()}"
@@ -258,6 +281,7 @@ def run_gemms(
     jobs, formats = [], []
     for i, (a, b, d, q, acc) in enumerate(checked):
         job, fmt = _job(config, i, a, b, d, q, acc, memory, run_dir)
+        job["trace"] = trace
         jobs.append(job)
         formats.append(fmt)
     jobs_file = run_dir / "jobs.json"
@@ -287,7 +311,8 @@ def run_gemms(
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     env = {"SYSTOLIC_JOBS": str(jobs_file), "SYSTOLIC_RESULTS": str(run_dir),
-           "SYSTOLIC_ACTIVITY": json.dumps(list(by_counter))}  # fmt: skip
+           "SYSTOLIC_ACTIVITY": json.dumps(list(by_counter)), "SYSTOLIC_SLAVE": slave,
+           "SYSTOLIC_PAUSE": str(pause), "SYSTOLIC_PAUSE_SEED": str(pause_seed)}  # fmt: skip
     if timeout is not None:
         env["SYSTOLIC_DEADLINE"] = str(time.time() + timeout)
     failure = None
@@ -320,8 +345,9 @@ def _result(config, memory, shape, d, fmt, got: dict, by_counter: dict) -> SimRe
     toggles = None
     if by_counter:
         toggles = {group: got["toggles"][counter] for counter, group in by_counter.items()}
+    trace = parse_log(got["trace"]) if got.get("trace") is not None else None
     return SimResult(config, shape, d, memory, c, got["counters"], got["error"],
-                     got["measured_cycles"], got["dram"], toggles, got["wall_seconds"],
+                     got["measured_cycles"], got["dram"], toggles, trace, got["wall_seconds"],
                      got["compute_seconds"])  # fmt: skip
 
 

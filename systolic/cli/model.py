@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from systolic.contract.dma import place
-from systolic.models.device import DeviceFigures, predict_device
+from systolic.models.device import DeviceFigures, predict_device, trace_device
 from systolic.models.energy import figures_energy
 from systolic.models.pipeline import predict_pipeline
 from systolic.models.toggles import estimate_toggles
@@ -22,7 +23,7 @@ from .options import (
     energy_coefficients,
     memory_from_args,
 )
-from .output import print_energy, print_figures
+from .output import print_energy, print_figures, write_trace
 
 
 def add_parser(sub) -> None:
@@ -47,6 +48,9 @@ def add_parser(sub) -> None:
         "scaled to the whole GEMM (models.toggles.estimate_toggles)",
     )
     add_data_option(p, "operand data the energy estimate assumes (default random)")
+    p.add_argument("--trace", type=Path, metavar="FILE.json",
+                   help="write the timeline (loads, compute, stores, waits) as Chrome "
+                   "trace-event JSON, from the cycle-level model (as with --exact)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the prediction as JSON")
     p.set_defaults(func=run)
 
@@ -61,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
     summary = pred.summary() | {"memory": memory.to_dict(), "order": args.order,
                                 "chunking": args.chunks,
                                 "model": "device" if args.exact else "pipeline"}  # fmt: skip
+    if args.trace is not None:
+        events = trace_device(config, d, memory)
+        write_trace(args.trace, events, config.name, args.clock_ghz)
+        summary["trace"] = {"file": str(args.trace), "events": len(events)}
     report = None
     if args.energy:
         toggles = estimate_toggles(config, args.m, args.k, args.n, data=args.data.text)
@@ -72,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
     how = "cycle-level model" if args.exact else "pipeline model"
     print(f"{config.name}: {args.m}x{args.k}x{args.n} GEMM ({how}, no simulation)")
     print_figures(summary)
+    if "trace" in summary:
+        print(f"  timeline: {summary['trace']['events']} events in {summary['trace']['file']} "
+              "(Chrome trace JSON, from models/device.py)")  # fmt: skip
     if report is not None:
         print_energy(report)
     return 0

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from systolic.contract.trace import chrome_trace
 from systolic.models.energy import EnergyReport
 
-__all__ = ["print_energy", "print_figures"]
+__all__ = ["print_energy", "print_figures", "write_trace"]
 
 
 def print_figures(s: dict) -> None:
@@ -59,3 +63,9 @@ def print_energy(report: EnergyReport) -> None:
         text = " ".join(f"{'' if v is None else f'{v / 1e3:,.2f}':>13}" for v in cells)
         print(f"    {klass:24}{text} {100 * sum(levels.values()) / total:>6.1f}%")
     print("    (nJ; array = registers and datapath, buffer = on-chip SRAM and its ports)")
+
+
+def write_trace(path: Path, events: list, label: str, clock_ghz: float) -> None:
+    """A timeline's Chrome trace-event JSON in ``path`` (Perfetto, chrome://tracing)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(chrome_trace(events, clock_mhz=1000 * clock_ghz, label=label)))

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import numpy as np
 
 from systolic.contract.config import check_buildable
 from systolic.contract.plan import chunk_sizes
+from systolic.contract.trace import trace_order
 from systolic.golden.calibrate import output_params
 from systolic.golden.data import random_operands
 from systolic.golden.reference import check_zero_points, reference, requantized_reference
-from systolic.models.device import predict_device
+from systolic.models.device import predict_device, trace_device
 from systolic.models.energy import figures_energy
 from systolic.sim.simulate import Quantization, run_gemm
 
@@ -27,7 +29,7 @@ from .options import (
     energy_coefficients,
     memory_from_args,
 )
-from .output import print_energy, print_figures
+from .output import print_energy, print_figures, write_trace
 
 
 def add_parser(sub) -> None:
@@ -64,6 +66,10 @@ def add_parser(sub) -> None:
         "also count switching activity (a separate, instrumented build, 1.4-4x slower) and "
         "print the energy by component and by traffic class",
     )
+    p.add_argument("--trace", type=Path, metavar="FILE.json",
+                   help="write the run's timeline (loads, compute, stores, waits) as Chrome "
+                   "trace-event JSON for Perfetto or chrome://tracing, and check it against "
+                   "the model's, event for event")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
 
@@ -88,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     quant = Quantization(args.a_zero, args.b_zero, params)
     chunk = chunk_from_args(args, config, memory)
     result = run_gemm(config, a, b, memory=memory, order=args.order, chunk=chunk,
-                      activity=args.energy, quant=quant)  # fmt: skip
+                      activity=args.energy, quant=quant, trace=args.trace is not None)  # fmt: skip
     mismatches = int(np.count_nonzero(result.c != expected))
     predicted = predict_device(config, result.descriptor, memory)
     differences = {k: [v, predicted[k]] for k, v in result.counters.items() if predicted[k] != v}
@@ -108,6 +114,15 @@ def run(args: argparse.Namespace) -> int:
             "relu": args.relu,
         },  # fmt: skip
     }
+    if args.trace is not None:
+        timeline = sorted(result.trace, key=trace_order)
+        predicted_timeline = sorted(trace_device(config, result.descriptor, memory),
+                                    key=trace_order)  # fmt: skip
+        if timeline != predicted_timeline:
+            differences["trace"] = [len(timeline), len(predicted_timeline)]
+        write_trace(args.trace, timeline, config.name, args.clock_ghz)
+        summary["trace"] = {"file": str(args.trace), "events": len(timeline),
+                            "model_agrees": timeline == predicted_timeline}  # fmt: skip
     report = None
     if args.energy:
         report = figures_energy(result, result.toggles, coefficients, source="toggles")
@@ -136,7 +151,12 @@ def _print_sim(s: dict, mismatches: int, size: int) -> None:
                      f"{', ReLU' if q['relu'] else ''})")  # fmt: skip
         print(text)
     print_figures(s)
-    diff = s["model_differences"]
+    if "trace" in s:
+        t = s["trace"]
+        verdict = "agrees event for event" if t["model_agrees"] else "DIFFERS"
+        print(f"  timeline: {t['events']} events in {t['file']} (Chrome trace JSON); the "
+              f"model's {verdict}")  # fmt: skip
+    diff = {k: v for k, v in s["model_differences"].items() if k != "trace"}
     if diff:
         text = ", ".join(f"{k} {rtl} (model {model})" for k, (rtl, model) in diff.items())
         print(f"  MODEL DIFFERS: {text}")

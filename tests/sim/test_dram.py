@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from systolic.contract.axi import IDS
+from systolic.contract.axi import OPERANDS
 from systolic.contract.memory import BeatClock, Dram
 from systolic.sim.build import build_bench, run_cocotb
 from systolic.sim.dram import COUNTERS, bench_top, dram_model
@@ -37,7 +37,7 @@ def reference(scenario: dict) -> dict:
     reads = [r for r in scenario["requests"] if r["kind"] == "r"]
     writes = [r for r in scenario["requests"] if r["kind"] == "w"]
     rec = {"ar": [], "aw": [], "r": [], "w": [], "b": []}
-    counters = {f"dram_{c}_{op}": 0 for c in COUNTERS for op in IDS}
+    counters = {f"dram_{c}_{op}": 0 for c in COUNTERS for op in OPERANDS}
     queue = []  # accepted bursts: [request, ready cycle, beats served]
     outstanding = 0
     w_offer = []  # cycles from which the master offers each accepted write's data
@@ -59,7 +59,7 @@ def reference(scenario: dict) -> dict:
                 clock.v = u + clock.step(size)
                 address = req["addr"] + served * size
                 word = (address % SIZE) // lanes * lanes
-                op = next(k for k, v in IDS.items() if v == req["id"])
+                op = next(k for k, v in OPERANDS.items() if v == req["user"])
                 last = served == req["len"]
                 if is_write:
                     data = int(req["data"][served], 16).to_bytes(lanes, "little")
@@ -118,7 +118,8 @@ def _scenario(rng, bus_width: int, apart: bool = False) -> dict:
             "addr": address,
             "len": beats - 1,
             "size": size,
-            "id": int(rng.integers(0, 4)),
+            "id": int(rng.integers(0, 2)),
+            "user": int(rng.integers(0, 4)),
         }
         if req["kind"] == "w":
             req["data"] = [f"{int.from_bytes(rng.bytes(lanes), 'little'):x}" for _ in range(beats)]
@@ -138,7 +139,7 @@ def _scenario(rng, bus_width: int, apart: bool = False) -> dict:
         "requests": requests,
         "dump": [0, 4096 // lanes - 1],
         "seed": int(rng.integers(0, 1 << 31)),
-        "counters": [f"dram_{c}_{op}" for c in COUNTERS for op in IDS],
+        "counters": [f"dram_{c}_{op}" for c in COUNTERS for op in OPERANDS],
     }
 
 
@@ -165,7 +166,7 @@ def test_one_read_burst_by_hand(tmp_path):
         "image": {"0": bytes(range(64)).hex()},
         "dump": [0, 0],
         "counters": [],
-        "requests": [{"kind": "r", "at": 0, "addr": 0, "len": 3, "size": 4, "id": 1}],
+        "requests": [{"kind": "r", "at": 0, "addr": 0, "len": 3, "size": 4, "id": 1, "user": 1}],
     }
     got = _play(tmp_path, scenario, "hand")
     assert got["ar"] == [0]

@@ -1,0 +1,61 @@
+"""The device against an AXI4 slave that is not ours: cocotbext-axi's AxiRam, every channel
+pausing at random. The DRAM model (sim/dram.py) and the device were written together and could
+share a misreading of the protocol; AxiRam checks bursts, WLAST, sizes and 4 KB crossings its
+own way. C must be bit-exact and every count of work and traffic equal to the model's (the
+cycles are AxiRam's: it has its own latency and the pauses are random)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from systolic.contract.config import ArrayConfig
+from systolic.contract.dma import LOOP_ORDERS
+from systolic.contract.interface import DEVICE_COUNTERS
+from systolic.golden.data import random_operands
+from systolic.golden.reference import reference, requantized_reference
+from systolic.golden.requant import RequantParams
+from systolic.models.device import predict_device
+from systolic.sim.simulate import Quantization, run_gemms
+
+#: Counters that depend on the memory's timing; every other one is the same behind any slave.
+TIMING = ("cycles", "array_wait_cycles", "dma_wait_cycles")
+#: Share of cycles each of AxiRam's five channels is paused.
+PAUSE = 0.4
+
+CONFIGS = [
+    # a 64-bit bus: 32-bit accumulators in two beats, narrow A and B beats with strobes
+    ArrayConfig("os", 3, 2, a_depth=24, b_depth=24, c_depth=24, a_width=4, b_width=6,
+                a_signed=False, acc_width=20, bus_width=64),
+    # requantized outputs (narrow W beats with partial strobes) and 2-beat bursts
+    ArrayConfig("is", 2, 3, a_depth=24, b_depth=24, c_depth=24, zero_points=True, requant=True,
+                a_signed=False, out_signed=False, max_burst=2),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
+def test_device_behind_cocotbext_axi_ram_with_random_pauses(config, seed):
+    rng = np.random.default_rng([seed, config.rows, config.cols])
+    shapes = [tuple(int(x) for x in rng.integers(1, 14, 3)) for _ in LOOP_ORDERS]
+    operands = random_operands(rng, config, shapes)
+    quant = None
+    if config.requant:
+        quant = [Quantization(int(rng.integers(0, 20)), int(rng.integers(-9, 9)),
+                              RequantParams(rng.integers(1 << 29, 1 << 31, n),
+                                            rng.integers(-8, 3, n), int(rng.integers(0, 9)),
+                                            bool(i % 2)))
+                 for i, (_, _, n) in enumerate(shapes)]  # fmt: skip
+    runs = run_gemms(config, operands, order=list(LOOP_ORDERS), quant=quant, slave="axi-ram",
+                     pause=PAUSE, pause_seed=seed, name="axi-ram", timeout=300)  # fmt: skip
+    for i, ((a, b), res) in enumerate(zip(operands, runs, strict=True)):
+        where = f"{config.name} {res.descriptor.order} {res.shape} (pauses seeded {seed})"
+        assert res.error == 0, where
+        if quant:
+            q = quant[i]
+            expected = requantized_reference(config, a, b, q.a_zero, q.b_zero, q.params)
+        else:
+            expected = reference(config, a, b)
+        np.testing.assert_array_equal(res.c, expected, err_msg=where)
+        predicted = predict_device(config, res.descriptor, res.memory)
+        work = [k for k in DEVICE_COUNTERS if k not in TIMING]
+        assert {k: res.counters[k] for k in work} == {k: predicted[k] for k in work}, where
+        assert res.counters["compute_cycles"] <= res.counters["cycles"], where
