@@ -180,7 +180,8 @@ def predict_pipeline(config: ArrayConfig, d: Descriptor, dram: Dram) -> DevicePr
         jobs, (compute + 2).tolist(), lists(p[0] for p in parts), lists(p[1] for p in parts),
         store_bus.tolist(), store_span.tolist(), lists([new_a, new_b, c_in]), new_c.tolist(),
         (c_in & ~first_k).tolist(), dram.latency, table,
-        min(config.max_reads, dram.max_requests) * config.max_burst * max(1.0, 1 / bus.bw),
+        min(config.max_reads, dram.max_requests) * config.max_burst
+        * max(1.0, config.bus_width / 8 / bus.bw),
     )  # fmt: skip
     out["cycles"] = int(math.ceil(cycles))
     out["array_wait_cycles"], out["dma_wait_cycles"] = (int(round(w)) for w in waits)

@@ -16,7 +16,7 @@ import json
 
 import numpy as np
 from systolic.contract.config import ArrayConfig
-from systolic.contract.dma import place
+from systolic.contract.dma import containers, place, tile_rows, word_layout
 from systolic.contract.memory import Dram
 from systolic.golden.data import DataKind
 from systolic.golden.reference import reference
@@ -75,15 +75,22 @@ def summarize(
         if gemm.weights:
             weight_words_array += fig.counters["b_reads"] * times
             weight_words_offchip += fig.offchip_words["b"] * times
+        c = fig.counters
         gemms.append(
             {
                 "name": gemm.name,
                 "shape": list(gemm.shape),
                 "count": times,
+                "weights": gemm.weights,
+                "macs": fig.macs,
                 "cycles": fig.cycles,
                 "utilization": fig.utilization,
                 "energy_pj": report.total,
-                "bound": _bound(config, fig.counters, dram),
+                "bound": _bound(config, c, dram),
+                "chunk": list(fig.descriptor.chunk),
+                "dram_bytes": _dram_bytes(c),
+                "read_bytes": {x: c.get(f"dram_read_bytes_{x}", 0) for x in "abc"},
+                "once_bytes": _once_bytes(config, *gemm.shape),
             }
         )
     energy = sum(components.values())
@@ -124,6 +131,7 @@ def summarize(
         "weight_reuse_offchip": (
             weight_macs / weight_words_offchip if weight_words_offchip else None
         ),
+        "buffer_bytes": _buffer_bytes(config),
         "memory": memory.to_dict()
         | {
             "bytes_per_cycle": float(dram.bandwidth),
@@ -139,6 +147,23 @@ def summarize(
         "compute_cycles": counters.get("compute_cycles", 0),
         "gemms": gemms,
     }
+
+
+def _once_bytes(config: ArrayConfig, m: int, k: int, n: int) -> dict[str, int]:
+    """DRAM bytes of A and B in the device's format: what a GEMM reads if each crosses once."""
+    cont = containers(config)
+    out = {}
+    for x, shape in (("a", (m, k)), ("b", (k, n))):
+        tiles, lines = tile_rows(word_layout(config, x), shape)
+        out[x] = tiles * lines * cont[x]
+    return out
+
+
+def _buffer_bytes(config: ArrayConfig) -> dict[str, int]:
+    """On-chip bytes of each buffer, both banks."""
+    depth = {"a": config.a_depth, "b": config.b_depth, "c": config.c_depth}
+    return {x: 2 * depth[x] * word_layout(config, "p" if x == "c" else x).bits // 8
+            for x in "abc"}  # fmt: skip
 
 
 def _dram_bytes(counters: dict) -> int:

@@ -11,10 +11,15 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
+from systolic.contract.config import ArrayConfig
+from systolic.contract.dma import LOOP_ORDERS, place
+from systolic.models.chunking import choose_chunk
+from systolic.models.pipeline import predict_pipeline
 
 from ..pareto import OBJECTIVES, group_key, pareto_front
+from ..spec import Memory
 
-__all__ = ["ReportData", "Table", "points_of", "report_data"]
+__all__ = ["ReportData", "Table", "layer_pressure", "points_of", "report_data"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,9 @@ class ReportData:
     front_ids: set = field(repr=False)
     memory_lines: list[str] = field(default_factory=list)
     memory: Table | None = None
+    weight_bandwidth: Table | None = None
+    buffer_pressure: Table | None = None
+    loop_orders: Table | None = None
 
 
 def points_of(records: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -267,6 +275,113 @@ def _memory_section(by_memory: dict[str, list[dict]]) -> tuple[list[str], Table 
     return lines, Table(head, rows)
 
 
+#: Inference rates (per second) at which the weight-bandwidth table prices each workload.
+TARGET_RATES = (10, 100, 1000)
+
+
+def _weight_bandwidth(points: list[dict]) -> Table | None:
+    """Per workload, the fewest weight bytes from DRAM an inference needs over the
+    configurations (the reuse the best of them attains across its batch), and the DRAM
+    bandwidth those bytes alone take at each target rate."""
+    best: dict[str, dict] = {}
+    for p in points:
+        w = p.get("weight_bytes_per_inference")
+        if not w:
+            continue
+        key = p["workload"]["name"]
+        if key not in best or w < best[key]["weight_bytes_per_inference"]:
+            best[key] = p
+    if not best:
+        return None
+    rows = []
+    for key in sorted(best, key=lambda k: (best[k]["workload"]["model"],
+                                           best[k]["workload"].get("seq") or 0,
+                                           best[k]["workload"]["batch"])):  # fmt: skip
+        p = best[key]
+        w = p["weight_bytes_per_inference"]
+        rows.append([key, str(p["workload"]["batch"]), str(p["workload"].get("seq") or "-"),
+                     _fmt(w / 1e6), p["config_name"]]
+                    + [_fmt(w * rate / 1e9) for rate in TARGET_RATES])  # fmt: skip
+    head = (["workload", "batch", "seq", "weight MB / inference", "lowest on"]
+            + [f"GB/s at {r} inf/s" for r in TARGET_RATES])  # fmt: skip
+    return Table(head, rows)
+
+
+def layer_pressure(p: dict, g: dict) -> tuple[float, float] | None:
+    """A layer's buffer pressure on its configuration: the bytes A and B take whole over one
+    bank of the A and B buffers (the room a chunk has: the other bank holds the next one), and
+    the refetch factor (bytes of A and B read from DRAM over what reading each once takes)."""
+    once, cap = g.get("once_bytes"), p.get("buffer_bytes")
+    if not once or not cap:
+        return None
+    need = once["a"] + once["b"]
+    read = g["read_bytes"]["a"] + g["read_bytes"]["b"]
+    return 2 * need / (cap["a"] + cap["b"]), read / need
+
+
+def _buffer_pressure(points: list[dict]) -> Table | None:
+    """The layers that refetch most: per configuration and layer shape, what the whole
+    operands take against the buffers, and how often A and B each cross from DRAM."""
+    rows, seen = [], set()
+    for p in points:
+        for g in p["gemms"]:
+            key = (p["config_name"], tuple(g["shape"]))
+            pressure = layer_pressure(p, g)
+            if key in seen or pressure is None:
+                continue
+            seen.add(key)
+            once = g["once_bytes"]
+            rows.append((pressure[1], [
+                p["config_name"], "x".join(map(str, g["shape"])), g["name"],
+                _fmt((once["a"] + once["b"]) / 1024),
+                _fmt((p["buffer_bytes"]["a"] + p["buffer_bytes"]["b"]) / 2048),
+                _fmt(pressure[0]), "x".join(map(str, g.get("chunk") or [])),
+                _fmt(g["read_bytes"]["a"] / once["a"]), _fmt(g["read_bytes"]["b"] / once["b"]),
+            ]))  # fmt: skip
+    if not rows:
+        return None
+    rows.sort(key=lambda r: -r[0])
+    head = ["configuration", "layer MxKxN", "GEMM", "A+B KB whole", "A+B KB a bank",
+            "pressure", "chunk", "A refetch", "B refetch"]  # fmt: skip
+    return Table(head, [r for _, r in rows[:15]])
+
+
+def _loop_orders(points: list[dict]) -> Table | None:
+    """Loop order's effect on reuse, from the pipeline model: for the largest array of each
+    dataflow and two weight layers (the one with the fewest rows, as in decode or batch 1, and
+    the largest), the cycles and DRAM megabytes of each loop order."""
+    configs: dict[str, dict] = {}
+    for p in points:
+        best = configs.get(p["dataflow"])
+        if best is None or (p["pes"], p["precision"] == "int8") > (
+                best["pes"], best["precision"] == "int8"):  # fmt: skip
+            configs[p["dataflow"]] = p
+    layers = {tuple(g["shape"]) for p in points for g in p["gemms"] if g.get("weights")}
+    if not configs or not layers:
+        return None
+    few_rows = min(layers, key=lambda s: (s[0], -s[1] * s[2]))
+    largest = max(layers, key=lambda s: s[0] * s[1] * s[2])
+    rows = []
+    for _, p in sorted(configs.items()):
+        config = ArrayConfig.from_dict(p["config"])
+        mem = p["memory"]
+        dram = Memory(mem["name"], mem["gb_per_s"], mem["latency_ns"],
+                      mem.get("max_requests", 64)).at(p["clock_mhz"])  # fmt: skip
+        for shape in dict.fromkeys([few_rows, largest]):
+            results = {}
+            for order in LOOP_ORDERS:
+                chunk = choose_chunk(config, *shape, dram, order=order)
+                d = place(config, *shape, order=order, chunk=chunk)
+                c = predict_pipeline(config, d, dram)
+                moved = sum(c[f"dram_read_bytes_{x}"] for x in "abc") + c["dram_write_bytes"]
+                results[order] = (c["cycles"], moved)
+            fastest = min(results, key=lambda o: results[o])
+            rows.append([p["config_name"], "x".join(map(str, shape))] + [
+                f"{_fmt(cyc)} ({_fmt(moved / 1e6)} MB){' *' if o == fastest else ''}"
+                for o, (cyc, moved) in results.items()])  # fmt: skip
+    return Table(["configuration", "layer MxKxN"] + list(LOOP_ORDERS), rows)
+
+
 def report_data(records: list[dict], name: str) -> ReportData:
     """The report of a sweep named ``name`` whose results file holds ``records``. Its dataflow
     comparisons are at the first memory of the sweep (the one RTL points run at); the memory
@@ -338,4 +453,7 @@ def report_data(records: list[dict], name: str) -> ReportData:
         front_ids={p["id"] for p in front},
         memory_lines=memory_lines,
         memory=memory_table,
+        weight_bandwidth=_weight_bandwidth(points),
+        buffer_pressure=_buffer_pressure(points),
+        loop_orders=_loop_orders(points),
     )

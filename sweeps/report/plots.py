@@ -10,6 +10,7 @@ from pathlib import Path
 from systolic.models.energy import TRAFFIC_CLASSES
 
 from ..pareto import group_key
+from .data import layer_pressure
 
 __all__ = ["PLOTS", "write_plots"]
 
@@ -157,6 +158,94 @@ def _utilization_plot(points: list[dict], path: Path) -> bool:
     return True
 
 
+def _arrays(points: list[dict]) -> list[str]:
+    return sorted({p["array"] for p in points}, key=lambda a: int(a.split("x")[0]))
+
+
+def _roofline_plot(points: list[dict], path: Path) -> bool:
+    """Per array size, each layer's operational intensity (MACs per DRAM byte) against the
+    MACs per cycle it attains, under the compute ceiling (one MAC per PE a cycle) and the
+    bandwidth ceiling (the DRAM's or the AXI4 port's bytes a cycle, the lower)."""
+    layers = [(p, g) for p in points for g in p["gemms"] if g.get("dram_bytes") and g["cycles"]]
+    if not layers:
+        return False
+    arrays = _arrays([p for p, _ in layers])[:4]
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(arrays), figsize=(5.5 * len(arrays), 4.6), squeeze=False)
+    for ax, array in zip(axes[0], arrays, strict=True):
+        seen, labelled = set(), set()
+        mine = [(p, g) for p, g in layers if p["array"] == array]
+        xs = []
+        for p, g in mine:
+            key = (p["config_name"], tuple(g["shape"]))
+            if key in seen:
+                continue
+            seen.add(key)
+            x, y = g["macs"] / g["dram_bytes"], g["macs"] / g["cycles"]
+            xs.append(x)
+            label = None if _label(p) in labelled else _label(p)
+            labelled.add(_label(p))
+            ax.scatter(x, y, s=16, alpha=0.6, color=COLORS[p["dataflow"]],
+                       marker=PRECISION_MARKERS.get(p["precision"], "o"), label=label)  # fmt: skip
+        pes = mine[0][0]["pes"]
+        mem = mine[0][0]["memory"]
+        rate = min(mem["bytes_per_cycle"], mem["port_bytes_per_cycle"])
+        lo, hi = min(xs) / 2, max(xs) * 2
+        knee = pes / rate
+        ax.plot([lo, knee, max(hi, knee * 2)], [lo * rate, pes, pes], color="black", lw=1)
+        ax.annotate(f"{pes} MACs/cycle", (max(hi, knee * 2), pes), ha="right", va="bottom",
+                    fontsize=8)  # fmt: skip
+        ax.annotate(f"{rate:.3g} B/cycle ({mem['name']})", (lo, lo * rate), fontsize=8,
+                    rotation=30, va="bottom")  # fmt: skip
+        ax.set(xscale="log", yscale="log", xlabel="operational intensity, MACs per DRAM byte",
+               ylabel="attained MACs per cycle", title=f"Roofline, {array} arrays")  # fmt: skip
+        _plain_minor_ticks(ax)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
+def _pressure_plot(points: list[dict], path: Path) -> bool:
+    """Each layer's buffer pressure (A and B whole over a bank of the A and B buffers) against
+    its refetch factor (A and B bytes read from DRAM over reading each once)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    seen, labelled = set(), set()
+    for p in points:
+        for g in p["gemms"]:
+            key = (p["config_name"], tuple(g["shape"]))
+            pressure = layer_pressure(p, g)
+            if key in seen or pressure is None:
+                continue
+            seen.add(key)
+            label = None if _label(p) in labelled else _label(p)
+            labelled.add(_label(p))
+            ax.scatter(*pressure, s=16, alpha=0.6, color=COLORS[p["dataflow"]],
+                       marker="o" if p["pes"] <= 64 else "s", label=label)  # fmt: skip
+    if not seen:
+        plt.close(fig)
+        return False
+    ax.axvline(1.0, color="black", lw=1, ls="--")
+    ax.annotate("operands fit a bank", (1.0, 1.0), xytext=(4, 4),
+                textcoords="offset points", fontsize=8)  # fmt: skip
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="A and B whole / A and B buffers (both banks)",
+        ylabel="refetch factor (DRAM reads of A and B / reading each once)",
+        title="Buffer pressure: what each layer needs on chip, and what it refetches",
+    )
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
 def _plain_minor_ticks(ax) -> None:
     """No labels on log-scale minor ticks (they collide on narrow ranges)."""
     from matplotlib.ticker import NullFormatter
@@ -250,6 +339,23 @@ PLOTS = {
     "utilization": (
         lambda data, path: _utilization_plot(data.points, path),
         "PE utilization of each layer GEMM against its smallest dimension.",
+    ),
+    "roofline": (
+        lambda data, path: _roofline_plot(data.points, path),
+        "Each layer's operational intensity (MACs per byte it moves to or from DRAM) against the "
+        "MACs per cycle it attains, per array size, under the compute ceiling and the bandwidth "
+        "ceiling of the sweep's first memory (its bytes a cycle or the AXI4 port's, the "
+        "lower): layers on the slope are memory-bound, layers under the flat roof are limited "
+        "by the array (fill, drain, small dimensions).",
+    ),
+    "buffer_pressure": (
+        lambda data, path: _pressure_plot(data.points, path),
+        "Each layer's pressure on the buffers (A and B whole against one bank of the A and B "
+        "buffers, the room a chunk has while the other bank loads the next) against its "
+        "refetch factor (bytes of A and B read from DRAM over reading each once): beyond 1 on "
+        "the x axis the chunks cannot hold the operands whole and one of them is read again "
+        "per chunk of the other; chunks the driver splits for overlap (models/chunking.py) "
+        "refetch a little even where the operands fit.",
     ),
     "pareto": (
         lambda data, path: _pareto_plot(data.points, data.front_ids, path),

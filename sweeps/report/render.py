@@ -33,7 +33,8 @@ _ENV = {
 def render(data: ReportData, plots: dict[str, Path], kind: str) -> str:
     """The report as ``kind`` (``"md"`` or ``"html"``) text."""
     figures = [
-        {"name": name, "title": name.capitalize(), "caption": PLOTS[name][1], "file": path.name,
+        {"name": name, "title": name.replace("_", " ").capitalize(), "caption": PLOTS[name][1],
+         "file": path.name,
          "png": base64.b64encode(path.read_bytes()).decode() if kind == "html" else ""}
         for name, path in plots.items()
     ]  # fmt: skip

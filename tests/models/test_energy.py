@@ -44,9 +44,10 @@ def test_energy_grows_with_shape_as_the_model_predicts(seed):
     for result, measured, predicted in zip(results, rtl, model, strict=True):
         assert predicted.total == pytest.approx(measured.total, rel=0.02)
         # the part DRAM and SRAM cannot hide: registers and datapath, priced from bit flips;
-        # close when tiles stream back to back (measured within 0.2%), looser with stalls,
-        # whose bubbles the model approximates (8x8x8 here: 2.1% to 5.0% over six seeds)
-        bound = 0.2 if result.counters["stall_cycles"] else 0.01
+        # close when tiles stream back to back (the model 0.7% to 1.0% low at 8x8x8, 0.4% at
+        # 16^3, 0.13% at 32^3 on five seeds: the fill and drain edges weigh less as the GEMM
+        # grows), looser with stalls, whose bubbles the model approximates (2.1% to 5.0%)
+        bound = 0.2 if result.counters["stall_cycles"] else 0.02
         assert predicted.activity == pytest.approx(measured.activity, rel=bound)
 
 

@@ -18,8 +18,8 @@ from systolic.models.pipeline import predict_pipeline
 #: What the pipeline model approximates; every other counter must be exact.
 TIMING = ("cycles", "array_wait_cycles", "dma_wait_cycles")
 
-#: Bounds on |pipeline - exact| / exact cycles over the random cases below (measured on four
-#: seeds: medians 1.2% to 2.9%, 90th percentiles 11% to 22%, worst 32% to 37%; on wider draws
+#: Bounds on |pipeline - exact| / exact cycles over the random cases below (measured on seeds 1
+#: to 4: medians 1.2% to 3.3%, 90th percentiles 11.5% to 20.4%, worst 21% to 42%; on wider draws
 #: up to 61% short, for small-K GEMMs whose stores interleave burst by burst with reads that
 #: each wait a latency of about 200 cycles, which the model does not follow).
 MEDIAN, P90, WORST = 0.06, 0.3, 0.7

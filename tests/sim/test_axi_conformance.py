@@ -22,13 +22,11 @@ TIMING = ("cycles", "array_wait_cycles", "dma_wait_cycles")
 #: Share of cycles each of AxiRam's five channels is paused.
 PAUSE = 0.4
 
+#: One build: a 64-bit bus (partial sums at 32 bits in two beats each, narrow A and B beats),
+#: requantized outputs (narrow W beats with partial strobes) and 2-beat bursts.
 CONFIGS = [
-    # a 64-bit bus: 32-bit accumulators in two beats, narrow A and B beats with strobes
-    ArrayConfig("os", 3, 2, a_depth=24, b_depth=24, c_depth=24, a_width=4, b_width=6,
-                a_signed=False, acc_width=20, bus_width=64),
-    # requantized outputs (narrow W beats with partial strobes) and 2-beat bursts
     ArrayConfig("is", 2, 3, a_depth=24, b_depth=24, c_depth=24, zero_points=True, requant=True,
-                a_signed=False, out_signed=False, max_burst=2),
+                a_signed=False, out_signed=False, bus_width=64, max_burst=2),
 ]  # fmt: skip
 
 

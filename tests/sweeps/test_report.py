@@ -51,7 +51,33 @@ def test_report_data_says_what_the_records_hold(model_sweep):
     for row in data.points_table.rows:
         assert "| " + " | ".join(row) + " |" in md
     html = render(data, {}, "html")
-    assert html.count("<tr>") == 1 + len(data.front.rows) + 1 + len(data.points_table.rows)
+    tables = [data.front, data.points_table, data.weight_bandwidth, data.buffer_pressure,
+              data.loop_orders]  # fmt: skip
+    assert html.count("<tr>") == sum(1 + len(t.rows) for t in tables)
+
+
+def test_weight_bandwidth_buffer_pressure_and_loop_order_tables(model_sweep):
+    """The memory questions' tables, against facts derived from the workloads alone: every
+    weight crosses from DRAM at least once (K x N bytes at int8, times the GEMM's count), the
+    bandwidth at a rate is those bytes times the rate, nothing is read less than once, and
+    each layer's loop orders are all there with one marked fastest."""
+    data = report_data(load_results(model_sweep / "results.jsonl"), "tiny")
+    weights = {"gemm 8x6x5": 6 * 5, "gemm 3x9x4": 9 * 4 * 3}  # TINY's workloads
+    t = data.weight_bandwidth
+    assert sorted(row[0] for row in t.rows) == sorted(weights)
+    for row in t.rows:
+        mb = float(row[3])
+        assert mb * 1e6 >= weights[row[0]]
+        for rate, cell in zip((10, 100, 1000), row[5:], strict=True):
+            assert float(cell) == pytest.approx(mb * rate / 1e3, rel=1e-2)
+    t = data.buffer_pressure
+    assert {row[1] for row in t.rows} == {"8x6x5", "3x9x4"}
+    for row in t.rows:
+        assert float(row[-1]) >= 1 and float(row[-2]) >= 1
+        assert float(row[5]) == pytest.approx(float(row[3]) / float(row[4]), rel=1e-2)
+    t = data.loop_orders
+    assert t.head[2:] == ["nmk", "mnk", "nkm", "knm", "mkn", "kmn"]
+    assert all(sum(cell.endswith(" *") for cell in row[2:]) == 1 for row in t.rows)
 
 
 def test_no_results_is_a_clear_error(tmp_path):
