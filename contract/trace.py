@@ -79,7 +79,9 @@ def chrome_trace(events: list[tuple[int, str, object]], *, clock_mhz: float = 10
     """The Chrome trace-event JSON of ``events`` (``ts`` and ``dur`` in microseconds at
     ``clock_mhz``): a track per buffer bank with its loads, the array's track with each chunk's
     compute and the waits between them, a track per C bank with its stores, and the loads in
-    flight as a counter."""
+    flight as a counter. A chunk's span runs from its start to its done; the cycle after a done
+    hands over to the next chunk (which starts then at the earliest), and the waits after it
+    add up to the device's ``array_wait_cycles`` but for the wait before the first chunk."""
     us = 1.0 / clock_mhz
     spans = _spans(events)
     names = sorted({_track(span, what) for span, what, _, _ in spans},

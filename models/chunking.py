@@ -17,9 +17,10 @@ models/device.py).
 from __future__ import annotations
 
 import functools
+import math
 
 from systolic.contract.config import ArrayConfig
-from systolic.contract.dma import place
+from systolic.contract.dma import LOOP_ORDERS, Refusal, check_descriptor, place
 from systolic.contract.memory import Dram
 from systolic.contract.plan import chunk_sizes, granularity
 
@@ -40,22 +41,39 @@ _STEPS = 12
 MIN_GAIN = 0.01
 
 
-@functools.lru_cache(maxsize=4096)  # sweeps ask for the same layer shapes again and again
 def choose_chunk(config: ArrayConfig, m: int, k: int, n: int, dram: Dram, *,
-                 order: str = "nmk", chunking: str = "tuned") -> tuple[int, int, int]:  # fmt: skip
+                 order: str = "nmk", chunking: str = "tuned", requant: bool = False,
+                 accumulate: bool = False) -> tuple[int, int, int]:  # fmt: skip
     """The chunk sizes ``(mc, kc, nc)`` for an ``m x k x n`` GEMM in loop order ``order``
-    behind ``dram``: the largest that fit (``chunking="fit"``) or the pipeline model's fastest
-    among their successive halvings (``"tuned"``; a gain under :data:`MIN_GAIN` keeps the
-    larger chunk, which moves fewer bytes)."""
+    behind ``dram`` (``requant``: outputs requantized, with the table to load; ``accumulate``:
+    into a C read first): the largest that fit (``chunking="fit"``) or the pipeline model's
+    fastest among their successive halvings (``"tuned"``; a gain under :data:`MIN_GAIN` keeps
+    the larger chunk, which moves fewer bytes)."""
+    if not isinstance(config, ArrayConfig):
+        raise TypeError(f"config must be a contract.config.ArrayConfig, not "
+                        f"{type(config).__name__}")  # fmt: skip
+    if not isinstance(dram, Dram):
+        raise TypeError(f"dram must be a contract.memory.Dram, not {type(dram).__name__}")
     if chunking not in CHUNKINGS:
         raise ValueError(f"chunking must be one of {', '.join(CHUNKINGS)}, not {chunking!r}")
+    if order not in LOOP_ORDERS:
+        raise ValueError(f"order must be one of {', '.join(LOOP_ORDERS)}, not {order!r}")
+    return _choose(config, m, k, n, dram, order, chunking, bool(requant), bool(accumulate))
+
+
+@functools.lru_cache(maxsize=4096)  # sweeps ask for the same layer shapes again and again
+def _choose(config: ArrayConfig, m: int, k: int, n: int, dram: Dram, order: str, chunking: str,
+            requant: bool, accumulate: bool) -> tuple[int, int, int]:  # fmt: skip
     size = chunk_sizes(config, m, k, n)
     best = (size["m"], size["k"], size["n"])
     if chunking == "fit" or dram.max_requests < config.max_reads + config.max_writes:
         return best  # a DRAM that holds fewer requests than the engines issue: see the module
 
-    def cycles(chunk: tuple[int, int, int]) -> int:
-        d = place(config, m, k, n, order=order, chunk=chunk)
+    def cycles(chunk: tuple[int, int, int]) -> float:
+        d = place(config, m, k, n, order=order, chunk=chunk, requant=requant,
+                  accumulate=accumulate)  # fmt: skip
+        if check_descriptor(config, d)[0] is not Refusal.NONE:
+            return math.inf  # the device would refuse it (and count nothing)
         return predict_pipeline(config, d, dram)["cycles"]
 
     g = granularity(config)

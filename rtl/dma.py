@@ -36,7 +36,8 @@ LOAD_KINDS = ("a", "b", "c", "q")
 
 
 def load_layout() -> data.StructLayout:
-    """A load command: which buffer (its AXI ID), the bank, and the transfer's runs."""
+    """A load command: which buffer (its operand code, contract.axi.OPERANDS), the bank, and the
+    transfer's runs."""
     return data.StructLayout({"kind": 2, "bank": 1, "addr": _ADDR, "stride": _ADDR,
                               "tiles": _COUNT, "lines": _COUNT})  # fmt: skip
 
@@ -99,7 +100,8 @@ class _Runs:
 
 
 def _load_kinds(config: ArrayConfig) -> dict[int, tuple[int, int]]:
-    """AXI ID -> (container bytes, beat bytes) of each load: C loads are accumulator-wide."""
+    """Operand code -> (container bytes, beat bytes) of each load: C loads are
+    accumulator-wide."""
     cont = containers(config)
     sizes = {"a": "a", "b": "b", "c": "p", "q": "q"}
     return {OPERANDS[k]: (cont[sizes[k]], beat_bytes(config, sizes[k])) for k in LOAD_KINDS}

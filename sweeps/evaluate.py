@@ -160,10 +160,11 @@ def _once_bytes(config: ArrayConfig, m: int, k: int, n: int) -> dict[str, int]:
 
 
 def _buffer_bytes(config: ArrayConfig) -> dict[str, int]:
-    """On-chip bytes of each buffer, both banks."""
+    """What each buffer holds (both banks), in the bytes its words take in DRAM (power-of-two
+    containers, like :func:`_once_bytes`), so that the two compare word for word."""
     depth = {"a": config.a_depth, "b": config.b_depth, "c": config.c_depth}
-    return {x: 2 * depth[x] * word_layout(config, "p" if x == "c" else x).bits // 8
-            for x in "abc"}  # fmt: skip
+    cont = containers(config)
+    return {x: 2 * depth[x] * cont["p" if x == "c" else x] for x in "abc"}
 
 
 def _dram_bytes(counters: dict) -> int:

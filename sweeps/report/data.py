@@ -369,6 +369,10 @@ def _loop_orders(points: list[dict]) -> Table | None:
                       mem.get("max_requests", 64)).at(p["clock_mhz"])  # fmt: skip
         for shape in dict.fromkeys([few_rows, largest]):
             results = {}
+            try:
+                choose_chunk(config, *shape, dram, chunking="fit")
+            except ValueError:
+                continue  # a layer of another configuration that this one cannot hold
             for order in LOOP_ORDERS:
                 chunk = choose_chunk(config, *shape, dram, order=order)
                 d = place(config, *shape, order=order, chunk=chunk)

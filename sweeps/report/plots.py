@@ -234,7 +234,7 @@ def _pressure_plot(points: list[dict], path: Path) -> bool:
     ax.set(
         xscale="log",
         yscale="log",
-        xlabel="A and B whole / A and B buffers (both banks)",
+        xlabel="A and B whole / a bank of the A and B buffers",
         ylabel="refetch factor (DRAM reads of A and B / reading each once)",
         title="Buffer pressure: what each layer needs on chip, and what it refetches",
     )

@@ -190,10 +190,11 @@ def add_memory_options(p: argparse.ArgumentParser) -> None:
 
 
 def chunk_from_args(args: argparse.Namespace, config, memory: Dram) -> tuple[int, int, int]:
-    """The chunk sizes of the ``--chunks`` option for the GEMM ``--m --k --n``."""
+    """The chunk sizes of the ``--chunks`` option for the GEMM ``--m --k --n`` (requantized
+    where the configuration requantizes, as ``systolic sim`` runs it)."""
     try:
         return choose_chunk(config, args.m, args.k, args.n, memory, order=args.order,
-                            chunking=args.chunks)  # fmt: skip
+                            chunking=args.chunks, requant=config.requant)  # fmt: skip
     except ValueError as e:
         raise UsageError(f"systolic {args.command}: {e}") from None
 

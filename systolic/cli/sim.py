@@ -119,7 +119,13 @@ def run(args: argparse.Namespace) -> int:
         predicted_timeline = sorted(trace_device(config, result.descriptor, memory),
                                     key=trace_order)  # fmt: skip
         if timeline != predicted_timeline:
-            differences["trace"] = [len(timeline), len(predicted_timeline)]
+            pairs = enumerate(zip(timeline, predicted_timeline, strict=False))
+            first = next((i for i, (x, y) in pairs
+                          if x != y), min(len(timeline), len(predicted_timeline)))  # fmt: skip
+            differences["trace"] = (
+                f"{len(timeline)} events against the model's "
+                f"{len(predicted_timeline)}, first different at {first}"
+            )
         write_trace(args.trace, timeline, config.name, args.clock_ghz)
         summary["trace"] = {"file": str(args.trace), "events": len(timeline),
                             "model_agrees": timeline == predicted_timeline}  # fmt: skip

@@ -68,6 +68,10 @@ def test_fit_is_the_largest_chunk_and_bad_names_are_refused():
         chunk_sizes(config, 100, 200, 300).values())  # fmt: skip
     with pytest.raises(ValueError, match="chunking must be one of fit, tuned, not 'best'"):
         choose_chunk(config, 8, 8, 8, DEFAULT_MEMORY, chunking="best")
+    with pytest.raises(ValueError, match="order must be one of nmk, .*, not 'bad'"):
+        choose_chunk(config, 8, 8, 8, DEFAULT_MEMORY, order="bad")
+    with pytest.raises(TypeError, match="dram must be a contract.memory.Dram, not dict"):
+        choose_chunk(config, 8, 8, 8, {"bandwidth": 16})
     # a DRAM holding fewer requests than the engines issue is outside the model's bounds
     few = Dram(16, 100, config.max_reads + config.max_writes - 1)
     assert choose_chunk(config, 64, 512, 512, few) == choose_chunk(
