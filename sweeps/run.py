@@ -69,6 +69,26 @@ def _failed(point: _Point, kind: str, error: str, log: str | None = None) -> dic
     }
 
 
+#: Model points per task: enough work (tens of milliseconds) that scheduling stays cheap beside
+#: it, few enough that the progress bar moves and the cores share the work evenly.
+MODEL_BATCH = 16
+
+
+def _model_batch(points: list[_Point], coefficients: Coefficients, data: str,
+                 seed: int) -> list[dict]:  # fmt: skip
+    """Worker: the model's record of each point (a failed one for a point it cannot evaluate,
+    such as buffers too small for one tile of a GEMM)."""
+    out = []
+    for p in points:
+        try:
+            record = model_record(p.config, p.workload, p.memory, coefficients, data, seed)
+            record.update({"id": p.id, "kind": "model", "status": "ok"})
+        except ValueError as e:
+            record = _failed(p, "model", str(e))
+        out.append(record)
+    return out
+
+
 def select_rtl(sweep: Sweep, points: list[_Point], models: dict[str, dict]) -> list[_Point]:
     """The points the spec asks to simulate, among those the model evaluated at the first
     memory, whose workload is not marked ``rtl: false``, whose simulated MACs are within
@@ -229,19 +249,38 @@ def run_sweep(
     bar = _Progress(len(points), progress)
     finished = len(points) - len(todo_model)
     bar.show(finished, failed)
-    for p in todo_model:
-        try:
-            record = model_record(p.config, p.workload, p.memory, coefficients, sweep.data,
-                                  sweep.seed)  # fmt: skip
-            record.update({"id": p.id, "kind": "model", "status": "ok"})
-            models[p.id] = record
-        except ValueError as e:  # e.g. buffers too small for one tile of a GEMM
-            record = _failed(p, "model", str(e))
-            failed += 1
-        append_record(results, record)
-        finished += 1
-        bar.show(finished, failed)
-    bar.end()
+    batches = [todo_model[i : i + MODEL_BATCH] for i in range(0, len(todo_model), MODEL_BATCH)]
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(batches)))
+    pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
+    try:
+        if pool is None:
+            outcomes = (_model_batch(b, coefficients, sweep.data, sweep.seed) for b in batches)
+        else:
+            futures = [pool.submit(_model_batch, b, coefficients, sweep.data, sweep.seed)
+                       for b in batches]  # fmt: skip
+            outcomes = (f.result() for f in futures)  # written in the spec's order
+        for batch in outcomes:
+            for record in batch:  # only this process writes the results file
+                if record["status"] == "ok":
+                    models[record["id"]] = record
+                else:
+                    failed += 1
+                append_record(results, record)
+                finished += 1
+            bar.show(finished, failed)
+    except BrokenProcessPool:
+        raise SweepInterrupted(
+            f"a model worker died; the finished points are in {results}; rerun with --resume "
+            "to finish"
+        ) from None
+    except KeyboardInterrupt:
+        raise SweepInterrupted(
+            f"interrupted; the finished points are in {results}; rerun with --resume to finish"
+        ) from None
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        bar.end()
 
     chosen = select_rtl(sweep, points, models)
     todo = [p for p in chosen if (p.id, "rtl") not in done]

@@ -29,7 +29,8 @@ def add_parser(sub) -> None:
     p.add_argument("--out", type=Path, metavar="DIR",
                     help="results folder (default: results/<spec name>)")  # fmt: skip
     p.add_argument("--jobs", type=positive, metavar="N",
-                    help="configurations simulated in parallel (default: all cores)")  # fmt: skip
+                    help="worker processes: batches of model points, then configurations "
+                    "simulated in RTL (default: all cores)")  # fmt: skip
     p.add_argument("--resume", action="store_true",
                     help="continue an interrupted sweep: skip every point already in the "
                     "results file")  # fmt: skip
