@@ -24,6 +24,7 @@ __all__ = [
     "DUMP_FILE",
     "LOAD_FILE",
     "PARAMETERS",
+    "PROTOCOL_ERRORS",
     "QUEUE",
     "bench_top",
     "dram_model",
@@ -47,6 +48,9 @@ LOAD_FILE = "dram_load.hex"
 DUMP_FILE = "dram_dump.hex"
 #: Counters per operand (``dram_<counter>_<operand>``, by ``AxUSER``): beats and bytes served.
 COUNTERS = ("read_beats", "read_bytes", "write_beats", "write_bytes")
+#: The net counting requests and beats that break an AXI4 rule the model checks: a burst that
+#: is not INCR, wider than the bus or crossing a 4 KB boundary, and WLAST off a burst's last beat.
+PROTOCOL_ERRORS = "dram_protocol_errors"
 
 
 def slave_ports(bus_width: int) -> list[tuple[str, str, int]]:
@@ -77,7 +81,16 @@ def dram_model(bus_width: int, size: int = DRAM_BYTES) -> str:
     keys = ("addr", "len", "size", "id", "user")
     ar = {n: _field(bus_width, "ar", n, "ar_payload") for n in keys}
     aw = {n: _field(bus_width, "aw", n, "aw_payload") for n in keys}
-    w = {n: _field(bus_width, "w", n, "w_payload") for n in ("data", "strb")}
+    w = {n: _field(bus_width, "w", n, "w_payload") for n in ("data", "strb", "last")}
+
+    def breaks(ch: str) -> str:
+        """Verilog: request ``ch`` breaks a rule (not INCR, wider than the bus, crosses 4 KB)."""
+        f = {n: _field(bus_width, ch, n, f"{ch}_payload") for n in ("len", "size", "burst")}
+        lsb = field_slices(bus_width, ch)["addr"][0]
+        low = f"{ch}_payload[{lsb + 11}:{lsb}]"  # the address within its 4 KB page
+        end = f"({{4'd0, {low}}} + (({{8'd0, {f['len']}}} + 16'd1) << {f['size']}))"
+        return f"({f['burst']} != 2'd1) || ({f['size']} > 3'd{shift}) || ({end} > 16'd4096)"
+
     decls = ",\n".join(
         f"  {'input' if d == 'in' else 'output'} wire [{b - 1}:0] {name}"
         for name, d, b in slave_ports(bus_width)
@@ -152,6 +165,7 @@ module dram_model (
   reg [{ID_BITS - 1}:0]  b_ids  [0:{QUEUE - 1}];
   reg [{qbits}:0] b_head = 0, b_tail = 0;
 {chr(10).join(counters)}
+  reg [31:0] protocol_errors = 32'd0;  // requests and beats breaking a rule (sim/dram.py)
 
   wire [{qbits - 1}:0] hq = q_head[{qbits - 1}:0];
   wire pending = q_head != q_tail;
@@ -187,12 +201,18 @@ module dram_model (
   wire b_take = b_valid && b_ready;
 
   wire [{qbits}:0] tail_aw = q_tail + {{{qbits}'d0, ar_take}};
+  wire ar_breaks = {breaks("ar")};
+  wire aw_breaks = {breaks("aw")};
+  wire w_breaks = {w["last"]} != last_beat;
   always @(posedge clk) begin
     if (rst) begin
       now <= 64'd0; v <= 96'd0; q_head <= 0; q_tail <= 0; outstanding <= 0; beat <= 9'd0;
       b_head <= 0; b_tail <= 0;
 {chr(10).join(f"      {c}_{op} <= 64'd0;" for c in COUNTERS for op in OPERANDS)}
+      protocol_errors <= 32'd0;
     end else begin
+      protocol_errors <= protocol_errors + {{31'd0, ar_take && ar_breaks}}
+                         + {{31'd0, aw_take && aw_breaks}} + {{31'd0, w_take && w_breaks}};
       now <= now + 64'd1;
 {enqueue}      q_tail <= q_tail + {{{qbits}'d0, ar_take}} + {{{qbits}'d0, aw_take}};
       if (w_take) begin
@@ -235,8 +255,9 @@ def instance(
     conns += [f"    .{p}(dram_{p})" for p in PARAMETERS]
     conns += [f"    .{name}({connections[name]})" for name, _, _ in slave_ports(bus_width)]
     lines.append("  dram_model dram(\n" + ",\n".join(conns) + "\n  );")
-    counters = tuple(f"dram_{c}_{op}" for c in COUNTERS for op in OPERANDS)
+    counters = tuple(f"dram_{c}_{op}" for c in COUNTERS for op in OPERANDS) + (PROTOCOL_ERRORS,)
     lines += [f"  wire [63:0] dram_{c}_{op} = dram.{c}_{op};" for c in COUNTERS for op in OPERANDS]
+    lines.append(f"  wire [31:0] {PROTOCOL_ERRORS} = dram.protocol_errors;")
     lines += [
         "  reg dram_load = 1'b0;  // rising edge: load LOAD_FILE (with @word addresses)",
         f'  always @(posedge dram_load) $readmemh("{LOAD_FILE}", dram.mem);',

@@ -89,7 +89,9 @@ class SimResult(GemmFigures):
 
     @property
     def errors(self) -> int:
-        return int(self.error != 0)
+        """The device's refusal (0 or 1), and the requests and beats that broke an AXI4 rule
+        the DRAM model checks (sim/dram.py)."""
+        return int(self.error != 0) + self.dram.get("protocol_errors", 0)
 
     @property
     def sim_speed(self) -> float:

@@ -26,7 +26,7 @@ from systolic.contract.config import ArrayConfig
 from systolic.contract.trace import LOG_FILE
 from systolic.rtl.device import descriptor_layout, device_counters_layout
 from systolic.sim.dram import COUNTERS as DRAM_COUNTERS
-from systolic.sim.dram import DUMP_FILE, LOAD_FILE
+from systolic.sim.dram import DUMP_FILE, LOAD_FILE, PROTOCOL_ERRORS
 
 from .packing import pack, unpack
 
@@ -48,8 +48,10 @@ class _DramModel:
         await _pulse(self.dut, "dram_load")
 
     def counters(self) -> dict[str, int]:
-        return {f"{c}_{op}": getattr(self.dut, f"dram_{c}_{op}").value.to_unsigned()
-                for c in DRAM_COUNTERS for op in "abcq"}  # fmt: skip
+        out = {f"{c}_{op}": getattr(self.dut, f"dram_{c}_{op}").value.to_unsigned()
+               for c in DRAM_COUNTERS for op in "abcq"}  # fmt: skip
+        out["protocol_errors"] = getattr(self.dut, PROTOCOL_ERRORS).value.to_unsigned()
+        return out
 
     async def dump(self, first: int, last: int) -> str:
         self.dut.dram_dump_first.value = first

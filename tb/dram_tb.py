@@ -59,10 +59,10 @@ async def play(dut):
         offer_aw = aw is not None and cycle >= aw["at"]
         dut.ar_valid.value = int(offer_ar)
         if offer_ar:
-            dut.ar_payload.value = pack(fields["ar"], ar | {"burst": BURST_INCR})
+            dut.ar_payload.value = pack(fields["ar"], {"burst": BURST_INCR} | ar)
         dut.aw_valid.value = int(offer_aw)
         if offer_aw:
-            dut.aw_payload.value = pack(fields["aw"], aw | {"burst": BURST_INCR})
+            dut.aw_payload.value = pack(fields["aw"], {"burst": BURST_INCR} | aw)
         offer_w = bool(w_queue) and cycle >= w_queue[0][0]
         dut.w_valid.value = int(offer_w)
         if offer_w:
@@ -73,7 +73,7 @@ async def play(dut):
                 {
                     "data": data,
                     "strb": int(req["strb"][w_beat], 16),
-                    "last": int(w_beat == req["len"]),
+                    "last": int(w_beat == req.get("last_at", req["len"])),
                 },
             )
         take_r = not (pause and rng.random() < pause)

@@ -73,6 +73,7 @@ def check_against_model(config, res, where):
         assert res.dram[f"read_bytes_{op}"] == res.counters[f"dram_read_bytes_{op}"], where
     written = sum(res.dram[f"write_bytes_{op}"] for op in "abcq")
     assert written == res.counters["dram_write_bytes"], where
+    assert res.dram["protocol_errors"] == 0, f"{where}: the DMA broke an AXI4 rule"
 
 
 #: A sweep small enough for the tests: two configurations, two GEMM workloads, all in RTL.

@@ -62,6 +62,7 @@ def test_device_gemms_bit_exact_in_every_order(config, seed):
         assert res.counters["dram_write_bytes"] == res.dram["write_bytes_c"] == (
             predicted["dram_write_bytes"]), where  # fmt: skip
         assert predicted.measured_cycles == res.measured_cycles, where
+        assert res.dram["protocol_errors"] == 0, where  # bursts, 4 KB pages, WLAST
 
 
 def test_quantized_and_accumulating_gemms(seed):

@@ -14,7 +14,7 @@ import pytest
 from systolic.contract.axi import OPERANDS
 from systolic.contract.memory import BeatClock, Dram
 from systolic.sim.build import build_bench, run_cocotb
-from systolic.sim.dram import COUNTERS, bench_top, dram_model
+from systolic.sim.dram import COUNTERS, PROTOCOL_ERRORS, bench_top, dram_model
 
 SIZE = 1 << 16  # bytes of DRAM in the bench
 
@@ -38,6 +38,7 @@ def reference(scenario: dict) -> dict:
     writes = [r for r in scenario["requests"] if r["kind"] == "w"]
     rec = {"ar": [], "aw": [], "r": [], "w": [], "b": []}
     counters = {f"dram_{c}_{op}": 0 for c in COUNTERS for op in OPERANDS}
+    counters[PROTOCOL_ERRORS] = 0  # the scripted traffic keeps every rule
     queue = []  # accepted bursts: [request, ready cycle, beats served]
     outstanding = 0
     w_offer = []  # cycles from which the master offers each accepted write's data
@@ -139,7 +140,7 @@ def _scenario(rng, bus_width: int, apart: bool = False) -> dict:
         "requests": requests,
         "dump": [0, 4096 // lanes - 1],
         "seed": int(rng.integers(0, 1 << 31)),
-        "counters": [f"dram_{c}_{op}" for c in COUNTERS for op in OPERANDS],
+        "counters": [f"dram_{c}_{op}" for c in COUNTERS for op in OPERANDS] + [PROTOCOL_ERRORS],
     }
 
 
@@ -194,3 +195,29 @@ def test_read_pauses_change_timing_not_data(tmp_path, seed):
     got, want = _play(tmp_path, scenario, "paused"), reference(scenario)
     assert [b[1:] for b in got["r"]] == [b[1:] for b in want["r"]]
     assert got["dump"] == want["dump"] and got["counters"] == want["counters"]
+
+
+def test_rule_breaks_are_counted(tmp_path):
+    """The model checks what the device must never do: a read crossing 4 KB, a FIXED burst,
+    and a write whose WLAST comes a beat early (counted on that beat and on the real last)."""
+    lanes = 16
+    data = [f"{i:x}" for i in range(3)]
+    scenario = {
+        "bus_width": 8 * lanes,
+        "params": {"bw_num": 16, "bw_den": 1, "latency": 3, "max_requests": 8},
+        "image": {"0": bytes(8192).hex()},
+        "dump": [0, 0],
+        "counters": [PROTOCOL_ERRORS],
+        "requests": [
+            {"kind": "r", "at": 0, "addr": 4096 - 32, "len": 3, "size": 4, "id": 0, "user": 0},
+            {"kind": "r", "at": 1, "addr": 0, "len": 0, "size": 4, "id": 0, "user": 1,
+             "burst": 0},
+            {"kind": "r", "at": 2, "addr": 4096 - 64, "len": 3, "size": 4, "id": 0, "user": 0},
+            {"kind": "w", "at": 0, "addr": 256, "len": 2, "size": 4, "id": 0, "user": 2,
+             "data": data, "strb": ["ffff"] * 3, "last_at": 1},
+        ],
+    }  # fmt: skip
+    got = _play(tmp_path, scenario, "rules")
+    # the crossing read, the FIXED one, and the write's two wrong WLASTs; the read that ends
+    # exactly at the 4 KB boundary is legal
+    assert got["counters"][PROTOCOL_ERRORS] == 4
