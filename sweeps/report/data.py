@@ -19,7 +19,7 @@ from systolic.models.pipeline import predict_pipeline
 from ..pareto import OBJECTIVES, group_key, pareto_front
 from ..spec import Memory
 
-__all__ = ["ReportData", "Table", "layer_pressure", "points_of", "report_data"]
+__all__ = ["ReportData", "Table", "distinct_layers", "layer_pressure", "points_of", "report_data"]
 
 
 @dataclass(frozen=True)
@@ -307,6 +307,17 @@ def _weight_bandwidth(points: list[dict]) -> Table | None:
     return Table(head, rows)
 
 
+def distinct_layers(points: list[dict]):
+    """``(point, gemm)`` once per configuration and layer shape (workloads share layers)."""
+    seen = set()
+    for p in points:
+        for g in p["gemms"]:
+            key = (p["config_name"], tuple(g["shape"]))
+            if key not in seen:
+                seen.add(key)
+                yield p, g
+
+
 def layer_pressure(p: dict, g: dict) -> tuple[float, float] | None:
     """A layer's buffer pressure on its configuration: the bytes A and B take whole over one
     bank of the A and B buffers (the room a chunk has: the other bank holds the next one), and
@@ -322,14 +333,10 @@ def layer_pressure(p: dict, g: dict) -> tuple[float, float] | None:
 def _buffer_pressure(points: list[dict]) -> Table | None:
     """The layers that refetch most: per configuration and layer shape, what the whole
     operands take against the buffers, and how often A and B each cross from DRAM."""
-    rows, seen = [], set()
-    for p in points:
-        for g in p["gemms"]:
-            key = (p["config_name"], tuple(g["shape"]))
-            pressure = layer_pressure(p, g)
-            if key in seen or pressure is None:
-                continue
-            seen.add(key)
+    rows = []
+    for p, g in distinct_layers(points):
+        pressure = layer_pressure(p, g)
+        if pressure is not None:
             once = g["once_bytes"]
             rows.append((pressure[1], [
                 p["config_name"], "x".join(map(str, g["shape"])), g["name"],

@@ -10,7 +10,7 @@ from pathlib import Path
 from systolic.models.energy import TRAFFIC_CLASSES
 
 from ..pareto import group_key
-from .data import layer_pressure
+from .data import distinct_layers, layer_pressure
 
 __all__ = ["PLOTS", "write_plots"]
 
@@ -138,15 +138,10 @@ def _utilization_plot(points: list[dict], path: Path) -> bool:
     """PE utilization of every distinct GEMM against its smallest dimension."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 4.8))
-    seen, series = set(), _Series()
-    for p in points:
-        for g in p["gemms"]:
-            key = (p["config_name"], tuple(g["shape"]))
-            if key in seen:
-                continue
-            seen.add(key)
-            series.add(_label(p), COLORS[p["dataflow"]], "o" if p["pes"] <= 64 else "s",
-                       min(g["shape"]), 100 * g["utilization"])  # fmt: skip
+    series = _Series()
+    for p, g in distinct_layers(points):
+        series.add(_label(p), COLORS[p["dataflow"]], "o" if p["pes"] <= 64 else "s",
+                   min(g["shape"]), 100 * g["utilization"])  # fmt: skip
     if not series.draw(ax, s=18, alpha=0.6):
         plt.close(fig)
         return False
@@ -173,21 +168,17 @@ def _roofline_plot(points: list[dict], path: Path) -> bool:
     """Per array size, each layer's operational intensity (MACs per DRAM byte) against the
     MACs per cycle it attains, under the compute ceiling (one MAC per PE a cycle) and the
     bandwidth ceiling (the DRAM's or the AXI4 port's bytes a cycle, the lower)."""
-    layers = [(p, g) for p in points for g in p["gemms"] if g.get("dram_bytes") and g["cycles"]]
+    layers = [(p, g) for p, g in distinct_layers(points) if g.get("dram_bytes") and g["cycles"]]
     if not layers:
         return False
     arrays = _arrays([p for p, _ in layers])[:4]
     plt = _plt()
     fig, axes = plt.subplots(1, len(arrays), figsize=(5.5 * len(arrays), 4.6), squeeze=False)
     for ax, array in zip(axes[0], arrays, strict=True):
-        seen, series = set(), _Series()
+        series = _Series()
         mine = [(p, g) for p, g in layers if p["array"] == array]
         xs = []
         for p, g in mine:
-            key = (p["config_name"], tuple(g["shape"]))
-            if key in seen:
-                continue
-            seen.add(key)
             x, y = g["macs"] / g["dram_bytes"], g["macs"] / g["cycles"]
             xs.append(x)
             series.add(_label(p), COLORS[p["dataflow"]],
@@ -219,14 +210,10 @@ def _pressure_plot(points: list[dict], path: Path) -> bool:
     its refetch factor (A and B bytes read from DRAM over reading each once)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 4.8))
-    seen, series = set(), _Series()
-    for p in points:
-        for g in p["gemms"]:
-            key = (p["config_name"], tuple(g["shape"]))
-            pressure = layer_pressure(p, g)
-            if key in seen or pressure is None:
-                continue
-            seen.add(key)
+    series = _Series()
+    for p, g in distinct_layers(points):
+        pressure = layer_pressure(p, g)
+        if pressure is not None:
             series.add(_label(p), COLORS[p["dataflow"]], "o" if p["pes"] <= 64 else "s",
                        *pressure)  # fmt: skip
     if not series.draw(ax, s=16, alpha=0.6):
