@@ -7,6 +7,7 @@ and the simulation driver pack matrices with it, and the energy model prices acc
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -54,6 +55,11 @@ def layouts(config: ArrayConfig) -> dict[str, BufferWord]:
 
     A and B at their operand widths, C at the accumulator width.
     """
+    return dict(_layouts(config))
+
+
+@functools.lru_cache(maxsize=1024)  # the models ask for them per chunk and per transfer
+def _layouts(config: ArrayConfig) -> tuple[tuple[str, BufferWord], ...]:
     r, c = config.rows, config.cols
     tiles = {
         Dataflow.WS: ((r, True), (c, True), (c, True)),
@@ -65,10 +71,10 @@ def layouts(config: ArrayConfig) -> dict[str, BufferWord]:
         (config.b_width, config.b_signed),
         (config.acc_width, config.c_signed),
     )
-    return {
-        name: BufferWord(tile, rowwise, width, signed)
+    return tuple(
+        (name, BufferWord(tile, rowwise, width, signed))
         for name, (tile, rowwise), (width, signed) in zip("abc", tiles, elements, strict=True)
-    }
+    )
 
 
 def to_words(mat: np.ndarray, layout: BufferWord) -> np.ndarray:

@@ -28,6 +28,7 @@ __all__ = [
     "bf16_gemm",
     "bits_to_float",
     "fp32_add",
+    "fp32_running_sums",
     "from_bf16_bits",
     "product",
 ]
@@ -90,6 +91,31 @@ def fp32_add(x_bits, y_bits) -> np.ndarray:
     both_negative_zero = (x == 0) & (y == 0) & np.signbit(x) & np.signbit(y)
     total = np.where((total == 0) & ~both_negative_zero, 0.0, total)  # x + -x is +0
     return _flush(total)
+
+
+def fp32_running_sums(terms, axis: int = 0) -> np.ndarray:
+    """The running fp32 sums ``+0 + t_0``, ``(+0 + t_0) + t_1``, ... of fp32 bit patterns along
+    ``axis``, each step a :func:`fp32_add`.
+
+    Where every step stays finite and no result is subnormal, those steps are IEEE 754 float32
+    additions (round to nearest even; ``x + (-x)`` is ``+0`` and ``-0 + -0`` is ``-0`` there
+    too; no input is subnormal, since :func:`product` and :func:`fp32_add` never return one),
+    and numpy accumulates float32 one term after another: one vectorized pass. Otherwise the
+    sums are taken step by step."""
+    terms = np.moveaxis(np.asarray(terms, dtype=np.int64), axis, 0)
+    values = terms.astype(np.uint32).view(np.float32)
+    with np.errstate(all="ignore"):
+        sums = np.add.accumulate(np.concatenate([np.zeros_like(values[:1]), values]), axis=0,
+                                 dtype=np.float32)[1:]  # fmt: skip
+    if np.isfinite(sums).all() and not ((sums != 0) & (np.abs(sums) < 2.0**_EXP_MIN)).any():
+        out = sums.view(np.uint32).astype(np.int64)
+    else:
+        out = np.empty_like(terms)
+        total = np.zeros(terms.shape[1:], dtype=np.int64)  # +0
+        for i, term in enumerate(terms):
+            total = fp32_add(total, term)
+            out[i] = total
+    return np.moveaxis(out, 0, axis)
 
 
 def product(a_bits, b_bits) -> np.ndarray:

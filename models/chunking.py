@@ -17,14 +17,13 @@ models/device.py).
 from __future__ import annotations
 
 import functools
-import math
 
 from systolic.contract.config import ArrayConfig
-from systolic.contract.dma import LOOP_ORDERS, Refusal, check_descriptor, place
+from systolic.contract.dma import LOOP_ORDERS, Refusal, check_descriptor, place, q_transfer
 from systolic.contract.memory import Dram
 from systolic.contract.plan import chunk_sizes, granularity
 
-from .pipeline import predict_pipeline
+from .pipeline import pipeline_counters
 
 __all__ = ["CHUNKINGS", "choose_chunk"]
 
@@ -69,12 +68,14 @@ def _choose(config: ArrayConfig, m: int, k: int, n: int, dram: Dram, order: str,
     if chunking == "fit" or dram.max_requests < config.max_reads + config.max_writes:
         return best  # a DRAM that holds fewer requests than the engines issue: see the module
 
-    def cycles(chunk: tuple[int, int, int]) -> float:
-        d = place(config, m, k, n, order=order, chunk=chunk, requant=requant,
-                  accumulate=accumulate)  # fmt: skip
-        if check_descriptor(config, d)[0] is not Refusal.NONE:
-            return math.inf  # the device would refuse it (and count nothing)
-        return predict_pipeline(config, d, dram)["cycles"]
+    d = place(config, m, k, n, order=order, chunk=best, requant=requant, accumulate=accumulate)
+    if check_descriptor(config, d)[0] is not Refusal.NONE:
+        return best  # refused whatever its chunks (they fit): nothing to tune
+    q_words = q_transfer(config, d).words if d.requant and config.requant else 0
+
+    def cycles(chunk: tuple[int, int, int]) -> int:  # halvings of a chunk that fits: all valid
+        counters = pipeline_counters(config, (m, k, n), chunk, order, accumulate, q_words, dram)
+        return dict(counters)["cycles"]
 
     g = granularity(config)
     fastest = cycles(best)

@@ -28,7 +28,7 @@ from systolic.contract.activity import stream_traffic
 from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.contract.plan import steps
 from systolic.contract.timing import release_wait
-from systolic.golden.bf16 import fp32_add, product
+from systolic.golden.bf16 import fp32_running_sums, product
 from systolic.golden.data import DataKind, random_operands
 
 from .cycles import command_counters, predict, stationary_schedule
@@ -58,13 +58,7 @@ def _running_sums(config, x, w, axis: int, mask) -> np.ndarray:
     bf16 the fp32 sums in the hardware's order (golden/bf16.py)."""
     if config.number != "bf16":
         return np.cumsum(x * w, axis=axis).astype(np.uint64) & mask
-    terms = np.moveaxis(product(x, w), axis, 0)
-    sums = np.empty_like(terms)
-    total = np.zeros(terms.shape[1:], dtype=np.int64)  # +0
-    for i, term in enumerate(terms):
-        total = fp32_add(total, term)
-        sums[i] = total
-    return np.moveaxis(sums, 0, axis).astype(np.uint64)
+    return fp32_running_sums(product(x, w), axis).astype(np.uint64)
 
 
 class _Counts(dict):
@@ -267,24 +261,25 @@ def estimate_toggles(
     vectors, preload cycles, C writes) in the whole GEMM to those in the sample; the control
     estimate comes from the whole GEMM's counters. Exact prediction when the sample is the GEMM.
     """
-    return dict(_estimate(config, m, k, n, data, seed))
-
-
-@functools.lru_cache(maxsize=1024)
-def _estimate(config, m, k, n, data, seed):
     sample = _sample_shape(config, m, k, n)
-    rng = np.random.default_rng(seed)
-    ((a, b),) = random_operands(rng, config, [sample], DataKind(data))
-    toggles = predict_toggles(config, a, b)
+    toggles, part = _sample_toggles(config, sample, data, seed)
     if sample == (m, k, n):
-        return tuple(toggles.items())
-    part, whole = predict(config, *sample).counters, predict(config, m, k, n).counters
+        return dict(toggles)
+    whole = predict(config, m, k, n).counters
     out = _Counts()
-    for (component, traffic), flips in toggles.items():
+    for (component, traffic), flips in toggles:
         if component == "control":
             continue
         event = _EVENT.get(f"{component}.{traffic}") or _EVENT.get(component, "stream_cycles")
         if part[event]:
             out.add(component, traffic, round(flips * whole[event] / part[event]))
     _control(out, whole)
-    return tuple(out.items())
+    return dict(out)
+
+
+@functools.lru_cache(maxsize=4096)  # large GEMMs share their samples
+def _sample_toggles(config: ArrayConfig, sample: tuple[int, int, int], data: str, seed: int):
+    """The predicted flips of a sample of ``data`` and the sample's counters."""
+    rng = np.random.default_rng(seed)
+    ((a, b),) = random_operands(rng, config, [sample], DataKind(data))
+    return tuple(predict_toggles(config, a, b).items()), predict(config, *sample).counters

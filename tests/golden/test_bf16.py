@@ -4,7 +4,15 @@ rules for subnormals, infinities and NaN."""
 from __future__ import annotations
 
 import numpy as np
-from systolic.golden.bf16 import NAN32, bf16_bits, bits_to_float, fp32_add, from_bf16_bits, product
+from systolic.golden.bf16 import (
+    NAN32,
+    bf16_bits,
+    bits_to_float,
+    fp32_add,
+    fp32_running_sums,
+    from_bf16_bits,
+    product,
+)
 
 
 def _normal_fp32(rng, n):
@@ -43,3 +51,29 @@ def test_special_value_rules():
     assert fp32_add(neg_zero, neg_zero) == neg_zero and fp32_add(0, neg_zero) == 0
     assert fp32_add(0x7F800000, 0xFF800000) == NAN32
     assert fp32_add(0x00000001, 0x3F800000) == 0x3F800000  # a subnormal input counts as zero
+
+
+def test_running_sums_equal_fp32_add_step_by_step(seed):
+    """The vectorized running sums against fp32_add term by term from +0, on every axis: on
+    ordinary values, on zeros of both signs, and on values whose sums overflow or would be
+    subnormal (where the sums must be taken step by step)."""
+    rng = np.random.default_rng(seed)
+    specials = [0.0, -0.0, 1.0, -1.0, 3e38, -3e38, 1e-30, -1e-30, 2.0**-63]
+    for trial in range(120):
+        shape = tuple(int(x) for x in rng.integers(1, 12, 3))
+        kind = trial % 3
+        if kind == 0:
+            a, b = (bf16_bits(rng.standard_normal(shape)) for _ in range(2))
+        elif kind == 1:
+            a, b = (bf16_bits(rng.choice(specials, shape)) for _ in range(2))
+        else:  # products near fp32's smallest normal: sums in the subnormal range
+            a, b = (bf16_bits(rng.standard_normal(shape) * 2.0**-63) for _ in range(2))
+        terms = product(a, b)
+        for axis in range(3):
+            moved = np.moveaxis(terms, axis, 0)
+            total, steps = np.zeros(moved.shape[1:], np.int64), []
+            for term in moved:
+                total = fp32_add(total, term)
+                steps.append(total)
+            expected = np.moveaxis(np.stack(steps), 0, axis)
+            assert np.array_equal(fp32_running_sums(terms, axis), expected), (trial, axis)
