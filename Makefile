@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: setup sweep test bench bench-sweep mutants lint format clean help
+.PHONY: setup sweep test bench bench-model bench-sweep mutants lint format clean help
 
 help:
 	@echo "make sweep   the default design-space sweep and its report (results/default/report.html)"
@@ -16,6 +16,7 @@ help:
 	@echo "make test    run the test suite (Verilator simulations included), in parallel"
 	@echo "make bench   cycles, utilization, simulation speed and energy on large GEMMs (not a test)"
 	@echo "make mutants injected bugs, one at a time, that the tests must catch (a benchmark)"
+	@echo "make bench-model  the model on a 100,800-point design space: points/s locally and on Dask"
 	@echo "make bench-sweep  a larger sweep (more RTL points, 32x32 arrays, int16): a benchmark, ~1 h"
 	@echo "make lint    ruff over the Python sources"
 	@echo "make clean   remove compiled models (build/); keep .venv"
@@ -41,6 +42,9 @@ test: $(STAMP)
 
 mutants: $(STAMP)
 	$(BIN)/python -m systolic.experiments.mutants $(MUTANTS_ARGS)
+
+bench-model: $(STAMP)
+	$(BIN)/python -m systolic.sweeps.bench_model $(BENCH_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m systolic.experiments.bench $(BENCH_ARGS)

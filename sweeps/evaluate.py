@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 
 import numpy as np
 from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import containers, place, tile_rows, word_layout
+from systolic.contract.interface import DIM_BITS
 from systolic.contract.memory import Dram
 from systolic.golden.data import DataKind
 from systolic.golden.reference import reference
@@ -28,7 +30,47 @@ from systolic.models.toggles import estimate_toggles
 from systolic.sweeps.spec import Memory
 from systolic.sweeps.workloads import Workload
 
-__all__ = ["gemm_chunk", "model_record", "point_id", "rtl_operands", "summarize"]
+__all__ = [
+    "driver_workload",
+    "gemm_chunk",
+    "model_record",
+    "point_id",
+    "rtl_operands",
+    "summarize",
+]
+
+
+def driver_workload(workload: Workload) -> Workload:
+    """The GEMMs as the driver posts them: a layer whose M or N exceeds a descriptor's field
+    (:data:`contract.interface.DIM_BITS`) runs as several descriptors, equal pieces with their
+    ``count`` multiplied (ResNet-50's first convolution at batch 8 has M = 100,352). A K that
+    large would need its pieces accumulated; no workload has one, and it is refused."""
+    top = (1 << DIM_BITS) - 1
+    gemms = []
+    for g in workload.gemms:
+        if g.k > top:
+            raise ValueError(f"{workload.name}: {g.name} has K = {g.k}, past the descriptor's "
+                             f"{top}; the driver splits M and N only")  # fmt: skip
+        pieces = [(g.m, g.n, 1)]
+        for axis in (0, 1):
+            split = []
+            for m, n, times in pieces:
+                size = (m, n)[axis]
+                parts = -(-size // top)
+                base, extra = divmod(size, parts)  # `extra` pieces one longer
+                for length, count in ((base + 1, extra), (base, parts - extra)):
+                    if count:
+                        split.append((length, n, times * count) if axis == 0 else
+                                     (m, length, times * count))  # fmt: skip
+            pieces = split
+        if len(pieces) == 1 and pieces[0][2] == 1:
+            gemms.append(g)
+            continue
+        total = sum(times for _, _, times in pieces)
+        for m, n, times in pieces:
+            gemms.append(replace(g, name=f"{g.name} ({times} of {total} descriptors)", m=m, n=n,
+                                 count=g.count * times))  # fmt: skip
+    return replace(workload, gemms=tuple(gemms))
 
 
 def point_id(config: ArrayConfig, workload: Workload, memory: Memory) -> str:
@@ -185,6 +227,7 @@ def model_record(
 ) -> dict:  # fmt: skip
     """The analytical model's account of a point: the device behind ``memory``
     (:func:`models.pipeline.predict_pipeline`), energy from toggles estimated for ``data``."""
+    workload = driver_workload(workload)
     dram = memory.at(coefficients.clock_mhz)
     per_gemm = []
     for gemm in workload.gemms:

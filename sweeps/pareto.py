@@ -31,16 +31,22 @@ def group_key(record: dict) -> tuple:
 
 
 def pareto_front(records: list[dict], objectives: dict[str, int] = OBJECTIVES) -> list[dict]:
-    """The records no other record of their group dominates (failed records never count)."""
+    """The records no other record of their group dominates (failed records never count), in
+    the order given.
+
+    Sorted best-first on the objectives in turn, a record can only be dominated by one before
+    it, and then by one of the front found so far (domination is transitive): the cost is the
+    records times the front, not the records squared, which large sweeps need."""
     groups = defaultdict(list)
     for r in records:
         if r.get("status", "ok") == "ok":
             groups[group_key(r)].append(r)
-    front = []
+    keep = set()
     for members in groups.values():
-        front += [
-            r
-            for r in members
-            if not any(dominates(o, r, objectives) for o in members if o is not r)
-        ]
-    return front
+        best_first = sorted(members, key=lambda r: [-s * r[k] for k, s in objectives.items()])
+        front: list[dict] = []
+        for r in best_first:
+            if not any(dominates(f, r, objectives) for f in front):
+                front.append(r)
+        keep.update(id(r) for r in front)
+    return [r for r in records if id(r) in keep]

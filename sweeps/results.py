@@ -1,8 +1,8 @@
 """The results file of a sweep: one JSON record per line, appended whole, read back tolerantly.
 
-Every record is appended whole by :func:`append_record` (one line, under a file lock, then an
-``fsync``), by whichever process of the sweep finished the point, so a crash loses at most the
-line being written, and :func:`load_results` skips a line cut short.
+Records are appended whole by :func:`append_records` (a line each, under a file lock, then an
+``fsync``), by the sweep's own process only, so a crash loses at most the line being written,
+and :func:`load_results` skips a line cut short.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import os
 import signal
 from pathlib import Path
 
-__all__ = ["append_record", "load_results"]
+__all__ = ["append_record", "append_records", "load_results"]
 
 
 def load_results(path: Path) -> list[dict]:
@@ -30,13 +30,21 @@ def load_results(path: Path) -> list[dict]:
 
 
 def append_record(path: Path, record: dict) -> None:
-    line = json.dumps(record, sort_keys=True) + "\n"
+    append_records(path, [record])
+
+
+def append_records(path: Path, records: list[dict]) -> None:
+    """Append ``records``, a line each, under one lock and one ``fsync``."""
+    if not records:
+        return
+    text = "".join(json.dumps(record, sort_keys=True) + "\n" for record in records)
     with open(path, "a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
-        f.write(line)
+        f.write(text)
         f.flush()
         os.fsync(f.fileno())
-    _test_kill_hook(record)
+    for record in records:
+        _test_kill_hook(record)
 
 
 _appended = 0
@@ -44,7 +52,7 @@ _appended = 0
 
 def _test_kill_hook(record: dict) -> None:
     """For the resume test: ``SYSTOLIC_SWEEP_KILL_AFTER=N`` kills this process (SIGKILL, no
-    cleanup) right after it appended its N-th RTL record."""
+    cleanup) once it has appended N RTL records (after the batch that reaches N)."""
     global _appended
     limit = os.environ.get("SYSTOLIC_SWEEP_KILL_AFTER")
     if limit and record["kind"] == "rtl":

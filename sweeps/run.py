@@ -1,25 +1,27 @@
 """Run a sweep: model every point, simulate the chosen ones, append each result as it finishes.
 
-``results.jsonl`` in the output folder gets one line per finished evaluation, written (whole,
-under a lock) the moment it finishes: ``{"id", "kind": "model" | "rtl", "status": "ok" |
-"failed", ...figures}``. ``resume=True`` skips every ``(id, kind)`` already there, so an
-interrupted sweep (Ctrl-C, a killed process, a crashed simulator) finishes without losing or
-repeating anything. A failed point (simulator crash, mismatch, timeout, a shape the buffers
-cannot hold) is recorded with its error and log, and the sweep goes on.
+``results.jsonl`` in the output folder gets one line per finished evaluation, written whole by
+this process alone as each task's results come back: ``{"id", "kind": "model" | "rtl",
+"status": "ok" | "failed", ...figures}``. ``resume=True`` skips every ``(id, kind)`` already
+there, so an interrupted sweep (Ctrl-C, a killed process, a crashed simulator) finishes without
+losing or repeating anything, whichever engine ran its first part. A failed point (simulator
+crash, mismatch, timeout, a shape the buffers cannot hold) is recorded with its error and log,
+and the sweep goes on.
 
-RTL points are grouped by configuration: one activity build and one simulator process per
-configuration run all its GEMMs, configurations in parallel on a process pool.
+The work travels as tasks on an engine (:mod:`sweeps.engines`: a local process pool, or a Dask
+cluster): model points in batches of :data:`MODEL_BATCH`, their records written in the spec's
+order (the file is the same whichever engine and however many workers ran it); RTL points
+grouped by configuration, one activity build and one simulator process per group.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import signal
 import sys
 import time
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,9 +29,10 @@ from systolic.contract.config import ArrayConfig, beyond_rtl
 from systolic.models.energy import Coefficients, load_coefficients
 from systolic.sim.simulate import SimulationError, run_gemms
 
-from .evaluate import gemm_chunk, model_record, point_id, rtl_operands, rtl_record
+from .engines import EngineError, open_engine
+from .evaluate import driver_workload, gemm_chunk, model_record, point_id, rtl_operands, rtl_record
 from .pareto import pareto_front
-from .results import append_record, load_results
+from .results import append_records, load_results
 from .spec import Memory, Sweep
 from .workloads import Workload
 
@@ -69,9 +72,9 @@ def _failed(point: _Point, kind: str, error: str, log: str | None = None) -> dic
     }
 
 
-#: Model points per task: enough work (tens of milliseconds) that scheduling stays cheap beside
-#: it, few enough that the progress bar moves and the cores share the work evenly.
-MODEL_BATCH = 16
+#: Model points per task: enough work (a few hundred milliseconds) that scheduling stays cheap
+#: beside it, few enough that the progress bar moves and the workers share the work evenly.
+MODEL_BATCH = 64
 
 
 def _model_batch(points: list[_Point], coefficients: Coefficients, data: str,
@@ -118,30 +121,30 @@ def _rtl_group(
     models: dict[str, dict],
     sweep: Sweep,
     coefficients: Coefficients,
-    results: Path,
-) -> None:
-    """Worker: simulate every point of one configuration in one simulator process."""
+) -> list[dict]:
+    """Worker: simulate every point of one configuration in one simulator process; their
+    records (a failed one for each point the simulation could not finish)."""
     dram = sweep.memories[0].at(coefficients.clock_mhz)
+    posted = {p.id: driver_workload(p.workload) for p in points}  # as the driver posts them
     operands, owner, chunks = [], [], []
     for p in points:
-        ops = rtl_operands(config, p.workload, sweep.data, sweep.seed)
+        ops = rtl_operands(config, posted[p.id], sweep.data, sweep.seed)
         operands += ops
         owner += [p] * len(ops)
-        chunks += [gemm_chunk(config, g.shape, dram) for g in p.workload.gemms]
+        chunks += [gemm_chunk(config, g.shape, dram) for g in posted[p.id].gemms]
     start = {p.id: owner.index(p) for p in points}
     done: dict[int, object] = {}
-    recorded: set[str] = set()
+    recorded: dict[str, dict] = {}
 
     def finish(i: int, result) -> None:
         done[i] = result
         p = owner[i]
-        first, count = start[p.id], len(p.workload.gemms)
+        first, count = start[p.id], len(posted[p.id].gemms)
         if p.id in recorded or not all(j in done for j in range(first, first + count)):
             return
-        recorded.add(p.id)
         record = rtl_record(
             config,
-            p.workload,
+            posted[p.id],
             p.memory,
             operands[first : first + count],
             [done[j] for j in range(first, first + count)],
@@ -152,7 +155,8 @@ def _rtl_group(
         record.update({"id": p.id, "kind": "rtl", "status": "ok" if ok else "failed"})
         if not ok:
             record["error"] = "C differs from the golden model"
-        append_record(results, record)
+        recorded[p.id] = record
+        _test_die_hook()
 
     try:
         run_gemms(
@@ -168,11 +172,26 @@ def _rtl_group(
     except SimulationError as e:
         for p in points:
             if p.id not in recorded:
-                append_record(results, _failed(p, "rtl", str(e), str(e.log)))
+                recorded[p.id] = _failed(p, "rtl", str(e), str(e.log))
     except Exception as e:  # a build failure or another error: every point left fails
         for p in points:
             if p.id not in recorded:
-                append_record(results, _failed(p, "rtl", f"{type(e).__name__}: {e}"))
+                recorded[p.id] = _failed(p, "rtl", f"{type(e).__name__}: {e}")
+    return [recorded[p.id] for p in points]
+
+
+def _test_die_hook() -> None:
+    """For the tests of a worker's death: ``SYSTOLIC_SWEEP_DIE_IN_TASK=PATH`` makes the first
+    worker to finish an RTL point create ``PATH`` and SIGKILL itself, in the middle of its task
+    (only once: the file then exists)."""
+    marker = os.environ.get("SYSTOLIC_SWEEP_DIE_IN_TASK")
+    if not marker:
+        return
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 class _Progress:
@@ -227,8 +246,11 @@ def run_sweep(
     jobs: int | None = None,
     resume: bool = False,
     progress: bool = True,
+    scheduler: str | None = None,
 ) -> Path:
-    """Evaluate every point of ``sweep`` into ``out/results.jsonl`` (see module); return it."""
+    """Evaluate every point of ``sweep`` into ``out/results.jsonl`` (see module) on a local pool
+    of ``jobs`` workers, or on the Dask cluster whose scheduler is at ``scheduler``; return the
+    file."""
     out.mkdir(parents=True, exist_ok=True)
     results = out / RESULTS
     existing = load_results(results)
@@ -250,37 +272,24 @@ def run_sweep(
     finished = len(points) - len(todo_model)
     bar.show(finished, failed)
     batches = [todo_model[i : i + MODEL_BATCH] for i in range(0, len(todo_model), MODEL_BATCH)]
-    workers = max(1, min(jobs or os.cpu_count() or 1, len(batches)))
-    pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
-    try:
-        if pool is None:
-            outcomes = (_model_batch(b, coefficients, sweep.data, sweep.seed) for b in batches)
-        else:
-            futures = [pool.submit(_model_batch, b, coefficients, sweep.data, sweep.seed)
-                       for b in batches]  # fmt: skip
-            outcomes = (f.result() for f in futures)  # written in the spec's order
-        for batch in outcomes:
-            for record in batch:  # only this process writes the results file
-                if record["status"] == "ok":
-                    models[record["id"]] = record
-                else:
-                    failed += 1
-                append_record(results, record)
-                finished += 1
-            bar.show(finished, failed)
-    except BrokenProcessPool:
-        raise SweepInterrupted(
-            f"a model worker died; the finished points are in {results}; rerun with --resume "
-            "to finish"
-        ) from None
-    except KeyboardInterrupt:
-        raise SweepInterrupted(
-            f"interrupted; the finished points are in {results}; rerun with --resume to finish"
-        ) from None
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-        bar.end()
+    calls = [(_model_batch, (b, coefficients, sweep.data, sweep.seed)) for b in batches]
+    waiting: dict[int, list[dict]] = {}  # batches back early: written in the spec's order
+    written = 0
+    with _engine(scheduler, jobs, len(calls), results) as engine:
+        for i, batch in engine.run(calls):
+            waiting[i] = batch
+            while written in waiting:
+                records = waiting.pop(written)
+                written += 1
+                for record in records:
+                    if record["status"] == "ok":
+                        models[record["id"]] = record
+                    else:
+                        failed += 1
+                append_records(results, records)  # only this process writes the results file
+                finished += len(records)
+                bar.show(finished, failed)
+    bar.end()
 
     chosen = select_rtl(sweep, points, models)
     todo = [p for p in chosen if (p.id, "rtl") not in done]
@@ -290,45 +299,46 @@ def run_sweep(
     for p in todo:
         groups[p.config].append(p)
     bar = _Progress(len(chosen), progress)
-    base = len(chosen) - len(todo)
-    workers = max(1, min(jobs or os.cpu_count() or 1, len(groups)))
-    if progress:
-        print(
-            f"simulating {len(todo)} point(s) in RTL: {len(groups)} configuration(s), "
-            f"{workers} at a time",
-            file=sys.stderr,
-        )
-    pool = ProcessPoolExecutor(max_workers=workers)
-    try:
-        futures = [
-            pool.submit(
-                _rtl_group,
-                config,
-                pts,
-                {p.id: models[p.id] for p in pts},
-                sweep,
-                coefficients,
-                results,
+    simulated = base = len(chosen) - len(todo)
+    rtl_failed = 0
+    calls = [(_rtl_group, (config, pts, {p.id: models[p.id] for p in pts}, sweep, coefficients))
+             for config, pts in groups.items()]  # fmt: skip
+    with _engine(scheduler, jobs, len(calls), results) as engine:
+        if progress:
+            where = "on the Dask cluster" if engine.name == "dask" else "at a time"
+            print(
+                f"simulating {len(todo)} point(s) in RTL: {len(groups)} configuration(s), "
+                f"{engine.workers} {where}",
+                file=sys.stderr,
             )
-            for config, pts in groups.items()
-        ]
-        while not all(f.done() for f in futures):
-            time.sleep(0.5)
-            rtl = [r for r in load_results(results) if r["kind"] == "rtl"]
-            bar.show(len({r["id"] for r in rtl}), sum(r["status"] == "failed" for r in rtl), base)
-        for f in futures:
-            f.result()
-    except BrokenProcessPool:
-        raise SweepInterrupted(
-            f"a simulation worker died; the finished points are in "
-            f"{results}; rerun with --resume to finish"
-        ) from None
-    except KeyboardInterrupt:
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise SweepInterrupted(
-            f"interrupted; the finished points are in {results}; rerun with --resume to finish"
-        ) from None
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-        bar.end()
+        for _, records in engine.run(calls):
+            append_records(results, records)
+            simulated += len(records)
+            rtl_failed += sum(r["status"] == "failed" for r in records)
+            bar.show(simulated, rtl_failed, base)
+    bar.end()
     return results
+
+
+class _engine:
+    """An engine for the sweep's tasks, closed on the way out; its failures and Ctrl-C become
+    :class:`SweepInterrupted` (what finished is saved)."""
+
+    def __init__(self, scheduler: str | None, jobs: int | None, tasks: int, results: Path):
+        self.args, self.results = (scheduler, jobs, tasks), results
+
+    def __enter__(self):
+        try:
+            self.engine = open_engine(*self.args)
+        except EngineError as e:
+            raise SweepInterrupted(str(e)) from None
+        return self.engine
+
+    def __exit__(self, kind, error, trace):
+        self.engine.close()
+        hint = f"the finished points are in {self.results}; rerun with --resume to finish"
+        if isinstance(error, EngineError):
+            raise SweepInterrupted(f"{error}; {hint}") from None
+        if isinstance(error, KeyboardInterrupt):
+            raise SweepInterrupted(f"interrupted; {hint}") from None
+        return False

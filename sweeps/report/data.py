@@ -30,6 +30,10 @@ class Table:
     rows: list[list[str]]
 
 
+#: The longest table of points the report shows; every point is in ``points.csv`` beside it.
+TABLE_ROWS = 500
+
+
 @dataclass
 class ReportData:
     """What the report says: the title and introduction, the summary sentences, the tables, and
@@ -40,7 +44,7 @@ class ReportData:
     summary: list[str]
     precision: Table | None
     front: Table
-    points_table: Table
+    points_table: Table  # every point; in the report itself when it has TABLE_ROWS rows at most
     failures: Table | None
     points: list[dict] = field(repr=False)
     front_ids: set = field(repr=False)

@@ -7,12 +7,13 @@ plots are embedded in the HTML as data URLs.
 from __future__ import annotations
 
 import base64
+import csv
 from pathlib import Path
 
 import jinja2
 
 from ..results import load_results
-from .data import ReportData, report_data
+from .data import TABLE_ROWS, ReportData, report_data
 from .plots import PLOTS, write_plots
 
 __all__ = ["render", "write_report"]
@@ -28,6 +29,8 @@ _ENV = {
     )
     for kind in ("md", "html")
 }
+for _env in _ENV.values():
+    _env.globals["table_rows"] = TABLE_ROWS  # the longest table of points shown
 
 
 def render(data: ReportData, plots: dict[str, Path], kind: str) -> str:
@@ -42,7 +45,8 @@ def render(data: ReportData, plots: dict[str, Path], kind: str) -> str:
 
 
 def write_report(results: Path, out: Path | None = None) -> dict[str, Path]:
-    """Write ``report.md``, ``report.html`` and the PNG plots next to ``results``."""
+    """Write ``report.md``, ``report.html``, the PNG plots and ``points.csv`` (the table of every
+    point) next to ``results``."""
     out = out or results.parent
     out.mkdir(parents=True, exist_ok=True)
     records = load_results(results)
@@ -50,7 +54,11 @@ def write_report(results: Path, out: Path | None = None) -> dict[str, Path]:
         raise ValueError(f"{results}: no results to report")
     data = report_data(records, results.parent.name)
     plots = write_plots(data, out)
-    paths = {"markdown": out / "report.md", "html": out / "report.html"}
+    paths = {"markdown": out / "report.md", "html": out / "report.html", "csv": out / "points.csv"}
+    with open(paths["csv"], "w", newline="") as f:
+        table = csv.writer(f)
+        table.writerow(data.points_table.head)
+        table.writerows(data.points_table.rows)
     for kind, path in (("md", paths["markdown"]), ("html", paths["html"])):
         path.write_text(render(data, plots, kind))
     return paths | plots

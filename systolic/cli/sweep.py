@@ -34,6 +34,10 @@ def add_parser(sub) -> None:
     p.add_argument("--resume", action="store_true",
                     help="continue an interrupted sweep: skip every point already in the "
                     "results file")  # fmt: skip
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                    help="run the tasks on the Dask cluster whose scheduler is at ADDRESS "
+                    "(tcp://HOST:PORT; default: $SYSTOLIC_SCHEDULER, else a local pool of "
+                    "--jobs workers); see the README")  # fmt: skip
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -46,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
           file=sys.stderr)  # fmt: skip
     try:
         results = run_sweep(sweep, out, jobs=args.jobs, resume=args.resume,
-                            progress=not args.quiet)  # fmt: skip
+                            progress=not args.quiet, scheduler=args.scheduler)  # fmt: skip
     except SweepInterrupted as e:
         print(f"systolic sweep: {e}", file=sys.stderr)
         return 3

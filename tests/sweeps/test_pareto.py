@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from systolic.sweeps.pareto import dominates, pareto_front
 
 
@@ -22,3 +24,16 @@ def test_pareto_front_on_hand_made_points():
     assert dominates(points[2], points[3]) and not dominates(points[2], points[4])
     assert sorted(p["id"] for p in pareto_front(points)) == [
         "fast", "frugal", "middle", "other", "tie"]  # fmt: skip
+
+
+def test_pareto_front_equals_its_definition_on_random_points(seed):
+    """The sort-based front against the definition, record by record against every other, on
+    random points with many ties (values drawn from few levels)."""
+    rng = random.Random(seed)
+    points = [_p(str(i), rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 6),
+                 model=rng.choice("xy")) for i in range(400)]  # fmt: skip
+    expected = [
+        p for p in points
+        if not any(dominates(o, p) for o in points if o is not p and o["workload"] == p["workload"])
+    ]  # fmt: skip
+    assert pareto_front(points) == expected

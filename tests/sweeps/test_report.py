@@ -85,3 +85,26 @@ def test_no_results_is_a_clear_error(tmp_path):
     r = run_cli("report", str(tmp_path / "results.jsonl"))
     assert r.returncode == 2 and "no results to report" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_a_long_table_of_points_goes_to_a_csv_file(model_sweep, tmp_path):
+    """Past TABLE_ROWS points the report links points.csv instead of tabulating them; the CSV
+    always holds every point."""
+    import csv
+
+    from systolic.sweeps.report.data import TABLE_ROWS
+    from systolic.sweeps.report.render import write_report
+
+    records = load_results(model_sweep / "results.jsonl")
+    many = tmp_path / "many" / "results.jsonl"
+    many.parent.mkdir()
+    copies = [dict(r, id=f"{r['id']}#{i}") for i in range(TABLE_ROWS // len(records) + 1)
+              for r in records]  # fmt: skip
+    many.write_text("".join(json.dumps(r) + "\n" for r in copies))
+    for results, count in ((model_sweep / "results.jsonl", len(records)), (many, len(copies))):
+        paths = write_report(results)
+        rows = list(csv.reader(paths["csv"].open()))
+        assert len(rows) == count + 1 and rows[0][:2] == ["configuration", "workload"]
+        html = paths["html"].read_text()
+        linked = "points.csv" in html and "too many to read here" in html
+        assert linked == (count > TABLE_ROWS), count

@@ -1,0 +1,101 @@
+"""``make bench-model``: the analytical model over a design space of 100,800 points (a benchmark,
+not a test; ``sweeps/specs/design-space.yaml``).
+
+It prints the model's time per point (median, in one process, points in the spec's order as a
+sweep's worker takes them), points per second of the whole sweep on the local pool and on a
+local two-worker Dask cluster (the same records, checked line for line), and how long
+``systolic report`` takes on the result. ``--points N`` runs the first N points only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from systolic.models.energy import load_coefficients
+
+from .evaluate import model_record
+from .report import write_report
+from .run import run_sweep
+from .spec import Sweep, load_spec
+
+SPEC = Path(__file__).resolve().parent / "specs" / "design-space.yaml"
+
+
+def _trimmed(sweep: Sweep, points: int | None) -> Sweep:
+    """The sweep, or its first workloads: about ``points`` points."""
+    if points is None:
+        return sweep
+    per_workload = len(sweep.configs) * len(sweep.memories)
+    return replace(sweep, workloads=sweep.workloads[: max(1, -(-points // per_workload))])
+
+
+def _per_point(sweep: Sweep, count: int) -> list[float]:
+    """Seconds per point of the first ``count`` points, in the spec's order, in this process."""
+    co = load_coefficients(sweep.coefficients)
+    times = []
+    points = ((c, w, m) for m in sweep.memories for c in sweep.configs for w in sweep.workloads)
+    for _, (c, w, m) in zip(range(count), points, strict=False):
+        start = time.perf_counter()
+        model_record(c, w, m, co, sweep.data, sweep.seed)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--points", type=int, help="only about this many points")
+    parser.add_argument("--jobs", type=int, default=2, help="local workers (default 2)")
+    parser.add_argument("--out", type=Path, help="keep the results here (default: a temp dir)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as scratch:
+        out = args.out or Path(scratch)
+        out.mkdir(parents=True, exist_ok=True)
+        sweep = _trimmed(load_spec(SPEC), args.points)
+        n = sweep.points
+        print(f"design space: {len(sweep.configs)} configurations x {len(sweep.workloads)} "
+              f"workloads x {len(sweep.memories)} memories = {n:,} points")  # fmt: skip
+        times = _per_point(sweep, min(n, 3000))
+        print(
+            f"model, one process: median {statistics.median(times) * 1e3:.2f} ms a point, "
+            f"mean {statistics.mean(times) * 1e3:.2f} ms (first {len(times):,} points)"
+        )
+        runs = {}
+        start = time.perf_counter()
+        runs["local"] = run_sweep(sweep, out / "local", jobs=args.jobs, progress=False)
+        local = time.perf_counter() - start
+        print(
+            f"local pool, {args.jobs} workers: {n:,} points in {local:.1f} s, "
+            f"{n / local:,.0f} points/s"
+        )
+
+        from distributed import LocalCluster
+
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster:  # fmt: skip
+            start = time.perf_counter()
+            runs["dask"] = run_sweep(sweep, out / "dask", progress=False,
+                                     scheduler=cluster.scheduler_address)  # fmt: skip
+            dask = time.perf_counter() - start
+        same = runs["local"].read_bytes() == runs["dask"].read_bytes()
+        print(
+            f"Dask, local cluster of 2 workers: {n:,} points in {dask:.1f} s, "
+            f"{n / dask:,.0f} points/s; results identical to the local pool's: {same}"
+        )
+        size = runs["local"].stat().st_size
+        start = time.perf_counter()
+        paths = write_report(runs["local"])
+        report = time.perf_counter() - start
+        print(
+            f"systolic report on {n:,} points ({size / 1e6:,.0f} MB of results): {report:.1f} s; "
+            f"report.html {paths['html'].stat().st_size / 1e6:.1f} MB, "
+            f"points.csv {paths['csv'].stat().st_size / 1e6:.1f} MB"
+        )
+
+
+if __name__ == "__main__":
+    main()
