@@ -79,6 +79,23 @@ def _predict(config: ArrayConfig, d: Descriptor, dram: Dram) -> tuple[tuple[str,
                              q_words, dram)  # fmt: skip
 
 
+@functools.lru_cache(maxsize=4096)
+def _classes(config: ArrayConfig, chunk: tuple, last: tuple, accumulating: tuple):
+    """Per chunk class (bit 0: M ragged, 1: K ragged, 2: N ragged, 3: accumulating): its
+    compute cycles, and a row of its :data:`contract.interface.COUNTERS`. (A class that never
+    occurs counts 0 times.)"""
+    compute = np.zeros(16, np.int64)
+    table = np.zeros((16, len(COUNTERS)), np.int64)
+    options = [[(0, c), (1, x)] if x != c else [(0, c)] for c, x in zip(chunk, last, strict=True)]
+    for (rm, m), (rk, k), (rn, n) in itertools.product(*options):
+        for acc in accumulating:
+            cls = rm + 2 * rk + 4 * rn + 8 * acc
+            counters = command_counters(config, m, k, n, acc)
+            compute[cls] = counters["cycles"]
+            table[cls] = [counters[name] for name in COUNTERS]
+    return compute, table
+
+
 @functools.lru_cache(maxsize=8192)
 def pipeline_counters(config: ArrayConfig, total: tuple[int, int, int], chunk: tuple[int, int, int],
                       order: str, accumulate: bool, q_words: int,
@@ -90,21 +107,13 @@ def pipeline_counters(config: ArrayConfig, total: tuple[int, int, int], chunk: t
     out = dict.fromkeys(DEVICE_COUNTERS, 0)
     per_dim = [-(-t // c) for t, c in zip(total, chunk, strict=True)]
     last = [t - (p - 1) * c for t, c, p in zip(total, chunk, per_dim, strict=True)]
-    # compute: the chunks' classes (each dimension has at most two chunk lengths)
-    compute = np.zeros(16, np.int64)
-    by_class = {}  # (a class that never occurs costs a cached lookup, and counts 0 times)
-    options = [[(0, c), (1, x)] if x != c else [(0, c)] for c, x in zip(chunk, last, strict=True)]
-    accumulating = [True] if accumulate else [False, True] if per_dim[1] > 1 else [False]
-    for (rm, m), (rk, k), (rn, n) in itertools.product(*options):
-        for acc in accumulating:
-            cls = rm + 2 * rk + 4 * rn + 8 * acc
-            by_class[cls] = command_counters(config, m, k, n, acc)
-            compute[cls] = by_class[cls]["cycles"]
+    accumulating = (True,) if accumulate else (False, True) if per_dim[1] > 1 else (False,)
+    compute, table_of = _classes(config, chunk, tuple(last), accumulating)
     fmt = "c" if q_words else "p"  # finished C requantized, or at accumulator width
     bw = float(dram.bandwidth)
     bus = np.array([bw, dram.latency, config.max_burst, dram.max_requests, MAX_BURST_BYTES], float)
     cont = containers(config)
-    table = 0.0
+    table = 0.0  # cycles to load the requantization table
     if q_words:
         beat = beat_bytes(config, "q")
         table = timeline.transfer_time(1, q_words * (cont["q"] // beat), beat, config.max_reads,
@@ -117,12 +126,8 @@ def pipeline_counters(config: ArrayConfig, total: tuple[int, int, int], chunk: t
         np.array(chunk, np.int64), np.array(total, np.int64), accumulate, compute,
         _formats(config, fmt), bus, table, window)  # fmt: skip
     out["jobs"] = int(classes.sum())
-    for cls, counters in by_class.items():
-        times = int(classes[cls])
-        out["compute_cycles"] += counters["cycles"] * times
-        for name in COUNTERS:
-            if name != "cycles":
-                out[name] += counters[name] * times
+    for name, total in zip(COUNTERS, (classes @ table_of).tolist(), strict=True):
+        out["compute_cycles" if name == "cycles" else name] = total
     words = words.tolist()
     for op, t, f in (("a", timeline.A, "a"), ("b", timeline.B, "b"), ("c", timeline.C_IN, "p")):
         out[f"dram_read_bytes_{op}"] = words[t] * cont[f]

@@ -9,9 +9,10 @@ crash, mismatch, timeout, a shape the buffers cannot hold) is recorded with its 
 and the sweep goes on.
 
 The work travels as tasks on an engine (:mod:`sweeps.engines`: a local process pool, or a Dask
-cluster): model points in batches of :data:`MODEL_BATCH`, their records written in the spec's
-order (the file is the same whichever engine and however many workers ran it); RTL points
-grouped by configuration, one activity build and one simulator process per group.
+cluster): model points in batches of :data:`MODEL_BATCH`, configuration by configuration, their
+records written in that order (the file is the same whichever engine and however many workers
+ran it); RTL points grouped by configuration, one activity build and one simulator process per
+group.
 """
 
 from __future__ import annotations
@@ -267,13 +268,18 @@ def run_sweep(
 
     models = {r["id"]: r for r in existing if r["kind"] == "model" and r["status"] == "ok"}
     failed = sum(r["status"] == "failed" for r in existing)
-    todo_model = [p for p in points if (p.id, "model") not in done]
+    # configuration by configuration (every memory and workload of one before the next): the
+    # points of a configuration share layer shapes, chunk choices and toggle samples, which
+    # the models cache
+    order = {c: i for i, c in enumerate(sweep.configs)}
+    todo_model = sorted((p for p in points if (p.id, "model") not in done),
+                        key=lambda p: order[p.config])  # fmt: skip
     bar = _Progress(len(points), progress)
     finished = len(points) - len(todo_model)
     bar.show(finished, failed)
     batches = [todo_model[i : i + MODEL_BATCH] for i in range(0, len(todo_model), MODEL_BATCH)]
     calls = [(_model_batch, (b, coefficients, sweep.data, sweep.seed)) for b in batches]
-    waiting: dict[int, list[dict]] = {}  # batches back early: written in the spec's order
+    waiting: dict[int, list[dict]] = {}  # batches back early: written in order
     written = 0
     with _engine(scheduler, jobs, len(calls), results) as engine:
         for i, batch in engine.run(calls):
