@@ -1,8 +1,8 @@
 """``make bench-model``: the analytical model over a design space of 100,800 points (a benchmark,
 not a test; ``sweeps/specs/design-space.yaml``).
 
-It prints the model's time per point (median, in one process, points in the spec's order as a
-sweep's worker takes them), points per second of the whole sweep on the local pool and on a
+It prints the model's time per point (median, in one process, points in the order a sweep's
+workers take them), points per second of the whole sweep on the local pool and on a
 local two-worker Dask cluster (the same records, checked line for line), and how long
 ``systolic report`` takes on the result. ``--points N`` runs the first N points only.
 """
@@ -35,10 +35,11 @@ def _trimmed(sweep: Sweep, points: int | None) -> Sweep:
 
 
 def _per_point(sweep: Sweep, count: int) -> list[float]:
-    """Seconds per point of the first ``count`` points, in the spec's order, in this process."""
+    """Seconds per point of the first ``count`` points in the order a sweep evaluates them
+    (configuration by configuration), in this process."""
     co = load_coefficients(sweep.coefficients)
     times = []
-    points = ((c, w, m) for m in sweep.memories for c in sweep.configs for w in sweep.workloads)
+    points = ((c, w, m) for c in sweep.configs for m in sweep.memories for w in sweep.workloads)
     for _, (c, w, m) in zip(range(count), points, strict=False):
         start = time.perf_counter()
         model_record(c, w, m, co, sweep.data, sweep.seed)

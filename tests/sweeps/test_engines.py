@@ -95,9 +95,13 @@ def test_a_dask_sweep_survives_a_killed_worker_and_equals_the_local_run(tmp_path
         tmp_path / "local" / "results.jsonl")  # fmt: skip
     assert Counter(kind for _, kind in dask) == {"model": 4, "rtl": 4}  # ... and it was rerun
     assert dask == reference  # number for number
-    # the model points come back in the spec's order, whichever worker ran them
+    # the model points come back in order, whichever worker ran them
     lines = (tmp_path / "dask" / "results.jsonl").read_text().splitlines()
     assert lines[:4] == (tmp_path / "local" / "results.jsonl").read_text().splitlines()[:4]
+    # --resume on the local pool takes the cluster's results as its own: nothing left to do
+    again = run_cli("sweep", str(spec), "--out", str(tmp_path / "dask"), "--resume", "--quiet")
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "dask" / "results.jsonl").read_text().splitlines() == lines
 
 
 def test_the_local_pool_reruns_the_task_of_a_killed_worker(tmp_path):
