@@ -246,9 +246,10 @@ _EVENT = {"stationary": "preload_cycles", "buffer": "c_writes", "edge.output": "
 #: Element steps (PEs x streamed values x tiles) a sample may take. Past it, on meshes larger than
 #: the RTL builds (OS from 128 x 128, WS and IS at 256 x 256), the sample keeps fewer tiles,
 #: then a shorter stream (no shorter than :data:`_SHORTEST`): a 256 x 256 bf16 OS sample of
-#: the usual four tiles took 45 s. Measured on 16x16 and 32x32 against the whole prediction:
-#: one OS tile instead of four moves the activity energy by under 0.2%, a 256-long reduction
-#: instead of 1024 by 1 to 2.5%; WS and IS with one column tile, 2 to 3%.
+#: the usual four tiles took 45 s. Measured against the whole prediction on 16x16 and 32x32,
+#: int8 and bf16 (activity energy): one OS tile instead of four moves it by 0.1% at most, and a
+#: 256-long reduction instead of 1024 leaves it within +1.0% to +3.4%; WS and IS with one
+#: column tile, two K tiles and a 64-long stream, within +1.4% to +5.9% (from +0.1% to +1.4%).
 SAMPLE_BUDGET = 1 << 24
 _SHORTEST = {Dataflow.OS: 256, Dataflow.WS: 64, Dataflow.IS: 64}
 
