@@ -96,6 +96,22 @@ def _classes(config: ArrayConfig, chunk: tuple, last: tuple, accumulating: tuple
     return compute, table
 
 
+@functools.lru_cache(maxsize=4096)
+def _bus(config: ArrayConfig, dram: Dram, q_words: int) -> tuple[np.ndarray, float, float]:
+    """:func:`models.timeline.walk`'s ``bus``, the cycles to load the requantization table
+    first, and the read window (cycles of reads a store may wait behind)."""
+    bw = float(dram.bandwidth)
+    bus = np.array([bw, dram.latency, config.max_burst, dram.max_requests, MAX_BURST_BYTES], float)
+    table = 0.0
+    if q_words:
+        beat = beat_bytes(config, "q")
+        ratio = containers(config)["q"] // beat
+        table = timeline.transfer_time(1, q_words * ratio, beat, config.max_reads, *bus)[1]
+    window = (min(config.max_reads, dram.max_requests) * config.max_burst
+              * max(1.0, config.bus_width / 8 / bw))  # fmt: skip
+    return bus, table, window
+
+
 @functools.lru_cache(maxsize=8192)
 def pipeline_counters(config: ArrayConfig, total: tuple[int, int, int], chunk: tuple[int, int, int],
                       order: str, accumulate: bool, q_words: int,
@@ -110,24 +126,16 @@ def pipeline_counters(config: ArrayConfig, total: tuple[int, int, int], chunk: t
     accumulating = (True,) if accumulate else (False, True) if per_dim[1] > 1 else (False,)
     compute, table_of = _classes(config, chunk, tuple(last), accumulating)
     fmt = "c" if q_words else "p"  # finished C requantized, or at accumulator width
-    bw = float(dram.bandwidth)
-    bus = np.array([bw, dram.latency, config.max_burst, dram.max_requests, MAX_BURST_BYTES], float)
+    bus, table, window = _bus(config, dram, q_words)
     cont = containers(config)
-    table = 0.0  # cycles to load the requantization table
-    if q_words:
-        beat = beat_bytes(config, "q")
-        table = timeline.transfer_time(1, q_words * (cont["q"] // beat), beat, config.max_reads,
-                                       *bus)[1]  # fmt: skip
-    window = (min(config.max_reads, dram.max_requests) * config.max_burst
-              * max(1.0, config.bus_width / 8 / bw))  # fmt: skip
     words, classes, cycles, waiting, dma_wait = timeline.walk(
         np.array([per_dim["mkn".index(x)] for x in order], np.int64),
         np.array(["mkn".index(x) for x in order], np.int64),
         np.array(chunk, np.int64), np.array(total, np.int64), accumulate, compute,
         _formats(config, fmt), bus, table, window)  # fmt: skip
     out["jobs"] = int(classes.sum())
-    for name, total in zip(COUNTERS, (classes @ table_of).tolist(), strict=True):
-        out["compute_cycles" if name == "cycles" else name] = total
+    for name, value in zip(COUNTERS, (classes @ table_of).tolist(), strict=True):
+        out["compute_cycles" if name == "cycles" else name] = value
     words = words.tolist()
     for op, t, f in (("a", timeline.A, "a"), ("b", timeline.B, "b"), ("c", timeline.C_IN, "p")):
         out[f"dram_read_bytes_{op}"] = words[t] * cont[f]

@@ -11,6 +11,7 @@ A workload's GEMMs run one after another on one accelerator, so cycles add up; a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import replace
@@ -146,7 +147,7 @@ def summarize(
     batch = workload.batch
     weight_macs = sum(g.macs for g in workload.gemms if g.weights)
     return {
-        "config": config.to_dict(),
+        "config": _config_dict(config),
         "config_name": config.name,
         "dataflow": config.dataflow.value,
         "array": f"{config.rows}x{config.cols}",
@@ -191,14 +192,29 @@ def summarize(
     }
 
 
+@functools.lru_cache(maxsize=1024)
+def _config_items(config: ArrayConfig) -> tuple:
+    return tuple(config.to_dict().items())
+
+
+def _config_dict(config: ArrayConfig) -> dict:
+    """``config.to_dict()``, taken once per configuration (a sweep asks for it every point)."""
+    return dict(_config_items(config))
+
+
 def _once_bytes(config: ArrayConfig, m: int, k: int, n: int) -> dict[str, int]:
     """DRAM bytes of A and B in the device's format: what a GEMM reads if each crosses once."""
+    return dict(_once(config, m, k, n))
+
+
+@functools.lru_cache(maxsize=8192)
+def _once(config: ArrayConfig, m: int, k: int, n: int) -> tuple:
     cont = containers(config)
     out = {}
     for x, shape in (("a", (m, k)), ("b", (k, n))):
         tiles, lines = tile_rows(word_layout(config, x), shape)
         out[x] = tiles * lines * cont[x]
-    return out
+    return tuple(out.items())
 
 
 def _buffer_bytes(config: ArrayConfig) -> dict[str, int]:
