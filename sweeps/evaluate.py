@@ -153,7 +153,7 @@ def summarize(
         "array": f"{config.rows}x{config.cols}",
         "pes": config.pes,
         "precision": config.precision,
-        "workload": {k: v for k, v in workload.to_dict().items() if k != "gemms"},
+        "workload": workload.summary(),
         "macs": macs,
         "cycles": cycles,
         "utilization": macs / (cycles * config.pes) if cycles else 0.0,

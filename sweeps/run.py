@@ -68,7 +68,7 @@ def _failed(point: _Point, kind: str, error: str, log: str | None = None) -> dic
         "log": log,
         "config_name": point.config.name,
         "config": point.config.to_dict(),
-        "workload": {k: v for k, v in point.workload.to_dict().items() if k != "gemms"},
+        "workload": point.workload.summary(),
         "memory": point.memory.to_dict(),
     }
 

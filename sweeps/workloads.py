@@ -66,15 +66,13 @@ class Workload:
     def macs(self) -> int:
         return sum(g.macs for g in self.gemms)
 
+    def summary(self) -> dict:
+        """:meth:`to_dict` without the GEMMs."""
+        return {"name": self.name, "model": self.model, "family": self.family,
+                "batch": self.batch, "seq": self.seq}  # fmt: skip
+
     def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "model": self.model,
-            "family": self.family,
-            "batch": self.batch,
-            "seq": self.seq,
-            "gemms": [asdict(g) for g in self.gemms],
-        }
+        return self.summary() | {"gemms": [asdict(g) for g in self.gemms]}
 
 
 # -- transformers ------------------------------------------------------------------------------
