@@ -19,11 +19,11 @@ from __future__ import annotations
 import functools
 
 from systolic.contract.config import ArrayConfig
-from systolic.contract.dma import LOOP_ORDERS, Refusal, check_descriptor, place, q_transfer
+from systolic.contract.dma import LOOP_ORDERS, Refusal, check_descriptor, place
 from systolic.contract.memory import Dram
 from systolic.contract.plan import chunk_sizes, granularity
 
-from .pipeline import pipeline_counters
+from .pipeline import pipeline_counters, table_words
 
 __all__ = ["CHUNKINGS", "choose_chunk"]
 
@@ -71,7 +71,7 @@ def _choose(config: ArrayConfig, m: int, k: int, n: int, dram: Dram, order: str,
     d = place(config, m, k, n, order=order, chunk=best, requant=requant, accumulate=accumulate)
     if check_descriptor(config, d)[0] is not Refusal.NONE:
         return best  # refused whatever its chunks (they fit): nothing to tune
-    q_words = q_transfer(config, d).words if d.requant and config.requant else 0
+    q_words = table_words(config, d)
 
     def cycles(chunk: tuple[int, int, int]) -> int:  # halvings of a chunk that fits: all valid
         counters = pipeline_counters(config, (m, k, n), chunk, order, accumulate, q_words, dram)

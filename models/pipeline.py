@@ -49,7 +49,7 @@ from . import timeline
 from .cycles import command_counters
 from .device import DevicePrediction
 
-__all__ = ["predict_pipeline"]
+__all__ = ["pipeline_counters", "predict_pipeline", "table_words"]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -74,9 +74,14 @@ def predict_pipeline(config: ArrayConfig, d: Descriptor, dram: Dram) -> DevicePr
 def _predict(config: ArrayConfig, d: Descriptor, dram: Dram) -> tuple[tuple[str, int], ...]:
     if check_descriptor(config, d)[0] is not Refusal.NONE:
         return tuple(dict.fromkeys(DEVICE_COUNTERS, 0).items())
-    q_words = q_transfer(config, d).words if d.requant and config.requant else 0
     return pipeline_counters(config, (d.m, d.k, d.n), d.chunk, d.order, bool(d.accumulate),
-                             q_words, dram)  # fmt: skip
+                             table_words(config, d), dram)  # fmt: skip
+
+
+def table_words(config: ArrayConfig, d: Descriptor) -> int:
+    """Words of the requantization table ``d`` loads first (0 when its outputs are not
+    requantized): :func:`pipeline_counters`'s ``q_words``."""
+    return q_transfer(config, d).words if d.requant and config.requant else 0
 
 
 @functools.lru_cache(maxsize=4096)

@@ -13,7 +13,7 @@ import os
 import signal
 from pathlib import Path
 
-__all__ = ["append_record", "append_records", "load_results"]
+__all__ = ["append_records", "load_results"]
 
 
 def load_results(path: Path) -> list[dict]:
@@ -27,10 +27,6 @@ def load_results(path: Path) -> list[dict]:
         except json.JSONDecodeError:
             continue
     return records
-
-
-def append_record(path: Path, record: dict) -> None:
-    append_records(path, [record])
 
 
 def append_records(path: Path, records: list[dict]) -> None:
