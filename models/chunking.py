@@ -23,7 +23,7 @@ from systolic.contract.dma import LOOP_ORDERS, Refusal, check_descriptor, place
 from systolic.contract.memory import Dram
 from systolic.contract.plan import chunk_sizes, granularity
 
-from .pipeline import pipeline_counters, table_words
+from .pipeline import chunk_cycles, table_words
 
 __all__ = ["CHUNKINGS", "choose_chunk"]
 
@@ -71,11 +71,8 @@ def _choose(config: ArrayConfig, m: int, k: int, n: int, dram: Dram, order: str,
     d = place(config, m, k, n, order=order, chunk=best, requant=requant, accumulate=accumulate)
     if check_descriptor(config, d)[0] is not Refusal.NONE:
         return best  # refused whatever its chunks (they fit): nothing to tune
-    q_words = table_words(config, d)
-
-    def cycles(chunk: tuple[int, int, int]) -> int:  # halvings of a chunk that fits: all valid
-        counters = pipeline_counters(config, (m, k, n), chunk, order, accumulate, q_words, dram)
-        return dict(counters)["cycles"]
+    # the halvings of a chunk that fits are all valid
+    cycles = chunk_cycles(config, (m, k, n), order, accumulate, table_words(config, d), dram)
 
     g = granularity(config)
     fastest = cycles(best)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from systolic.contract.activity import COMPONENTS, datapath_flop_bits
@@ -93,6 +93,15 @@ class Coefficients:
     clock_per_flop_bit: float
     leakage: dict[str, float]
     path: str = ""
+
+    def __hash__(self) -> int:  # by value, so that caches can key on the figures
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            values = (getattr(self, f.name) for f in fields(self))
+            key = tuple(tuple(sorted(v.items())) if isinstance(v, dict) else v for v in values)
+            object.__setattr__(self, "_hash", hash(key))
+            return self.__dict__["_hash"]
 
     def multiply(self, a_width: int, b_width: int) -> float:
         """One multiply at the reference activity."""

@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from collections.abc import Callable
 
 import numpy as np
 from systolic.contract.axi import MAX_BURST_BYTES
@@ -49,7 +50,7 @@ from . import timeline
 from .cycles import command_counters
 from .device import DevicePrediction
 
-__all__ = ["pipeline_counters", "predict_pipeline", "table_words"]
+__all__ = ["chunk_cycles", "pipeline_counters", "predict_pipeline", "table_words"]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -117,6 +118,35 @@ def _bus(config: ArrayConfig, dram: Dram, q_words: int) -> tuple[np.ndarray, flo
     return bus, table, window
 
 
+def _shape(total: tuple, chunk: tuple, accumulate: bool) -> tuple[list, tuple, tuple]:
+    """Chunks per dimension, the last chunk's sizes, and the accumulate flags chunks take."""
+    per_dim = [-(-t // c) for t, c in zip(total, chunk, strict=True)]
+    last = tuple(t - (p - 1) * c for t, c, p in zip(total, chunk, per_dim, strict=True))
+    accumulating = (True,) if accumulate else (False, True) if per_dim[1] > 1 else (False,)
+    return per_dim, last, accumulating
+
+
+def chunk_cycles(config: ArrayConfig, total: tuple[int, int, int], order: str, accumulate: bool,
+                 q_words: int, dram: Dram) -> Callable[[tuple[int, int, int]], int]:  # fmt: skip
+    """A function of a chunk's sizes: :func:`pipeline_counters`'s ``cycles`` for a descriptor
+    of ``total`` in chunks of that size, without the other counters (what the chunk tuner
+    compares; the arguments are :func:`pipeline_counters`'s)."""
+    formats = _formats(config, "c" if q_words else "p")
+    bus, table, window = _bus(config, dram, q_words)
+    loops = ["mkn".index(x) for x in order]
+    dims, size = np.array(loops, np.int64), np.array(total, np.int64)
+
+    def cycles(chunk: tuple[int, int, int]) -> int:
+        per_dim, last, accumulating = _shape(total, chunk, accumulate)
+        compute, _ = _classes(config, chunk, last, accumulating)
+        counts = np.array([per_dim[x] for x in loops], np.int64)
+        out = timeline.walk(counts, dims, np.array(chunk, np.int64), size, accumulate, compute,
+                            formats, bus, table, window)  # fmt: skip
+        return int(math.ceil(out[2]))
+
+    return cycles
+
+
 @functools.lru_cache(maxsize=8192)
 def pipeline_counters(config: ArrayConfig, total: tuple[int, int, int], chunk: tuple[int, int, int],
                       order: str, accumulate: bool, q_words: int,
@@ -126,10 +156,8 @@ def pipeline_counters(config: ArrayConfig, total: tuple[int, int, int], chunk: t
     words, 0 when the outputs are not requantized). The chunk tuner calls it directly: its
     candidates are all valid once the largest is."""
     out = dict.fromkeys(DEVICE_COUNTERS, 0)
-    per_dim = [-(-t // c) for t, c in zip(total, chunk, strict=True)]
-    last = [t - (p - 1) * c for t, c, p in zip(total, chunk, per_dim, strict=True)]
-    accumulating = (True,) if accumulate else (False, True) if per_dim[1] > 1 else (False,)
-    compute, table_of = _classes(config, chunk, tuple(last), accumulating)
+    per_dim, last, accumulating = _shape(total, chunk, accumulate)
+    compute, table_of = _classes(config, chunk, last, accumulating)
     fmt = "c" if q_words else "p"  # finished C requantized, or at accumulator width
     bus, table, window = _bus(config, dram, q_words)
     cont = containers(config)

@@ -33,6 +33,7 @@ from systolic.contract.timing import release_wait
 from systolic.golden.bf16 import fp32_running_sums, product
 from systolic.golden.data import DataKind, random_operands
 
+from . import psums
 from .cycles import command_counters, predict, stationary_schedule
 
 __all__ = ["estimate_toggles", "predict_toggles"]
@@ -55,12 +56,21 @@ def _pad(mat: np.ndarray, rows: int, cols: int) -> np.ndarray:
     return out
 
 
-def _running_sums(config, x, w, axis: int, mask) -> np.ndarray:
-    """Bit patterns of the running sums of ``x * w`` along ``axis``: wrapped integers, or for
-    bf16 the fp32 sums in the hardware's order (golden/bf16.py)."""
+def _tile_psums(config, x, w, prev, stationary: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Each PE's partial-sum flips over one tile, from ``prev``, and its last sum's bits: WS/IS
+    (``stationary``) ``sum_{i' <= i} x[t, i'] w[i', c]`` per streamed ``t``, OS ``sum_{k' <= k}
+    x[i, k'] w[k', c]`` per step ``k``; wrapped integers (:mod:`models.psums`), or for bf16
+    the fp32 sums in the hardware's order (golden/bf16.py)."""
     if config.number != "bf16":
-        return np.cumsum(x * w, axis=axis).astype(np.uint64) & mask
-    return fp32_running_sums(product(x, w), axis).astype(np.uint64)
+        acc = config.acc_width
+        mask = (1 << acc) - 1 if acc < 64 else -1
+        run = psums.stationary_flips if stationary else psums.output_stationary_flips
+        flips, last = run(x, w, prev.view(np.int64), mask)
+        return flips, last.view(np.uint64)
+    terms = product(x[:, :, None], w[None, :, :]) if stationary else \
+        product(x.T[:, :, None], w[:, None, :])  # fmt: skip
+    bits = fp32_running_sums(terms, 1 if stationary else 0).astype(np.uint64)
+    return _flips(bits, prev), bits[-1]
 
 
 class _Counts(dict):
@@ -71,7 +81,7 @@ class _Counts(dict):
 
 def _stationary(config, x, s, counts, state, separate):
     """One WS/IS command ``Y[P,R] = X[P,Q] @ S[Q,R]`` (X streams, S stays)."""
-    rows, cols, acc = config.rows, config.cols, config.acc_width
+    rows, cols = config.rows, config.cols
     ws = config.dataflow is Dataflow.WS
     xw, sw = (config.a_width, config.b_width) if ws else (config.b_width, config.a_width)
     streaming, stationary = stream_traffic(config)
@@ -126,18 +136,16 @@ def _stationary(config, x, s, counts, state, separate):
     counts.add("stationary", stationary, stat)
     counts.add("multiplier", "compute", sel)
     # Partial sums: PE (i, c) holds sum_{i' <= i} X[p, q0+i'] S[q0+i', c] for each streamed p.
-    mask = np.uint64((1 << acc) - 1)
     prev = np.zeros((rows, cols), np.uint64)
     psum = np.zeros((rows, cols), np.int64)
     results = np.zeros(cols, np.int64)
     zero = np.zeros((rows, cols), np.uint64)
     for ri, qi in tiles:
-        xt = xp[:, qi * rows : qi * rows + rows]
-        st = sp[qi * rows : qi * rows + rows, ri * cols : ri * cols + cols]
-        bits = _running_sums(config, xt[:, :, None], st[None, :, :], axis=1, mask=mask)
-        psum += _flips(bits, prev)
-        results += _flips(bits[:, rows - 1, :], prev[rows - 1])
-        prev = bits[-1]
+        xt = np.ascontiguousarray(xp[:, qi * rows : qi * rows + rows])
+        st = np.ascontiguousarray(sp[qi * rows : qi * rows + rows, ri * cols : ri * cols + cols])
+        flips, prev = _tile_psums(config, xt, st, prev, stationary=True)
+        psum += flips
+        results += flips[rows - 1]  # the last row's sums leave the mesh
         if separate:
             psum += np.bitwise_count(prev).astype(np.int64)
             results += np.bitwise_count(prev[rows - 1]).astype(np.int64)
@@ -151,7 +159,7 @@ def _stationary(config, x, s, counts, state, separate):
 
 def _output_stationary(config, a, b, counts, state, separate):
     """One OS command ``C[M,N] = A[M,K] @ B[K,N]``: tiles M outer, N inner, K steps each."""
-    rows, cols, acc = config.rows, config.cols, config.acc_width
+    rows, cols = config.rows, config.cols
     m, k = a.shape
     n = b.shape[1]
     mt, nt = -(-m // rows), -(-n // cols)
@@ -174,22 +182,20 @@ def _output_stationary(config, a, b, counts, state, separate):
     counts.add("edge", "activation", (np.arange(rows) * per_row).sum())
     counts.add("edge", "weight", (np.arange(cols) * column).sum())
     counts.add("multiplier", "compute", cols * lane.sum() + rows * column.sum())
-    mask = np.uint64((1 << acc) - 1)
     prev = np.zeros((rows, cols), np.uint64)
     flips = np.zeros((rows, cols), np.int64)
     drained = np.zeros(cols, np.int64)
     out_prev = np.zeros(cols, np.uint64)
     for mi, ni in tiles:
-        at = ap[mi * rows : mi * rows + rows]
-        bt = bp[:, ni * cols : ni * cols + cols]
-        bits = _running_sums(config, at.T[:, :, None], bt[:, None, :], axis=0, mask=mask)
-        flips += _flips(bits, prev)
-        prev = bits[-1]
+        at = np.ascontiguousarray(ap[mi * rows : mi * rows + rows])
+        bt = np.ascontiguousarray(bp[:, ni * cols : ni * cols + cols])
+        tile, out = _tile_psums(config, at, bt, prev, stationary=False)
+        flips += tile
+        prev = out
         if separate:
             flips += np.bitwise_count(prev).astype(np.int64)
             prev = np.zeros_like(prev)
         # A column drains its finished rows one per cycle, zeros between tiles when K > rows.
-        out = prev if not separate else bits[-1]
         drained += _flips(out, out_prev)
         out_prev = out[-1]
         if k > rows:

@@ -15,6 +15,7 @@ import functools
 import hashlib
 import json
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 from systolic.contract.config import ArrayConfig
@@ -32,7 +33,9 @@ from systolic.sweeps.spec import Memory
 from systolic.sweeps.workloads import Workload
 
 __all__ = [
+    "GemmPart",
     "driver_workload",
+    "gemm_part",
     "gemm_chunk",
     "model_record",
     "point_id",
@@ -89,61 +92,73 @@ def _add(total: dict, part: dict, times: int) -> None:
             total[key] = total.get(key, 0) + value * times
 
 
+class GemmPart(NamedTuple):
+    """What a point's figures take from one of its GEMMs (:func:`gemm_part`), once per GEMM
+    however many times the GEMM runs."""
+
+    counters: dict
+    offchip: dict
+    components: dict
+    traffic: dict
+    cycles: int
+    macs: int
+    row: dict  # the record's entry for the GEMM, without its name, count and weights flag
+
+
+def gemm_part(config: ArrayConfig, shape: tuple[int, int, int], fig, report: EnergyReport,
+              dram: Dram) -> GemmPart:  # fmt: skip
+    """A GEMM's :class:`GemmPart` from its :class:`contract.figures.GemmFigures` (with the
+    device's counters) and energy."""
+    c = fig.counters
+    row = {
+        "shape": list(shape),
+        "macs": fig.macs,
+        "cycles": fig.cycles,
+        "utilization": fig.utilization,
+        "energy_pj": report.total,
+        "bound": _bound(config, c, dram),
+        "chunk": list(fig.descriptor.chunk),
+        "dram_bytes": _dram_bytes(c),
+        "read_bytes": {x: c.get(f"dram_read_bytes_{x}", 0) for x in "abc"},
+        "once_bytes": _once_bytes(config, *shape),
+    }
+    return GemmPart(c, fig.offchip_words, report.components, report.traffic, fig.cycles, fig.macs,
+                    row)  # fmt: skip
+
+
 def summarize(
     config: ArrayConfig,
     workload: Workload,
     memory: Memory,
-    per_gemm: list[tuple[object, EnergyReport]],
+    parts: list[GemmPart],
     clock_mhz: float,
 ) -> dict:
-    """The figures of a point from each GEMM's :class:`contract.figures.GemmFigures` (with the
-    device's counters) and energy. A point is *memory-bound* when the DRAM's time for the
-    bytes it moves (at the DRAM's or the AXI4 port's bandwidth, the lower) exceeds the array's
-    busy cycles."""
+    """The figures of a point from its GEMMs' :class:`GemmPart`. A point is *memory-bound*
+    when the DRAM's time for the bytes it moves (at the DRAM's or the AXI4 port's bandwidth,
+    the lower) exceeds the array's busy cycles."""
     counters: dict = {}
     offchip: dict = {}
     components: dict = {}
     traffic: dict = {}
     dram = memory.at(clock_mhz)
-    cycles = macs = weight_words_array = weight_words_offchip = 0
+    cycles = macs = weight_words_array = weight_words_offchip = weight_bytes = 0
     gemms = []
-    for gemm, (fig, report) in zip(workload.gemms, per_gemm, strict=True):
+    for gemm, part in zip(workload.gemms, parts, strict=True):
         times = gemm.count
-        _add(counters, fig.counters, times)
-        _add(offchip, fig.offchip_words, times)
-        _add(components, report.components, times)
-        _add(traffic, report.traffic, times)
-        cycles += fig.cycles * times
-        macs += fig.macs * times
+        _add(counters, part.counters, times)
+        _add(offchip, part.offchip, times)
+        _add(components, part.components, times)
+        _add(traffic, part.traffic, times)
+        cycles += part.cycles * times
+        macs += part.macs * times
         if gemm.weights:
-            weight_words_array += fig.counters["b_reads"] * times
-            weight_words_offchip += fig.offchip_words["b"] * times
-        c = fig.counters
-        gemms.append(
-            {
-                "name": gemm.name,
-                "shape": list(gemm.shape),
-                "count": times,
-                "weights": gemm.weights,
-                "macs": fig.macs,
-                "cycles": fig.cycles,
-                "utilization": fig.utilization,
-                "energy_pj": report.total,
-                "bound": _bound(config, c, dram),
-                "chunk": list(fig.descriptor.chunk),
-                "dram_bytes": _dram_bytes(c),
-                "read_bytes": {x: c.get(f"dram_read_bytes_{x}", 0) for x in "abc"},
-                "once_bytes": _once_bytes(config, *gemm.shape),
-            }
-        )
+            weight_words_array += part.counters["b_reads"] * times
+            weight_words_offchip += part.offchip["b"] * times
+            weight_bytes += part.counters["dram_read_bytes_b"] * times
+        gemms.append({"name": gemm.name, "count": times, "weights": gemm.weights} | part.row)
     energy = sum(components.values())
     seconds = cycles / (clock_mhz * 1e6)
     dram_bytes = _dram_bytes(counters)
-    weight_bytes = sum(
-        fig.counters["dram_read_bytes_b"] * g.count
-        for g, (fig, _) in zip(workload.gemms, per_gemm, strict=True)
-        if g.weights
-    )
     batch = workload.batch
     weight_macs = sum(g.macs for g in workload.gemms if g.weights)
     return {
@@ -245,13 +260,18 @@ def model_record(
     (:func:`models.pipeline.predict_pipeline`), energy from toggles estimated for ``data``."""
     workload = driver_workload(workload)
     dram = memory.at(coefficients.clock_mhz)
-    per_gemm = []
-    for gemm in workload.gemms:
-        d = place(config, *gemm.shape, chunk=gemm_chunk(config, gemm.shape, dram))
-        fig = DeviceFigures(config, gemm.shape, d, dict(predict_pipeline(config, d, dram)))
-        toggles = estimate_toggles(config, *gemm.shape, data=data, seed=seed)
-        per_gemm.append((fig, figures_energy(fig, toggles, coefficients, source="model")))
-    return summarize(config, workload, memory, per_gemm, coefficients.clock_mhz)
+    parts = [_model_part(config, g.shape, dram, coefficients, data, seed) for g in workload.gemms]
+    return summarize(config, workload, memory, parts, coefficients.clock_mhz)
+
+
+@functools.lru_cache(maxsize=8192)  # workloads share layer shapes (BERT at b1 s512 and b4 s128)
+def _model_part(config: ArrayConfig, shape: tuple[int, int, int], dram: Dram,
+                coefficients: Coefficients, data: str, seed: int) -> GemmPart:  # fmt: skip
+    d = place(config, *shape, chunk=gemm_chunk(config, shape, dram))
+    fig = DeviceFigures(config, shape, d, dict(predict_pipeline(config, d, dram)))
+    toggles = estimate_toggles(config, *shape, data=data, seed=seed)
+    report = figures_energy(fig, toggles, coefficients, source="model")
+    return gemm_part(config, shape, fig, report, dram)
 
 
 def gemm_chunk(config: ArrayConfig, shape: tuple[int, int, int], dram: Dram) -> tuple:
@@ -289,8 +309,11 @@ def rtl_record(
     model: dict,
 ) -> dict:
     """A point from its simulated GEMMs (:class:`sim.simulate.SimResult` with toggles)."""
-    per_gemm = [(r, figures_energy(r, r.toggles, coefficients, source="toggles")) for r in results]
-    record = summarize(config, workload, memory, per_gemm, coefficients.clock_mhz)
+    dram = memory.at(coefficients.clock_mhz)
+    parts = [gemm_part(config, g.shape, r, figures_energy(r, r.toggles, coefficients,
+                                                          source="toggles"), dram)
+             for g, r in zip(workload.gemms, results, strict=True)]  # fmt: skip
+    record = summarize(config, workload, memory, parts, coefficients.clock_mhz)
     exact = all(
         np.array_equal(r.c, reference(config, a, b)) and r.errors == 0
         for r, (a, b) in zip(results, operands, strict=True)
