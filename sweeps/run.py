@@ -9,10 +9,10 @@ crash, mismatch, timeout, a shape the buffers cannot hold) is recorded with its 
 and the sweep goes on.
 
 The work travels as tasks on an engine (:mod:`sweeps.engines`: a local process pool, or a Dask
-cluster): model points in batches of :data:`MODEL_BATCH`, configuration by configuration, their
-records written in that order (the file is the same whichever engine and however many workers
-ran it); RTL points grouped by configuration, one activity build and one simulator process per
-group.
+cluster): model points in batches of one configuration's points (:data:`MODEL_BATCH` at most),
+their records written configuration by configuration (the file is the same whichever engine and
+however many workers ran it); RTL points grouped by configuration, one activity build and one
+simulator process per group.
 """
 
 from __future__ import annotations
@@ -73,9 +73,11 @@ def _failed(point: _Point, kind: str, error: str, log: str | None = None) -> dic
     }
 
 
-#: Model points per task: enough work (a few hundred milliseconds) that scheduling stays cheap
-#: beside it, few enough that the progress bar moves and the workers share the work evenly.
-MODEL_BATCH = 64
+#: Model points per task at most. A task holds the points of one configuration (or a share of
+#: them, for a configuration with more): they share layer shapes, chunk choices and toggle
+#: samples, which the models cache in the worker, so a configuration split between workers
+#: pays for them twice. A task is then a few hundred milliseconds to a few seconds of work.
+MODEL_BATCH = 512
 
 
 def _model_batch(points: list[_Point], coefficients: Coefficients, data: str,
@@ -277,7 +279,11 @@ def run_sweep(
     bar = _Progress(len(points), progress)
     finished = len(points) - len(todo_model)
     bar.show(finished, failed)
-    batches = [todo_model[i : i + MODEL_BATCH] for i in range(0, len(todo_model), MODEL_BATCH)]
+    by_config: dict[ArrayConfig, list[_Point]] = {}
+    for p in todo_model:
+        by_config.setdefault(p.config, []).append(p)
+    batches = [share[i : i + MODEL_BATCH] for share in by_config.values()
+               for i in range(0, len(share), MODEL_BATCH)]  # fmt: skip
     calls = [(_model_batch, (b, coefficients, sweep.data, sweep.seed)) for b in batches]
     waiting: dict[int, list[dict]] = {}  # batches back early: written in order
     written = 0
