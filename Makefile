@@ -23,6 +23,22 @@ help:
 
 setup: $(STAMP)
 
+# Debian packages beside the Python ones: Icarus Verilog (the second simulator the tests run
+# the generated Verilog on) and lz4's headers (Verilator's FST waveforms). apt-get installs
+# whichever is missing (the machines run as root; sudo otherwise).
+DEBS     := iverilog liblz4-dev
+SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+DEB_STAMP := build/.debian-packages
+
+$(DEB_STAMP):
+	@missing=$$(for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "apt-get install $$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@mkdir -p build && touch $@
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
@@ -37,7 +53,7 @@ sweep: $(STAMP)
 bench-sweep: $(STAMP)
 	$(BIN)/systolic sweep sweeps/specs/large.yaml --resume $(SWEEP_ARGS)
 
-test: $(STAMP)
+test: $(STAMP) $(DEB_STAMP)
 	$(BIN)/pytest -n $(JOBS) --dist worksteal $(PYTEST_ARGS)
 
 mutants: $(STAMP)

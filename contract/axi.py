@@ -27,6 +27,7 @@ __all__ = [
     "USER_BITS",
     "channel_fields",
     "field_slices",
+    "master_signals",
 ]
 
 #: DRAM byte addresses.
@@ -70,4 +71,18 @@ def field_slices(data_width: int, channel: str) -> dict[str, tuple[int, int]]:
     for name, bits in channel_fields(data_width)[channel]:
         out[name] = (lsb, bits)
         lsb += bits
+    return out
+
+
+def master_signals(data_width: int) -> list[tuple[str, str, int]]:
+    """The AXI4 master port as an SoC sees it, one signal per field: ``(name, direction from
+    the master, bits)`` with the spec's names (``araddr``, ``arvalid``, ``rready``, ...), in
+    channel order ``ar``, ``r``, ``aw``, ``w``, ``b``."""
+    out = []
+    for channel in ("ar", "r", "aw", "w", "b"):
+        sends = channel in ("ar", "aw", "w")
+        out += [(f"{channel}valid", "out" if sends else "in", 1),
+                (f"{channel}ready", "in" if sends else "out", 1)]  # fmt: skip
+        for name, bits in channel_fields(data_width)[channel]:
+            out.append((f"{channel}{name}", "out" if sends else "in", bits))
     return out

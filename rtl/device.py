@@ -9,27 +9,26 @@ next; nothing else synchronizes them.
 
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Mux, Signal, unsigned
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, fifo, wiring
 from amaranth.lib.wiring import In, Out
-from systolic.contract.axi import ADDR_BITS, OPERANDS
+from systolic.contract.axi import ADDR_BITS, OPERANDS, channel_fields, master_signals
 from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import (
     LOOP_ORDERS,
     Refusal,
     beat_bytes,
     containers,
-    descriptor_fields,
     word_layout,
 )
-from systolic.contract.interface import COUNTER_BITS, COUNTERS, DEVICE_COUNTERS, DIM_BITS
+from systolic.contract.interface import COUNTERS, DEVICE_COUNTERS, DIM_BITS
 from systolic.contract.plan import granularity
+from systolic.contract.registers import lite_signals
 
 from .arith import divide, equals, remainder
-from .array import operand_shape
-from .axi import AxiMaster
 from .banks import BankedAccumulator, BankedInput
 from .buffers import InputBuffer
+from .control import ControlRegisters, descriptor_layout, device_counters_layout
 from .core import command_counters, compute_core, offset, word_layouts
 from .dma import ReadEngine, WriteEngine
 from .fp import arithmetic
@@ -41,21 +40,6 @@ __all__ = ["Device", "descriptor_layout", "device_counters_layout"]
 # bank states
 FREE, LOADING, FULL, LOADED, COMPUTE, STORING = range(6)
 _STATE = range(6)
-
-
-def descriptor_layout(config: ArrayConfig) -> data.StructLayout:
-    """:func:`contract.dma.descriptor_fields` as an Amaranth layout."""
-    signed_fields = {"a_zero": (config.a_width, config.a_signed),
-                     "b_zero": (config.b_width, config.b_signed),
-                     "out_zero": (config.out_width, config.out_signed)}  # fmt: skip
-    return data.StructLayout({
-        name: operand_shape(*signed_fields[name]) if name in signed_fields else unsigned(bits)
-        for name, bits in descriptor_fields(config)
-    })  # fmt: skip
-
-
-def device_counters_layout() -> data.StructLayout:
-    return data.StructLayout({name: unsigned(COUNTER_BITS) for name in DEVICE_COUNTERS})
 
 
 class _Geometry:
@@ -84,35 +68,37 @@ class _Geometry:
 
 
 class Device(wiring.Component):
-    """A GEMM device on DRAM.
+    """A GEMM device on DRAM, with the ports an SoC connects.
 
     Ports
     -----
-    desc : stream descriptor_layout(config)
-        A GEMM (:class:`contract.dma.Descriptor`), queued (``queue_depth`` deep) while another
-        runs.
-    mem : AXI4 master (rtl/axi.py), ``bus_width`` bits.
+    s_axil_awaddr ... s_axil_rready : AXI4-Lite slave, 32-bit data
+        The control registers (:mod:`contract.registers`): a CPU writes a GEMM
+        (:class:`contract.dma.Descriptor`) into ``DESC_*`` and rings ``DOORBELL``; descriptors
+        queue (``queue_depth`` deep) while another runs; ``STATUS``, ``IRQ_*`` and
+        ``COUNTER_*`` report back.
+    m_axi_arvalid ... m_axi_bid : AXI4 master, ``bus_width`` bits
+        To DRAM (:func:`contract.axi.master_signals`).
+    irq : out
+        The interrupt, high while an enabled ``IRQ_PENDING`` bit is set.
     busy, done : out
-        ``busy`` while a descriptor runs; ``done`` for one cycle at its end.
-    error : out
-        The last descriptor's :class:`contract.dma.Refusal` (0: it ran); a refused descriptor
-        moves no data and finishes at once.
-    counters : out
-        :data:`contract.interface.DEVICE_COUNTERS` of the last descriptor, valid from ``done``.
+        Optional status pins: ``busy`` while a descriptor is checked or run, ``done`` for one
+        cycle at its end.
+
+    Clock ``clk``; reset ``rst``, active high, synchronous.
     """
 
     def __init__(self, config: ArrayConfig):
         if not isinstance(config, ArrayConfig):
             raise TypeError(f"config must be an ArrayConfig, not {config!r}")
         self._config = config
-        super().__init__({
-            "desc": In(stream.Signature(descriptor_layout(config))),
-            "mem": Out(AxiMaster(config.bus_width)),
-            "busy": Out(1),
-            "done": Out(1),
-            "error": Out(4),
-            "counters": Out(device_counters_layout()),
-        })  # fmt: skip
+        members = {}
+        for name, direction, bits in lite_signals():
+            members[f"s_axil_{name}"] = In(bits) if direction == "in" else Out(bits)
+        for name, direction, bits in master_signals(config.bus_width):
+            members[f"m_axi_{name}"] = Out(bits) if direction == "out" else In(bits)
+        members |= {"irq": Out(1), "busy": Out(1), "done": Out(1)}
+        super().__init__(members)
 
     @property
     def config(self) -> ArrayConfig:
@@ -126,11 +112,17 @@ class Device(wiring.Component):
         words = word_layouts(cfg)
         # -- descriptor queue and the running descriptor -----------------------------------------
         layout = descriptor_layout(cfg)
+        m.submodules.control = ctl = ControlRegisters(cfg)
+        for name, direction, _ in lite_signals():
+            port, inner = getattr(self, f"s_axil_{name}"), getattr(ctl, name)
+            m.d.comb += inner.eq(port) if direction == "in" else port.eq(inner)
+        m.d.comb += self.irq.eq(ctl.irq)
         m.submodules.queue = queue = fifo.SyncFIFO(width=layout.size, depth=cfg.queue_depth)
-        m.d.comb += [queue.w_data.eq(self.desc.payload), queue.w_en.eq(self.desc.valid),
-                     self.desc.ready.eq(queue.w_rdy)]  # fmt: skip
+        m.d.comb += [queue.w_data.eq(ctl.desc.payload), queue.w_en.eq(ctl.desc.valid),
+                     ctl.desc.ready.eq(queue.w_rdy)]  # fmt: skip
         d = Signal(layout, name="descriptor")
         checking = Signal(name="checking")
+        error = Signal(4, name="error")  # the last descriptor's refusal
         running = Signal(name="running")
         m.d.comb += self.busy.eq(checking | running)
         m.d.comb += queue.r_en.eq(~checking & ~running & queue.r_rdy)
@@ -146,10 +138,9 @@ class Device(wiring.Component):
         )
         m.submodules.reader = rd = ReadEngine(cfg)
         m.submodules.writer = wr = WriteEngine(cfg, words["c"], q_word_layout(cfg))
-        for name in ("ar", "r"):
-            wiring.connect(m, getattr(rd.mem, name), getattr(wiring.flipped(self.mem), name))
-        for name in ("aw", "w", "b"):
-            wiring.connect(m, getattr(wr.mem, name), getattr(wiring.flipped(self.mem), name))
+        for engine, channels in ((rd, ("ar", "r")), (wr, ("aw", "w", "b"))):
+            for channel in channels:
+                self._port(m, channel, getattr(engine.mem, channel))
         for k, buf in (("a", a_buf), ("b", b_buf), ("c", c_buf)):
             fill = getattr(rd, f"fill_{k}")
             m.d.comb += [buf.fill.valid.eq(fill.valid), buf.fill.payload.bank.eq(fill.payload.bank),
@@ -352,7 +343,7 @@ class Device(wiring.Component):
         refuse = checking & refusal.any()
         m.d.comb += start.eq(checking & ~refusal.any())
         with m.If(checking):
-            m.d.sync += [checking.eq(0), running.eq(~refusal.any()), self.error.eq(refusal)]
+            m.d.sync += [checking.eq(0), running.eq(~refusal.any()), error.eq(refusal)]
             m.d.sync += [s.eq(FREE) for s in (*a_state, *b_state, *c_state)]
             m.d.sync += [q_loaded.eq(0),
                          q_pending.eq((d.requant & ~refusal.any()) if cfg.requant else 0),
@@ -363,13 +354,14 @@ class Device(wiring.Component):
 
         # -- counters --------------------------------------------------------------------------
         cnt = Signal(device_counters_layout(), name="device_counter")
-        m.d.comb += self.counters.eq(cnt)
+        m.d.comb += [ctl.counters.eq(cnt), ctl.busy.eq(self.busy), ctl.done.eq(self.done),
+                     ctl.error.eq(error)]  # fmt: skip
         incs = {
             "cycles": running,
             "array_wait_cycles": array_wait,
             "dma_wait_cycles": dma_wait,
         }
-        wch = self.mem.w
+        wch = wr.mem.w
         for k, i in OPERANDS.items():  # the read engine knows each beat's burst
             mine = rd.taken.valid & equals(rd.taken.payload, i)
             size = beat_bytes(cfg, {"a": "a", "b": "b", "c": "p", "q": "q"}[k])
@@ -393,6 +385,19 @@ class Device(wiring.Component):
                         m.d.sync += getattr(cnt, name).eq(getattr(cnt, name)
                                                           + getattr(per_command, name))  # fmt: skip
         return m
+
+    def _port(self, m: Module, channel: str, stream_) -> None:
+        """An engine's AXI4 channel (a valid/ready stream) on the ``m_axi_<channel>*`` ports."""
+        sends = channel in ("ar", "aw", "w")
+        valid, ready = (
+            getattr(self, f"m_axi_{channel}valid"),
+            getattr(self, f"m_axi_{channel}ready"),
+        )
+        m.d.comb += [valid.eq(stream_.valid), stream_.ready.eq(ready)] if sends else \
+            [stream_.valid.eq(valid), ready.eq(stream_.ready)]  # fmt: skip
+        for name, _ in channel_fields(self._config.bus_width)[channel]:
+            port, field = getattr(self, f"m_axi_{channel}{name}"), getattr(stream_.payload, name)
+            m.d.comb += port.eq(field) if sends else field.eq(port)
 
     def _refusal(self, m: Module, d, geo: _Geometry):
         """The :class:`contract.dma.Refusal` of ``d``, in the contract's order of checks."""

@@ -16,6 +16,7 @@ from amaranth.back import verilog
 from amaranth.lib.wiring import In
 from systolic.contract.config import ArrayConfig, Dataflow, check_buildable
 from systolic.contract.interface import TOPS
+from systolic.contract.regdocs import HEADER_NAME, MAP_NAME, c_header, markdown
 
 from .array import OutputStationaryArray, StationaryArray
 from .device import Device
@@ -61,7 +62,8 @@ def design_verilog(config: ArrayConfig, kind: str = "device") -> str:
 
 def design_ports(config: ArrayConfig, kind: str = "device") -> list[tuple[str, str, int]]:
     """``(name, "in" | "out", width)`` of every port of the design's top module except the
-    clock: ``rst`` and the signature's members joined with ``__`` (``desc__valid``, ...)."""
+    clock: ``rst`` and the signature's members (the device's ``s_axil_awaddr``,
+    ``m_axi_arvalid``, ``irq``, ...; the mesh's joined with ``__``, ``a_in__valid``)."""
     top = design(config, kind)
     ports = [("rst", "in", 1)]
     for path, member, value in top.signature.flatten(top):
@@ -71,11 +73,16 @@ def design_ports(config: ArrayConfig, kind: str = "device") -> list[tuple[str, s
 
 
 def write_design(config: ArrayConfig, out_dir: str | Path, kind: str = "device") -> dict:
-    """Write ``<top>.v`` and ``config.json`` into ``out_dir`` (created if missing)."""
+    """Write ``<top>.v`` and ``config.json`` into ``out_dir`` (created if missing), and for the
+    device its register map (``registers.md``) and C header (``systolic_regs.h``)."""
     _check_kind(kind)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"verilog": out / f"{TOPS[kind]}.v", "config": out / "config.json"}
     paths["verilog"].write_text(design_verilog(config, kind))
     paths["config"].write_text(config.to_json() + "\n")
+    if kind == "device":
+        paths["registers"], paths["header"] = out / MAP_NAME, out / HEADER_NAME
+        paths["registers"].write_text(markdown(config))
+        paths["header"].write_text(c_header(config))
     return paths

@@ -61,18 +61,19 @@ CLOCK_PERIOD_NS = 10
 
 def _wrapper(
     top: str, ports: list[tuple[str, str, int]], extra: str = "", internal: list | None = None,
-    top_only: list | None = None,
+    top_only: list | None = None, nets: dict[str, str] | None = None,
 ) -> str:  # fmt: skip
     """``SIM_TOP``: the design with a free-running clock, its other ports passed through (but
     ``internal`` ones, wires inside the wrapper), ``top_only`` ports of the wrapper alone, and
-    ``extra`` Verilog (activity counters, backdoor loads, the DRAM model) inside."""
-    internal = internal or []
+    ``extra`` Verilog (activity counters, backdoor loads, the DRAM model) inside. ``nets``:
+    the wrapper net a design port connects to, where it is not the port's own name."""
+    internal, nets = internal or [], nets or {}
     decls = ",\n".join(
         f"  {'input' if d == 'in' else 'output'} wire [{w - 1}:0] {name}"
         for name, d, w in ports + (top_only or [])
     )
-    wires = "".join(f"  wire [{w - 1}:0] {name};\n" for name, _, w in internal)
-    conns = ",\n".join(f"    .{name}({name})" for name, _, _ in ports + internal)
+    wires = "".join(f"  wire [{w - 1}:0] {nets.get(name, name)};\n" for name, _, w in internal)
+    conns = ",\n".join(f"    .{name}({nets.get(name, name)})" for name, _, _ in ports + internal)
     half = CLOCK_PERIOD_NS // 2
     return (
         f"`timescale 1ns/1ps\nmodule {SIM_TOP}(\n{decls}\n);\n"
@@ -82,10 +83,11 @@ def _wrapper(
 
 
 _BENCH_MONITOR = """  // bench monitor: cycles from a descriptor's acceptance to its done
+  wire posted = dut.control.desc__valid & dut.control.desc__ready;  // DOORBELL into the queue
   reg [63:0] bench_cycles = 64'd0;
   reg bench_running = 1'b0;
   always @(posedge clk) begin
-    if (desc__valid & desc__ready & ~bench_running) begin
+    if (posted & ~bench_running) begin
       bench_running <= 1'b1;
       bench_cycles <= 64'd0;
     end else if (bench_running) begin
@@ -104,7 +106,7 @@ _TRACE_LOGGER = f"""  // trace logger (contract/trace.py): the engines' events w
   always @(negedge trace_on) begin $fclose(trace_fd); trace_fd = 0; end
   reg [31:0] trace_chunk = 32'd0;
   always @(posedge clk) begin
-    if (desc__valid & desc__ready) trace_chunk <= 32'd0;
+    if (posted) trace_chunk <= 32'd0;
     if (trace_on) begin
       if (dut.reader.cmd__valid & dut.reader.cmd__ready)
         $fwrite(trace_fd, "%0d load %0d %0d\\n", bench_cycles, dut.reader.cmd__payload[1:0],
@@ -132,62 +134,79 @@ _TRACE_LOGGER = f"""  // trace logger (contract/trace.py): the engines' events w
 MEMORIES = ("dram", "port")
 
 
-def _device_port(config: ArrayConfig, ports: list[tuple[str, str, int]]):
-    """The device's AXI4 port at the wrapper's edge, one port per AXI4 signal
-    (``m_axi_araddr``, ``m_axi_rvalid``, ...): ``(outside ports, inside wires, the wrapper's
-    own ports, Verilog, readable nets)``.
+def _at_edge(ports: list[tuple[str, str, int]]) -> tuple[list, dict, str]:
+    """Design ports brought to the wrapper's edge for a cocotb model of the other side (the
+    AXI4-Lite master that programs the device, or cocotbext-axi's RAM on its AXI4 port): the
+    design's nets (``dut_<port>``, internal wires), their names, and the Verilog between.
 
-    A cocotb model of a slave (cocotbext-axi) samples each handshake at the rising edge and
-    expects the values the design saw at that edge; under Verilator with the clock inside the
-    wrapper, what a coroutine reads after ``RisingEdge`` is the value after the edge (a write
-    from it lands at the next edge, as expected). So the device's signals reach the edge
-    through registers that hold what the device drove at the last edge, and the slave's go in
-    directly: each side then sees the other as a simulator with pre-edge sampling shows it."""
-    inside = [p for p in ports if p[0].startswith("mem__")]
-    outside = [p for p in ports if not p[0].startswith("mem__")]
-    edge, lines = [], []
-
-    def from_device(port: str, bits: int, net: str) -> None:
-        lines.extend([f"  reg [{bits - 1}:0] {port}_q = {bits}'d0;",
-                      f"  always @(posedge clk) {port}_q <= {net};",
-                      f"  assign {port} = {port}_q;"])  # fmt: skip
-
-    for channel in ("ar", "r", "aw", "w", "b"):
-        out = channel in ("ar", "aw", "w")  # master to slave
-        net = f"mem__{channel}__"
-        edge += [(f"m_axi_{channel}valid", "out" if out else "in", 1),
-                 (f"m_axi_{channel}ready", "in" if out else "out", 1)]  # fmt: skip
-        fields = axi.field_slices(config.bus_width, channel)
-        for name, (_, bits) in fields.items():
-            edge.append((f"m_axi_{channel}{name}", "out" if out else "in", bits))
-        if out:
-            from_device(f"m_axi_{channel}valid", 1, f"{net}valid")
-            lines.append(f"  assign {net}ready = m_axi_{channel}ready;")
-            for name, (lsb, bits) in fields.items():
-                from_device(f"m_axi_{channel}{name}", bits, f"{net}payload[{lsb + bits - 1}:{lsb}]")
+    A cocotb bus model samples each handshake at the rising edge and expects the values the
+    design saw at that edge; under Verilator with the clock inside the wrapper, what a
+    coroutine reads after ``RisingEdge`` is the value after the edge (a write from it lands at
+    the next edge, as expected). So the design's outputs reach the edge through registers that
+    hold what it drove at the last edge, and the model's go in directly: each side then sees
+    the other as a simulator with pre-edge sampling shows it."""
+    nets = {name: f"dut_{name}" for name, _, _ in ports}
+    lines = []
+    for name, direction, bits in ports:
+        if direction == "out":
+            lines += [f"  reg [{bits - 1}:0] {name}_q = {bits}'d0;",
+                      f"  always @(posedge clk) {name}_q <= dut_{name};",
+                      f"  assign {name} = {name}_q;"]  # fmt: skip
         else:
-            packed = ", ".join(f"m_axi_{channel}{name}" for name in reversed(fields))
+            lines.append(f"  assign dut_{name} = {name};")
+    return list(ports), nets, "\n".join(lines) + "\n"
+
+
+def _channels_to_dram(config: ArrayConfig) -> tuple[dict[str, str], str]:
+    """The ``m_axi_*`` signals packed into the DRAM model's channel payloads
+    (:func:`contract.axi.field_slices`): its connections and the Verilog."""
+    connections, lines = {}, []
+    for channel in ("ar", "r", "aw", "w", "b"):
+        sends = channel in ("ar", "aw", "w")
+        fields = axi.field_slices(config.bus_width, channel)
+        width = sum(bits for _, bits in fields.values())
+        net = f"mem__{channel}__"
+        lines.append(f"  wire {net}valid, {net}ready;\n  wire [{width - 1}:0] {net}payload;")
+        packed = "{" + ", ".join(f"m_axi_{channel}{name}" for name in reversed(fields)) + "}"
+        if sends:
             lines += [f"  assign {net}valid = m_axi_{channel}valid;",
-                      f"  assign {net}payload = {{{packed}}};"]  # fmt: skip
-            from_device(f"m_axi_{channel}ready", 1, f"{net}ready")
-    text = "\n".join(lines) + "\n" + _BENCH_MONITOR + _TRACE_LOGGER
-    return outside, inside, edge, text, ("bench_cycles",)
+                      f"  assign m_axi_{channel}ready = {net}ready;",
+                      f"  assign {net}payload = {packed};"]  # fmt: skip
+        else:
+            lines += [f"  assign m_axi_{channel}valid = {net}valid;",
+                      f"  assign {net}ready = m_axi_{channel}ready;",
+                      f"  assign {packed} = {net}payload;"]  # fmt: skip
+        connections |= {f"{channel}_{sig}": f"{net}{sig}" for sig in ("valid", "ready", "payload")}
+    return connections, "\n".join(lines) + "\n"
 
 
-def _device_inside(config: ArrayConfig, ports: list[tuple[str, str, int]]):
-    """The device's AXI port stays inside the wrapper, wired to the DRAM model (sim/dram.py):
-    ``(outside ports, inside wires, Verilog, writable and readable nets)``. The bench monitor
-    counts the cycles from each descriptor's acceptance to its ``done``."""
-    inside = [p for p in ports if p[0].startswith("mem__")]
-    outside = [p for p in ports if not p[0].startswith("mem__")]
-    connections = {
-        f"{ch}_{sig}": f"mem__{ch}__{sig}"
-        for ch in ("ar", "r", "aw", "w", "b")
-        for sig in ("valid", "ready", "payload")
-    }
-    text, writable, readable = dram.instance(config.bus_width, connections)
+def _device_wrapper(config: ArrayConfig, ports: list[tuple[str, str, int]], memory: str):
+    """How the device sits in ``SIM_TOP``: its AXI4-Lite port at the wrapper's edge
+    (:func:`_at_edge`), its AXI4 port on the DRAM model (``memory="dram"``, sim/dram.py) or at
+    the edge too (``"port"``, as ``m_axi_<channel><field>``). Returns the device's ports
+    passed through, those on nets inside, the wrapper's own ports at the edge, the nets'
+    names, the Verilog, and the writable and readable nets; the bench monitor counts the
+    cycles from each descriptor's acceptance to its ``done``."""
+    lite = [p for p in ports if p[0].startswith("s_axil_")]
+    mem = [p for p in ports if p[0].startswith("m_axi_")]
+    rest = [p for p in ports if p not in lite and p not in mem]
+    edge, nets, text = _at_edge(lite)
+    internal = list(lite)
+    writable: tuple[str, ...] = ("trace_on",)
+    readable: tuple[str, ...] = ("bench_cycles",)
+    if memory == "port":
+        mem_edge, mem_nets, mem_text = _at_edge(mem)
+        edge, text = edge + mem_edge, text + mem_text
+        nets |= mem_nets
+    else:
+        connections, packing = _channels_to_dram(config)
+        body, dram_writable, dram_readable = dram.instance(config.bus_width, connections)
+        text += packing + body
+        writable += dram_writable
+        readable += dram_readable
+    internal += mem
     text += _BENCH_MONITOR + _TRACE_LOGGER
-    return outside, inside, text, writable, readable + ("bench_cycles",)
+    return rest, internal, edge, nets, text, writable, readable
 
 
 #: Prefix of the activity counters' names in ``SIM_TOP`` (``act_<component>__<traffic>``).
@@ -355,23 +374,22 @@ def build_model(
         counters, groups = _activity_counters(probes(config, verilog)) if activity else ("", [])
         internal: list[tuple[str, str, int]] = []
         edge: list[tuple[str, str, int]] = []
+        nets: dict[str, str] = {}
         writable: tuple[str, ...] = ()
         readable = tuple(g["counter"] for g in groups)
         extra_files = []
-        if kind == "device" and memory == "port":
-            ports, internal, edge, inside, port_readable = _device_port(hardware, ports)
+        if kind == "device":
+            ports, internal, edge, nets, inside, dev_writable, dev_readable = _device_wrapper(
+                hardware, ports, memory)  # fmt: skip
             counters += inside
-            readable += port_readable
-            writable += ("trace_on",)
-        elif kind == "device":
-            ports, internal, inside, dram_writable, dram_readable = _device_inside(hardware, ports)
-            counters += inside
-            writable += dram_writable + ("trace_on",)
-            readable += dram_readable
-            (sources / "dram_model.v").write_text(dram.dram_model(hardware.bus_width))
-            extra_files.append(sources / "dram_model.v")
+            writable += dev_writable
+            readable += dev_readable
+            if memory == "dram":
+                (sources / "dram_model.v").write_text(dram.dram_model(hardware.bus_width))
+                extra_files.append(sources / "dram_model.v")
         (sources / f"{top}.v").write_text(verilog)
-        (sources / f"{SIM_TOP}.v").write_text(_wrapper(top, ports, counters, internal, edge))
+        wrapper = _wrapper(top, ports, counters, internal, edge, nets)
+        (sources / f"{SIM_TOP}.v").write_text(wrapper)
         (sources / "public.vlt").write_text(_public_ports(ports + edge, readable, writable))
         (sources / "config.json").write_text(hardware.to_json() + "\n")
         if activity:

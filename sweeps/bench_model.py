@@ -1,15 +1,17 @@
 """``make bench-model``: the analytical model over a design space of 100,800 points (a benchmark,
 not a test; ``sweeps/specs/design-space.yaml``).
 
-It prints the model's time per point (median, in one process, points in the order a sweep's
-workers take them), points per second of the whole sweep on the local pool and on a
-local two-worker Dask cluster (the same records, checked line for line), and how long
-``systolic report`` takes on the result. ``--points N`` runs the first N points only.
+It prints the model's time per point (median and mean, in one process, over every point of a
+few configurations drawn at random, in the order a sweep's worker takes them), points per
+second of the whole sweep on the local pool and on a local two-worker Dask cluster (the same
+records, checked line for line), and how long ``systolic report`` takes on the result.
+``--points N`` runs the first N points only.
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import statistics
 import tempfile
 import time
@@ -34,16 +36,20 @@ def _trimmed(sweep: Sweep, points: int | None) -> Sweep:
     return replace(sweep, workloads=sweep.workloads[: max(1, -(-points // per_workload))])
 
 
-def _per_point(sweep: Sweep, count: int) -> list[float]:
-    """Seconds per point of the first ``count`` points in the order a sweep evaluates them
-    (configuration by configuration), in this process."""
+def _per_point(sweep: Sweep, configs: int, seed: int) -> list[float]:
+    """Seconds per point, in this process, of every point of ``configs`` configurations drawn
+    at random (``seed``) from the sweep's, in the order a sweep's worker takes them (one
+    configuration's points together: they share the models' caches)."""
     co = load_coefficients(sweep.coefficients)
+    chosen = random.Random(seed).sample(list(sweep.configs), min(configs, len(sweep.configs)))
+    model_record(chosen[0], sweep.workloads[0], sweep.memories[0], co, sweep.data, sweep.seed)
     times = []
-    points = ((c, w, m) for c in sweep.configs for m in sweep.memories for w in sweep.workloads)
-    for _, (c, w, m) in zip(range(count), points, strict=False):
-        start = time.perf_counter()
-        model_record(c, w, m, co, sweep.data, sweep.seed)
-        times.append(time.perf_counter() - start)
+    for c in chosen:
+        for m in sweep.memories:
+            for w in sweep.workloads:
+                start = time.perf_counter()
+                model_record(c, w, m, co, sweep.data, sweep.seed)
+                times.append(time.perf_counter() - start)
     return times
 
 
@@ -52,6 +58,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--points", type=int, help="only about this many points")
     parser.add_argument("--jobs", type=int, default=2, help="local workers (default 2)")
     parser.add_argument("--out", type=Path, help="keep the results here (default: a temp dir)")
+    parser.add_argument(
+        "--timing-configs",
+        type=int,
+        default=12,
+        metavar="N",
+        help="time the points of N random configurations one by one (default 12)",
+    )
+    parser.add_argument("--timing-seed", type=int, default=0, help="which ones (default 0)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         out = args.out or Path(scratch)
@@ -60,10 +74,11 @@ def main(argv: list[str] | None = None) -> None:
         n = sweep.points
         print(f"design space: {len(sweep.configs)} configurations x {len(sweep.workloads)} "
               f"workloads x {len(sweep.memories)} memories = {n:,} points")  # fmt: skip
-        times = _per_point(sweep, min(n, 3000))
+        times = _per_point(sweep, args.timing_configs, args.timing_seed)
         print(
             f"model, one process: median {statistics.median(times) * 1e3:.2f} ms a point, "
-            f"mean {statistics.mean(times) * 1e3:.2f} ms (first {len(times):,} points)"
+            f"mean {statistics.mean(times) * 1e3:.2f} ms ({len(times):,} points of "
+            f"{args.timing_configs} random configurations, seed {args.timing_seed})"
         )
         runs = {}
         start = time.perf_counter()

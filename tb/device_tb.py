@@ -1,6 +1,8 @@
-"""cocotb driver of the device: for each job of a batch, load its DRAM image through the
-backdoor, set the DRAM model's parameters, post its descriptor, wait for ``done`` while the
-simulator runs freely, and read back the counters and the DRAM region holding C.
+"""cocotb driver of the device, on the path a CPU takes: for each job of a batch, load its DRAM
+image through the backdoor, set the DRAM model's parameters, program the descriptor through the
+AXI4-Lite control registers (contract/registers.py) and ring the doorbell, wait for the
+interrupt while the simulator runs freely, and read back the status and counters over AXI4-Lite
+and the DRAM region holding C.
 
 Run through :func:`sim.simulate.run_gemms`, which writes the batch to ``SYSTOLIC_JOBS`` (JSON)
 and reads each job's outcome from ``SYSTOLIC_RESULTS``; the configuration comes in
@@ -21,14 +23,20 @@ import time
 from pathlib import Path
 
 import cocotb
-from cocotb.triggers import FallingEdge, First, ReadOnly, RisingEdge, Timer
+from cocotb.triggers import FallingEdge, First, RisingEdge, Timer
 from systolic.contract.config import ArrayConfig
+from systolic.contract.interface import COUNTER_BITS
+from systolic.contract.registers import (
+    IRQ_DONE,
+    counter_words,
+    descriptor_writes,
+    register_map,
+)
 from systolic.contract.trace import LOG_FILE
-from systolic.rtl.device import descriptor_layout, device_counters_layout
 from systolic.sim.dram import COUNTERS as DRAM_COUNTERS
 from systolic.sim.dram import DUMP_FILE, LOAD_FILE, PROTOCOL_ERRORS
 
-from .packing import pack, unpack
+from .axil import AxiLiteMaster
 
 CONFIG = ArrayConfig.from_json(os.environ["SYSTOLIC_CONFIG"])
 
@@ -109,6 +117,34 @@ async def _pulse(dut, name: str) -> None:
     await FallingEdge(dut.clk)
 
 
+class _Host:
+    """What the CPU does: program a descriptor, take the interrupt, read status and counters,
+    all through AXI4-Lite."""
+
+    def __init__(self, dut):
+        self.bus = AxiLiteMaster(dut)
+        regs = {r.name: r for r in register_map(CONFIG)}
+        self.status, self.enable = regs["STATUS"], regs["IRQ_ENABLE"]
+        self.counters = counter_words(CONFIG)
+
+    async def post(self, descriptor: dict) -> None:
+        await self.bus.write(self.enable.offset, 1 << IRQ_DONE)
+        for offset, word in descriptor_writes(CONFIG, descriptor):
+            await self.bus.write(offset, word)
+
+    async def error(self) -> int:
+        word, _ = await self.bus.read(self.status.offset)
+        return self.status.unpack(word)["error"]
+
+    async def read_counters(self) -> dict[str, int]:
+        out = {}
+        for name, (lo, hi) in self.counters.items():
+            low, _ = await self.bus.read(lo)
+            high, _ = await self.bus.read(hi)
+            out[name] = (high << 32 | low) & ((1 << COUNTER_BITS) - 1)
+        return out
+
+
 @cocotb.test()
 async def run_jobs(dut):
     """Every job of the batch, with a reset before each; each outcome is written as soon as it
@@ -116,16 +152,15 @@ async def run_jobs(dut):
     jobs = json.loads(Path(os.environ["SYSTOLIC_JOBS"]).read_text())
     results = Path(os.environ["SYSTOLIC_RESULTS"])
     deadline = float(os.environ.get("SYSTOLIC_DEADLINE", "inf"))
-    layout = descriptor_layout(CONFIG)
     activity = json.loads(os.environ.get("SYSTOLIC_ACTIVITY", "[]"))
     memory = _AxiRam(dut) if os.environ.get("SYSTOLIC_SLAVE") == "axi-ram" else _DramModel(dut)
+    host = _Host(dut)
 
     def read_activity() -> dict[str, int]:
         return {name: getattr(dut, name).value.to_unsigned() for name in activity}
 
     for i, job in enumerate(jobs):
         began = time.perf_counter()
-        dut.desc__valid.value = 0
         dut.rst.value = 1
         memory.configure(job)
         await FallingEdge(dut.clk)
@@ -137,18 +172,10 @@ async def run_jobs(dut):
             dut.trace_on.value = 1  # the logger opens LOG_FILE
         start = time.perf_counter()
         before = read_activity()
-        dut.desc__payload.value = pack(layout, job["descriptor"])
-        dut.desc__valid.value = 1
-        while True:
-            await ReadOnly()
-            accepted = int(dut.desc__ready.value)
-            await FallingEdge(dut.clk)
-            if accepted:
-                break
-        dut.desc__valid.value = 0
-        while not int(dut.done.value):  # look at the wall clock every 100k cycles
-            await First(RisingEdge(dut.done), Timer(1_000_000, "ns"))
-            if not int(dut.done.value) and time.time() > deadline:
+        await host.post(job["descriptor"])
+        while not int(dut.irq.value):  # look at the wall clock every 100k cycles
+            await First(RisingEdge(dut.irq), Timer(1_000_000, "ns"))
+            if not int(dut.irq.value) and time.time() > deadline:
                 raise TimeoutError("the wall-clock deadline passed (SYSTOLIC_DEADLINE)")
         await FallingEdge(dut.clk)
         compute_seconds = time.perf_counter() - start
@@ -159,8 +186,8 @@ async def run_jobs(dut):
             await FallingEdge(dut.clk)
             trace = Path(LOG_FILE).read_text()
         outcome = {
-            "counters": unpack(device_counters_layout(), dut.counters.value.to_unsigned()),
-            "error": int(dut.error.value),
+            "counters": await host.read_counters(),
+            "error": await host.error(),
             "measured_cycles": dut.bench_cycles.value.to_unsigned(),
             "dram": memory.counters(),
             "compute_seconds": compute_seconds,

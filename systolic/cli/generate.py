@@ -17,12 +17,14 @@ from .options import add_config_options, config_from_args
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "generate",
-        help="write the Verilog of an array and its config.json",
+        help="write the Verilog of an accelerator, its register map, C header and config.json",
         description="Write <DIR>/<top>.v and <DIR>/config.json: the whole accelerator (top "
-        "module `systolic_device`: descriptor queue, chunk sequencer, AXI4 DMA, banked "
-        "buffers, tiling controller, array and counters) or, with --design array, the bare "
-        "mesh (top module `systolic_array`). Ports are named <interface>__<member> "
-        "(desc__valid, mem__ar__payload, ...); clock `clk`, synchronous reset `rst`.",
+        "module `systolic_device`: AXI4-Lite control registers, descriptor queue, chunk "
+        "sequencer, AXI4 DMA, banked buffers, tiling controller, array and counters), with "
+        "its register map (registers.md) and C header (systolic_regs.h); or, with --design "
+        "array, the bare mesh (top module `systolic_array`). The accelerator's ports are "
+        "named as SoC tools infer AXI interfaces (s_axil_awaddr ..., m_axi_araddr ...), with "
+        "irq, clock `clk` and reset `rst` (active high, synchronous).",
     )
     add_config_options(p, rtl=True)
     p.add_argument(
@@ -60,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print(f"{config.name}: wrote {paths['verilog']} and {paths['config']}")
+        print(f"{config.name}: wrote " + ", ".join(str(p) for p in paths.values()))
         if args.lint:
             if result.clean:
                 print("verilator --lint-only -Wall: clean")
