@@ -252,13 +252,14 @@ def _run(mutants, root: Path, why: bool, start: float) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m systolic.experiments.mutants",
                                      description=__doc__.splitlines()[0])  # fmt: skip
-    parser.add_argument("-k", metavar="TEXT", help="only the mutants whose name contains TEXT")
+    parser.add_argument("-k", metavar="TEXT", action="append",
+                        help="only mutants whose name contains TEXT (repeatable)")  # fmt: skip
     parser.add_argument("--keep", action="store_true", help="keep the scratch copy")
     parser.add_argument("--why", action="store_true", help="print what failed for each mutant")
     args = parser.parse_args(argv)
-    chosen = [m for m in MUTANTS if not args.k or args.k in m.name]
+    chosen = [m for m in MUTANTS if not args.k or any(k in m.name for k in args.k)]
     if not chosen:  # an empty selection would run the whole suite as its baseline
-        print(f"no mutant's name contains {args.k!r}", file=sys.stderr)
+        print(f"no mutant's name contains {' or '.join(map(repr, args.k))}", file=sys.stderr)
         return 2
     return run_mutants(chosen, keep=args.keep, why=args.why)
 

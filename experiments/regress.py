@@ -11,9 +11,9 @@ case replays alone (``--case i``), with a waveform if asked. What the cases cove
 - every loop order, the driver's chunk sizes or random valid ones;
 - the modes the configuration has: zero points, requantization (random multipliers, shifts,
   output zero point, ReLU);
-- the memory: the DRAM model at a random bandwidth and latency (every counter must equal the
-  model's), or, with ``pauses``, cocotbext-axi's AXI RAM with every channel pausing at random
-  (the counters of work and traffic must; its timing is its own).
+- the memory: the DRAM model at one of :data:`MEMORIES` (every counter must equal the model's),
+  or, with ``pauses``, cocotbext-axi's AXI RAM with every channel pausing at random (the
+  counters of work and traffic must; its timing is its own).
 """
 
 from __future__ import annotations
@@ -148,8 +148,9 @@ def _quant(rng, config: ArrayConfig, n: int) -> Quantization | None:
     params = None
     if config.requant and rng.random() < 0.7:
         lo, hi = value_range(config.out_width, config.out_signed)
+        out_zero = int(rng.integers(lo, hi, endpoint=True))
         params = RequantParams(rng.integers(1 << 28, 1 << 31, n), rng.integers(-12, 4, n),
-                               int(rng.integers(lo, hi, endpoint=True)), bool(rng.random() < 0.5))  # fmt: skip
+                               out_zero, bool(rng.random() < 0.5))  # fmt: skip
     return Quantization(za, zb, params)
 
 
@@ -224,8 +225,10 @@ def run_regression(config: ArrayConfig, selected: list[Case], *, waves: Path | N
         groups.setdefault(key, []).append(c)
     for (slave, setting), group in groups.items():
         start = time.perf_counter()
-        kwargs = dict(memory=setting) if slave == "dram" else dict(slave="axi-ram", pause=setting,
-                                                                   pause_seed=group[0].index)  # fmt: skip
+        if slave == "dram":
+            kwargs = dict(memory=setting)
+        else:
+            kwargs = dict(slave="axi-ram", pause=setting, pause_seed=group[0].index)
         results = run_gemms(
             config, [(c.a, c.b) for c in group], order=[c.order for c in group],
             chunk=[c.chunk for c in group],

@@ -34,6 +34,8 @@ __all__ = [
     "ACTIVITY_PREFIX",
     "BUILD_ROOT",
     "MEMORIES",
+    "SIMULATORS",
+    "WAVE_FORMATS",
     "Build",
     "TestRun",
     "build_bench",
@@ -43,6 +45,13 @@ __all__ = [
 
 #: The folders whose Python sources fix the generated Verilog: the generator and its contract.
 _GENERATOR_DIRS = tuple(Path(p.__file__).parent for p in (systolic.contract, systolic.rtl))
+
+#: The simulators a design builds for: Verilator (every test and tool) and Icarus Verilog (a
+#: subset of the suite, to show the Verilog is not Verilator-only).
+SIMULATORS = ("verilator", "icarus")
+#: Waveform formats of a traced Verilator build (FST needs lz4's headers; the Makefile
+#: installs them).
+WAVE_FORMATS = ("fst", "vcd")
 
 #: Where compiled models are kept; override with ``SYSTOLIC_BUILD_DIR``.
 BUILD_ROOT = Path(os.environ.get("SYSTOLIC_BUILD_DIR", Path.cwd() / "build"))
@@ -284,6 +293,8 @@ class Build:
     config: ArrayConfig | None  # None for a bench of hand-written Verilog (build_bench)
     directory: Path
     seconds: float  # time this call spent building: 0.0 when the cached model was reused
+    simulator: str = "verilator"
+    waves: str | None = None  # the trace format it records (WAVE_FORMATS), None: none
 
     @property
     def cached(self) -> bool:
@@ -300,10 +311,10 @@ class TestRun:
     log: Path
 
 
-def _runner():
+def _runner(simulator: str = "verilator"):
     from cocotb_tools.runner import get_runner
 
-    return get_runner("verilator")
+    return get_runner(simulator)
 
 
 def _design_key(config: ArrayConfig, top: str) -> str:
@@ -341,21 +352,33 @@ def build_model(
     root: Path | None = None,
     activity: bool = False,
     memory: str = "dram",
+    waves: str | None = None,
+    simulator: str = "verilator",
 ) -> Build:
     """Compile the design ``kind`` (``"array"`` or ``"device"``) of ``config``, or reuse the
     cached model. ``activity=True`` (device only) builds a separate model whose wrapper also
     counts switching activity (:func:`_activity_counters`); its groups are listed in
     ``activity.json`` in the build directory. ``memory`` (:data:`MEMORIES`, device only) puts
-    the DRAM model behind the AXI4 port or leaves the port at the wrapper's edge."""
+    the DRAM model behind the AXI4 port or leaves the port at the wrapper's edge. ``waves``
+    (:data:`WAVE_FORMATS`) builds a Verilator model that can record a waveform;
+    ``simulator`` (:data:`SIMULATORS`) compiles it for Icarus Verilog instead."""
     if activity and kind != "device":
         raise ValueError("activity counting is built for the device design only")
     if memory not in MEMORIES or (memory != "dram" and kind != "device"):
         raise ValueError(f"memory must be one of {', '.join(MEMORIES)} (the port on the device "
                          f"only), not {memory!r}")  # fmt: skip
+    if simulator not in SIMULATORS:
+        raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, not {simulator!r}")
+    if waves is not None and (waves not in WAVE_FORMATS or simulator != "verilator"):
+        raise ValueError(f"waves must be one of {', '.join(WAVE_FORMATS)} (Verilator builds), "
+                         f"not {waves!r}")  # fmt: skip
+    if simulator != "verilator" and activity:
+        raise ValueError("activity counting is built for Verilator only")
     check_buildable(config)
     toolchain.activate(cache_dir=BUILD_ROOT / "ccache")
     top = TOPS[kind]
     variant = ("-activity" if activity else "") + ("-port" if memory == "port" else "")
+    variant += (f"-{waves}" if waves else "") + ("-icarus" if simulator == "icarus" else "")
     # configurations with the same hardware (an IS mesh and its WS twin) share one model
     hardware = design_config(config, kind)
     key = _design_key(hardware, top + variant)
@@ -365,7 +388,7 @@ def build_model(
     with open(directory / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test workers build one design once
         if stamp.exists():
-            return Build(config, directory, 0.0)
+            return Build(config, directory, 0.0, simulator, waves)
         start = time.monotonic()
         sources = directory / "src"
         sources.mkdir(exist_ok=True)
@@ -394,29 +417,35 @@ def build_model(
         (sources / "config.json").write_text(hardware.to_json() + "\n")
         if activity:
             (directory / "activity.json").write_text(json.dumps(groups, indent=1) + "\n")
-        _compile(
-            directory, [*extra_files, sources / f"{top}.v", sources / f"{SIM_TOP}.v"], config.name
-        )
+        verilog_files = [*extra_files, sources / f"{top}.v", sources / f"{SIM_TOP}.v"]
+        _compile(directory, verilog_files, config.name, simulator, waves)
         seconds = time.monotonic() - start
         stamp.write_text(json.dumps({"config": hardware.to_dict(), "seconds": seconds}) + "\n")
-        return Build(config, directory, seconds)
+        return Build(config, directory, seconds, simulator, waves)
 
 
-def _compile(directory: Path, verilog: list[Path], what: str) -> None:
+def _compile(directory: Path, verilog: list[Path], what: str, simulator: str = "verilator",
+             waves: str | None = None) -> None:  # fmt: skip
     """Verilate ``verilog`` (``SIM_TOP`` among it, ``src/public.vlt`` beside) into
-    ``directory/obj``, then drop the precompiled headers."""
+    ``directory/obj``, then drop the precompiled headers; or compile it with Icarus."""
     log = directory / "build.log"
+    if simulator == "icarus":
+        sources, args = verilog, []
+    else:
+        sources = [LINT_WAIVERS, directory / "src" / "public.vlt", *verilog]
+        args = _BUILD_ARGS + {None: [], "fst": ["--trace-fst"], "vcd": []}[waves]
     try:
-        _runner().build(
-            sources=[LINT_WAIVERS, directory / "src" / "public.vlt", *verilog],
+        _runner(simulator).build(
+            sources=sources,
             hdl_toplevel=SIM_TOP,
             build_dir=directory / "obj",
-            build_args=_BUILD_ARGS,
+            build_args=args,
             timescale=_TIMESCALE,
+            waves=waves is not None,
             log_file=log,
         )
     except (RuntimeError, SystemExit) as e:
-        raise RuntimeError(f"Verilator build of {what} failed ({e}); see {log}") from None
+        raise RuntimeError(f"{simulator} build of {what} failed ({e}); see {log}") from None
     for pch in (directory / "obj").glob("*.gch"):
         pch.unlink()  # ~150 MB of precompiled headers per model, never needed again
 
@@ -464,9 +493,13 @@ def run_cocotb(
     env: dict[str, str] | None = None,
     testcase: str | None = None,
     name: str = "run",
+    waves: Path | None = None,
 ) -> TestRun:
     """Run the cocotb tests of ``test_module`` on ``build``; the design's configuration reaches
-    them as JSON in ``SYSTOLIC_CONFIG`` (Amaranth bakes parameters into the Verilog)."""
+    them as JSON in ``SYSTOLIC_CONFIG`` (Amaranth bakes parameters into the Verilog).
+    ``waves``: where the run's waveform goes (a build made with ``waves``)."""
+    if waves is not None and build.waves is None:
+        raise ValueError(f"{build.directory.name} was built without waves")
     toolchain.activate()
     test_dir = build.directory / "runs" / name
     if test_dir.exists():
@@ -482,7 +515,7 @@ def run_cocotb(
     # The runner exits on a crashed simulator (and, under pytest, on failed tests): the results
     # file, read below, tells what happened.
     with contextlib.suppress(SystemExit):
-        _runner().test(
+        _runner(build.simulator).test(
             test_module=test_module,
             hdl_toplevel=SIM_TOP,
             hdl_toplevel_lang="verilog",
@@ -493,6 +526,8 @@ def run_cocotb(
             extra_env=extra_env,
             testcase=testcase,
             log_file=log,
+            waves=waves is not None,
+            test_args=["--trace-file", str(Path(waves).resolve())] if waves else [],
         )
     if not results.is_file():
         what = build.config.name if build.config is not None else build.directory.name

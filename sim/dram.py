@@ -114,9 +114,13 @@ def dram_model(bus_width: int, size: int = DRAM_BYTES) -> str:
             f"write_beats_{op} <= write_beats_{op} + 64'd1; "
             f"write_bytes_{op} <= write_bytes_{op} + beat_bytes; end"
         )
+    # one bit and one byte of the W payload each, indexed directly (a part-select of a
+    # part-select is SystemVerilog, which Icarus refuses)
+    strb_lsb = field_slices(bus_width, "w")["strb"][0]
+    data_lsb = field_slices(bus_width, "w")["data"][0]
     strobes = "\n".join(
-        f"        if ({w['strb']}[{i}]) mem[word][{8 * i + 7}:{8 * i}] <= "
-        f"{w['data']}[{8 * i + 7}:{8 * i}];"
+        f"        if (w_payload[{strb_lsb + i}]) mem[word][{8 * i + 7}:{8 * i}] <= "
+        f"w_payload[{data_lsb + 8 * i + 7}:{data_lsb + 8 * i}];"
         for i in range(lanes)
     )
 
@@ -301,7 +305,7 @@ def image_lines(bus_width: int, regions: dict[int, bytes]) -> str:
 def read_dump(text: str, bus_width: int) -> bytes:
     """The bytes of a :data:`DUMP_FILE`, in address order."""
     lanes = bus_width // 8
-    words = [
-        line for line in text.split() if not line.startswith("@") and not line.startswith("//")
-    ]
+    words = []
+    for line in text.splitlines():  # Icarus heads the dump with an address comment
+        words += [w for w in line.split("//", 1)[0].split() if not w.startswith("@")]
     return b"".join(bytes.fromhex(w.rjust(2 * lanes, "0"))[::-1] for w in words)

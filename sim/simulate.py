@@ -8,6 +8,7 @@ one descriptor per GEMM, and reads C back from DRAM; the device does the rest.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -43,7 +44,7 @@ from systolic.contract.trace import parse_log
 from systolic.golden.reference import check_operands, check_zero_points
 from systolic.golden.requant import RequantParams
 
-from .build import build_model, run_cocotb
+from .build import WAVE_FORMATS, build_model, run_cocotb
 from .dram import DRAM_BYTES, image_lines, read_dump
 
 __all__ = [
@@ -51,6 +52,9 @@ __all__ = [
     "Quantization",
     "SimResult",
     "SimulationError",
+    "check_waves",
+    "forget_last_call",
+    "replay_last_with_waves",
     "run_gemm",
     "run_gemms",
 ]
@@ -207,6 +211,8 @@ def run_gemms(
     pause: float = 0.3,
     pause_seed: int = 0,
     trace: bool = False,
+    waves: Path | None = None,
+    simulator: str = "verilator",
 ) -> list[SimResult]:
     """Run every ``(A, B)`` on one simulator process of the device for ``config``, each as one
     descriptor, behind the DRAM model ``memory`` (:data:`DEFAULT_MEMORY` when None).
@@ -229,7 +235,18 @@ def run_gemms(
     of the protocol, each channel paused on a share ``pause`` of the cycles at random (seeded
     by ``pause_seed``). Its timing is its own, so ``memory`` is only the models' reference and
     ``SimResult.dram`` is empty.
+
+    ``waves`` writes the run's waveform there (``.fst``, or ``.vcd``; a separately built
+    model with tracing: the wrapper's nets and the whole design). ``simulator`` is
+    ``verilator`` or ``icarus`` (:data:`sim.build.SIMULATORS`; Icarus Verilog runs the same
+    bench behind the DRAM model, without activity counting or waves).
     """
+    global _last_call
+    _last_call = {"config": config, "operands": operands, "kwargs": dict(
+        memory=memory, order=order, chunk=chunk, quant=quant, c_in=c_in, pad=pad,
+        descriptors=descriptors, activity=activity, name=name, timeout=timeout, slave=slave,
+        pause=pause, pause_seed=pause_seed, trace=trace, simulator=simulator)}  # fmt: skip
+    wave_format = check_waves(waves)
     if slave not in SLAVES:
         raise ValueError(f"slave must be one of {', '.join(SLAVES)}, not {slave!r}")
     if not 0 <= pause < 1:
@@ -273,7 +290,8 @@ def run_gemms(
         checked.append((a, b, d, q, acc))
 
     build = build_model(config, "device", activity=activity,
-                        memory="dram" if slave == "dram" else "port")  # fmt: skip
+                        memory="dram" if slave == "dram" else "port", waves=wave_format,
+                        simulator=simulator)  # fmt: skip
     groups = json.loads((build.directory / "activity.json").read_text()) if activity else []
     by_counter = {g["counter"]: (g["component"], g["traffic"]) for g in groups}
     run_dir = build.directory / "jobs" / f"{name}-{os.getpid()}-{threading.get_ident()}"
@@ -320,7 +338,7 @@ def run_gemms(
     failure = None
     try:
         run = run_cocotb(build, "systolic.tb.device_tb", testcase="run_jobs", env=env,
-                         name=run_dir.name)  # fmt: skip
+                         name=run_dir.name, waves=waves)  # fmt: skip
         if run.failed:
             failure = ("the simulation failed", run.log)
     except RuntimeError as e:
@@ -351,6 +369,39 @@ def _result(config, memory, shape, d, fmt, got: dict, by_counter: dict) -> SimRe
     return SimResult(config, shape, d, memory, c, got["counters"], got["error"],
                      got["measured_cycles"], got["dram"], toggles, trace, got["wall_seconds"],
                      got["compute_seconds"])  # fmt: skip
+
+
+#: The last :func:`run_gemms` call of this process, which :func:`replay_last_with_waves`
+#: runs again.
+_last_call: dict | None = None
+
+
+def check_waves(waves: Path | None) -> str | None:
+    """The trace format a waveform path asks for (``fst`` or ``vcd``), None for no waves."""
+    if waves is None:
+        return None
+    fmt = Path(waves).suffix.lstrip(".")
+    if fmt not in WAVE_FORMATS:
+        raise ValueError(f"waves must be a .fst or .vcd file, not {str(waves)!r}")
+    return fmt
+
+
+def forget_last_call() -> None:
+    """Start afresh: :func:`replay_last_with_waves` replays nothing until the next call."""
+    global _last_call
+    _last_call = None
+
+
+def replay_last_with_waves(path: Path) -> Path | None:
+    """Run the last :func:`run_gemms` call of this process again, writing its waveform to
+    ``path``: the GEMMs of that one call, the window around a failure a test judged on them.
+    None if there was no call."""
+    if _last_call is None:
+        return None
+    call = _last_call
+    with contextlib.suppress(SimulationError):  # the failure is what the waves are for
+        run_gemms(call["config"], call["operands"], **call["kwargs"], waves=path)
+    return path if Path(path).exists() else None
 
 
 def run_gemm(config: ArrayConfig, a: np.ndarray, b: np.ndarray, **kwargs) -> SimResult:

@@ -26,7 +26,7 @@ class AxiLiteMaster:
         getattr(self.dut, self.prefix + name).value = value
 
     def _get(self, name: str) -> int:
-        return getattr(self.dut, self.prefix + name).value.to_unsigned()
+        return int(getattr(self.dut, self.prefix + name).value)  # a Logic under Icarus
 
     async def write(self, addr: int, data: int, strobes: int = 0xF, check: bool = True) -> int:
         """Write ``data`` at byte address ``addr``; returns ``BRESP`` (raises on an error

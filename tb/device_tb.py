@@ -56,9 +56,9 @@ class _DramModel:
         await _pulse(self.dut, "dram_load")
 
     def counters(self) -> dict[str, int]:
-        out = {f"{c}_{op}": getattr(self.dut, f"dram_{c}_{op}").value.to_unsigned()
+        out = {f"{c}_{op}": int(getattr(self.dut, f"dram_{c}_{op}").value)
                for c in DRAM_COUNTERS for op in "abcq"}  # fmt: skip
-        out["protocol_errors"] = getattr(self.dut, PROTOCOL_ERRORS).value.to_unsigned()
+        out["protocol_errors"] = int(getattr(self.dut, PROTOCOL_ERRORS).value)
         return out
 
     async def dump(self, first: int, last: int) -> str:
@@ -188,7 +188,7 @@ async def run_jobs(dut):
         outcome = {
             "counters": await host.read_counters(),
             "error": await host.error(),
-            "measured_cycles": dut.bench_cycles.value.to_unsigned(),
+            "measured_cycles": int(dut.bench_cycles.value),
             "dram": memory.counters(),
             "compute_seconds": compute_seconds,
             "toggles": {name: after[name] - before[name] for name in activity},

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import random
+import re
 from pathlib import Path
 
 import pytest
+from systolic.sim import simulate
 
 # Compiled models live in the repository's build/ for every test, the command-line tools they
 # start in other folders included (one cache, not one per temporary directory).
@@ -44,12 +46,29 @@ def pytest_configure(config):
         )
 
 
+#: ``SYSTOLIC_WAVES_ON_FAIL=DIR``: a test that fails after simulating leaves its waveform in
+#: DIR (``<test id>.fst``): its last simulation run again with tracing, the GEMMs the failing
+#: check judged and nothing before them (``sim.simulate.replay_last_with_waves``).
+WAVES_ON_FAIL = "SYSTOLIC_WAVES_ON_FAIL"
+
+
+def pytest_runtest_setup(item):
+    simulate.forget_last_call()  # a test's waveform is of its own simulations only
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
-    """Every failure report ends with the seed and the command that replays it."""
+    """Every failure report ends with the seed and the command that replays it (and, with
+    :data:`WAVES_ON_FAIL`, where the waveform is)."""
     report = yield
     if report.failed:
         report.sections.append(("systolic seed", f"seed {SEED}; replay: {replay(item.nodeid)}"))
+    where = os.environ.get(WAVES_ON_FAIL)
+    if where and report.failed and report.when == "call":
+        path = Path(where) / (re.sub(r"[^\w.-]+", "_", item.nodeid) + ".fst")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if simulate.replay_last_with_waves(path) is not None:
+            report.sections.append(("waveform", f"{path} (open it with gtkwave or surfer)"))
     return report
 
 

@@ -37,7 +37,7 @@ def add_parser(sub) -> None:
     p.add_argument("--count", type=positive, default=24, help="GEMMs to run (default 24)")
     p.add_argument("--seed", type=int, help="seed of the cases (default: drawn and printed)")
     p.add_argument("--case", type=int, action="append", metavar="I",
-                   help="run case I of the seed alone (repeatable); the replay of a failure")  # fmt: skip
+                   help="run case I of the seed alone (repeatable), as a replay")  # fmt: skip
     p.add_argument("--junit", type=Path, metavar="FILE",
                    help="JUnit XML report (default regress-<config>-s<seed>.xml)")  # fmt: skip
     p.add_argument("--waves", type=Path, metavar="FILE",

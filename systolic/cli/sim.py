@@ -45,6 +45,9 @@ def add_parser(sub) -> None:
     add_config_options(p, rtl=True)
     add_shape_options(p, required=True)
     p.add_argument("--seed", type=int, help="random seed of the operands (default: random)")
+    p.add_argument("--waves", type=Path, metavar="FILE",
+                   help="write the waveform of the run: FILE.fst (compact) or FILE.vcd; open "
+                   "it with gtkwave or surfer")  # fmt: skip
     add_data_option(
         p,
         "operand data: uniform random (default), all zeros, or random with a fraction P of zeros",
@@ -94,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     quant = Quantization(args.a_zero, args.b_zero, params)
     chunk = chunk_from_args(args, config, memory)
     result = run_gemm(config, a, b, memory=memory, order=args.order, chunk=chunk,
-                      activity=args.energy, quant=quant, trace=args.trace is not None)  # fmt: skip
+                      activity=args.energy, quant=quant, trace=args.trace is not None,
+                      waves=args.waves)  # fmt: skip
     mismatches = int(np.count_nonzero(result.c != expected))
     predicted = predict_device(config, result.descriptor, memory)
     differences = {k: [v, predicted[k]] for k, v in result.counters.items() if predicted[k] != v}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from systolic.contract.config import ArrayConfig
+from systolic.contract.registers import config_hash
 
 from ..helpers import run_cli
 
@@ -36,6 +37,12 @@ def test_generate_writes_verilog_and_config(tmp_path):
     assert "module systolic_device(" in (out / "systolic_device.v").read_text()
     config = ArrayConfig.from_json((out / "config.json").read_text())
     assert config == ArrayConfig("is", 3, 2, a_width=4, a_signed=False, acc_width=20)
+    # beside the Verilog, the register map and the C header of the same definition
+    assert report["registers"] == str(out / "registers.md")
+    assert "| 0x044 | `STATUS` | ro |" in (out / "registers.md").read_text()
+    header = (out / "systolic_regs.h").read_text()
+    assert "#define SYSTOLIC_DOORBELL 0x040u" in header
+    assert f"#define SYSTOLIC_CONFIG_HASH_EXPECTED 0x{config_hash(config):08x}u" in header
 
 
 def test_generate_from_config_file(tmp_path):
