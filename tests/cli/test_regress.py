@@ -58,7 +58,8 @@ def test_a_regression_of_a_generated_configuration_passes_with_junit_xml(tmp_pat
 
 
 def test_a_broken_model_fails_with_a_replay_that_reproduces_it_and_writes_waves(tmp_path, seed):
-    (tmp_path / "config.json").write_text(CONFIG.to_json())
+    # the smallest device, whose plain and traced builds tests/sim/test_waves.py makes too
+    (tmp_path / "config.json").write_text(ArrayConfig("ws", 1, 1).to_json())
     env = os.environ | {"SYSTOLIC_REGRESS_INJECT": "model-cycles"}
     r = _systolic(["regress", "config.json", "--count", "2", "--seed", str(seed),
                    "--no-pauses"], tmp_path, env)  # fmt: skip
