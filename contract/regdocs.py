@@ -67,10 +67,10 @@ def markdown(config: ArrayConfig) -> str:
         "",
         f"Register map version {VERSION}, generated from `contract/registers.py` (the same "
         f"definition builds the hardware and `{HEADER_NAME}`). The AXI4-Lite port (`s_axil_*`) "
-        f"decodes a {1 << ADDR_BITS}-byte window; registers are 32 bits, read and written "
-        "whole (`WSTRB` all ones). An address with no register answers `SLVERR` (reads return "
-        "0). Access: `ro` read only (writes ignored), `rw`, `wo` write only (reads return 0), "
-        "`w1c` write 1 to clear.",
+        f"decodes a {1 << ADDR_BITS}-byte window; registers are 32 bits, and a write changes "
+        "the bytes its strobes (`WSTRB`) select. An address with no register answers "
+        "`SLVERR` (reads return 0). Access: `ro` read only (writes ignored), `rw`, `wo` write "
+        "only (reads return 0), `w1c` write 1 to clear.",
         "",
         "| offset | register | access | bits | field | description |",
         "|---|---|---|---|---|---|",

@@ -182,10 +182,9 @@ def _identification(config: ArrayConfig) -> list[Register]:
         regs.append(Register(reg.name, reg.offset, reg.access, reg.doc, reg.fields, hw[reg.name]))
     for i, buf in enumerate("abcq"):
         depth = getattr(config, f"{buf}_depth") if buf != "q" or config.requant else 0
-        regs.append(_one(f"HW_{buf.upper()}_DEPTH", 0x018 + 4 * i, Access.RO,
-                         f"words per bank of the {buf.upper()} buffer"
-                         + (" (0: no requantization)" if buf == "q" else ""),
-                         value=depth))  # fmt: skip
+        doc = (f"words per bank of the {buf.upper()} buffer" if buf != "q" else
+               "words of the requantization table's buffer (0: no requantization)")  # fmt: skip
+        regs.append(_one(f"HW_{buf.upper()}_DEPTH", 0x018 + 4 * i, Access.RO, doc, value=depth))
     return regs
 
 
