@@ -37,7 +37,7 @@ from systolic.golden.requant import RequantParams
 from systolic.models.device import predict_device
 from systolic.sim.simulate import Quantization, SimResult, run_gemms
 
-__all__ = ["Case", "Outcome", "cases", "run_regression", "write_junit"]
+__all__ = ["Case", "Outcome", "case", "replay_command", "run_regression", "write_junit"]
 
 #: Counters that depend on the memory's timing (not compared behind the AXI RAM).
 TIMING = ("cycles", "array_wait_cycles", "dma_wait_cycles")
@@ -178,10 +178,6 @@ def case(config: ArrayConfig, seed: int, index: int, pauses: bool = True) -> Cas
     if pauses and index % 4 == 3:
         return Case(index, values, a, b, order, chunk, quant, None, PAUSES[index // 4 % 2])
     return Case(index, values, a, b, order, chunk, quant, MEMORIES[int(rng.integers(3))])
-
-
-def cases(config: ArrayConfig, seed: int, count: int, pauses: bool = True) -> list[Case]:
-    return [case(config, seed, i, pauses) for i in range(count)]
 
 
 def _expected(config: ArrayConfig, c: Case) -> np.ndarray:
