@@ -10,7 +10,7 @@ from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import LOOP_ORDERS, Refusal, check_descriptor, place
 from systolic.contract.memory import DEFAULT_MEMORY, Dram
 from systolic.contract.plan import chunk_sizes
-from systolic.models.chunking import choose_chunk
+from systolic.models.chunking import EXACT_CHECK_MACS, choose_chunk
 from systolic.models.device import predict_device
 
 
@@ -35,8 +35,9 @@ def test_tuned_chunks_bring_a_compute_bound_gemm_within_two_percent():
 
 def test_tuned_chunks_are_valid_and_rarely_slower(seed):
     """Random small GEMMs, DRAMs and loop orders: the tuned chunks are a descriptor the device
-    accepts, and on the exact model never more than 10% slower than the largest (the pipeline
-    model's error on small GEMMs), and faster on the whole."""
+    accepts, and on the exact model never slower than the largest (at this size the tuner
+    checks its choice there: the pipeline model alone chose chunks up to 15% slower, seed
+    676602775), and faster on the whole."""
     rng = random.Random(seed)
     ratios = []
     for _ in range(30):
@@ -55,7 +56,8 @@ def test_tuned_chunks_are_valid_and_rarely_slower(seed):
         assert check_descriptor(config, d)[0] is Refusal.NONE, (config.name, shape, tuned)
         ratio = (_exact(config, shape, dram, tuned, order)["cycles"]
                  / _exact(config, shape, dram, fit, order)["cycles"])  # fmt: skip
-        assert ratio <= 1.1, (config.name, shape, order, dram, fit, tuned, ratio)
+        assert shape[0] * shape[1] * shape[2] <= EXACT_CHECK_MACS
+        assert ratio <= 1.0, (config.name, shape, order, dram, fit, tuned, ratio)
         ratios.append(ratio)
     print(f"tuned / fit cycles: best {min(ratios):.3f}, mean {sum(ratios) / len(ratios):.3f}, "
           f"worst {max(ratios):.3f} over {len(ratios)} GEMMs")  # fmt: skip
