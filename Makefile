@@ -21,16 +21,17 @@ help:
 	@echo "make lint    ruff over the Python sources"
 	@echo "make clean   remove compiled models (build/); keep .venv"
 
-setup: $(STAMP)
+setup: $(STAMP) $(DEB_STAMP)
 
 # Debian packages beside the Python ones: Icarus Verilog (the second simulator the tests run
-# the generated Verilog on) and lz4's headers (Verilator's FST waveforms). apt-get installs
-# whichever is missing (the machines run as root; sudo otherwise).
-DEBS     := iverilog liblz4-dev
+# the generated Verilog on), lz4's headers (Verilator's FST waveforms), OpenSTA and the OSU
+# 0.18 um standard cells (`systolic synth`). apt-get installs whichever is missing (the
+# machines run as root; sudo otherwise).
+DEBS     := iverilog liblz4-dev opensta qflow-tech-osu018
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEB_STAMP := build/.debian-packages
 
-$(DEB_STAMP):
+$(DEB_STAMP): Makefile
 	@missing=$$(for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "apt-get install $$missing"; \

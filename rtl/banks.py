@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from amaranth import Module, Mux, Signal
 from amaranth.lib import data
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .array import Flow
@@ -49,16 +48,16 @@ class BankedInput(_Buffer):
             m.d.sync += last_bank.eq(self.read_bank)
         outs = []
         for b in range(2):
-            m.submodules[f"bank{b}"] = mem = Memory(shape=self._word, depth=self._depth, init=[])
-            wp, rp = mem.write_port(), mem.read_port()
+            m.submodules[f"bank{b}"] = mem = self._sram()
+            en, addr, out = mem.read_port(0)
             m.d.comb += [
-                wp.addr.eq(self.fill.payload.addr),
-                wp.data.eq(self.fill.payload.data),
-                wp.en.eq(self.fill.valid & (self.fill.payload.bank == b)),
-                rp.addr.eq(self.read_addr),
-                rp.en.eq(self.read_en & (self.read_bank == b)),
+                mem.w_addr.eq(self.fill.payload.addr),
+                mem.w_data.eq(self.fill.payload.data),
+                mem.w_en.eq(self.fill.valid & (self.fill.payload.bank == b)),
+                addr.eq(self.read_addr),
+                en.eq(self.read_en & (self.read_bank == b)),
             ]
-            outs.append(rp.data)
+            outs.append(out)
         m.d.comb += self.read_data.eq(Mux(last_bank, outs[1], outs[0]))
         return m
 
@@ -103,22 +102,21 @@ class BankedAccumulator(_Buffer):
             m.d.sync += drained_bank.eq(self.drain_bank)
         olds, drains, writes = [], [], []
         for b in range(2):
-            m.submodules[f"bank{b}"] = mem = Memory(shape=self._word, depth=self._depth, init=[])
-            wp = mem.write_port()
-            old = mem.read_port(transparent_for=(wp,))
-            drain = mem.read_port()
+            # read port 0 (transparent): the update's old word; port 1: the store's drain
+            m.submodules[f"bank{b}"] = mem = self._sram(reads=2, transparent=True)
+            (old_en, old_addr, old), (drain_en, drain_addr, drain) = map(mem.read_port, (0, 1))
             mine = pending_valid & (pending.bank == b)
             m.d.comb += [
-                old.addr.eq(upd.payload.addr),
-                old.en.eq(upd.valid & (upd.payload.bank == b)),
-                drain.addr.eq(self.drain_addr),
-                drain.en.eq(self.drain_en & (self.drain_bank == b)),
-                wp.addr.eq(Mux(mine, pending.addr, self.fill.payload.addr)),
-                wp.en.eq(mine | (self.fill.valid & (self.fill.payload.bank == b))),
+                old_addr.eq(upd.payload.addr),
+                old_en.eq(upd.valid & (upd.payload.bank == b)),
+                drain_addr.eq(self.drain_addr),
+                drain_en.eq(self.drain_en & (self.drain_bank == b)),
+                mem.w_addr.eq(Mux(mine, pending.addr, self.fill.payload.addr)),
+                mem.w_en.eq(mine | (self.fill.valid & (self.fill.payload.bank == b))),
             ]
-            olds.append(old.data)
-            drains.append(drain.data)
-            writes.append((wp, mine))
+            olds.append(old)
+            drains.append(drain)
+            writes.append((mem, mine))
         # one set of adders, on the bank the pending update names
         old_word = Signal(self._word, name="rmw_old")
         new_word = Signal(self._word, name="rmw_new")
@@ -126,7 +124,7 @@ class BankedAccumulator(_Buffer):
         for i in range(self._word.length):
             total = self._arith.add(m, old_word[i], pending.data[i], f"sum{i}")
             m.d.comb += new_word[i].eq(Mux(pending.accumulate, total, pending.data[i]))
-        for wp, mine in writes:
-            m.d.comb += wp.data.eq(Mux(mine, new_word, self.fill.payload.data))
+        for mem, mine in writes:
+            m.d.comb += mem.w_data.eq(Mux(mine, new_word, self.fill.payload.data))
         m.d.comb += self.drain_data.eq(Mux(drained_bank, drains[1], drains[0]))
         return m

