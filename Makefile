@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: setup sweep test bench bench-model bench-sweep mutants lint format clean help
+.PHONY: setup sweep test bench bench-model bench-sweep bench-synth mutants lint format clean help
 
 help:
 	@echo "make sweep   the default design-space sweep and its report (results/default/report.html)"
@@ -18,6 +18,7 @@ help:
 	@echo "make mutants injected bugs, one at a time, that the tests must catch (a benchmark)"
 	@echo "make bench-model  the model on a 100,800-point design space: points/s locally and on Dask"
 	@echo "make bench-sweep  a larger sweep (more RTL points, 32x32 arrays, int16): a benchmark, ~1 h"
+	@echo "make bench-synth  area and Fmax of every dataflow's mesh from 2x2 to 16x16 (synthesis)"
 	@echo "make lint    ruff over the Python sources"
 	@echo "make clean   remove compiled models (build/); keep .venv"
 
@@ -59,6 +60,9 @@ test: $(STAMP) $(DEB_STAMP)
 
 mutants: $(STAMP)
 	$(BIN)/python -m systolic.experiments.mutants $(MUTANTS_ARGS)
+
+bench-synth: $(STAMP) $(DEB_STAMP)
+	$(BIN)/python -m systolic.experiments.synth_bench $(BENCH_ARGS)
 
 bench-model: $(STAMP)
 	$(BIN)/python -m systolic.sweeps.bench_model $(BENCH_ARGS)

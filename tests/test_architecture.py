@@ -24,7 +24,7 @@ LAYERS = {
     "synth": ("synth", {"contract", "rtl", "synth"}),
     "sweeps": ("sweeps", {"contract", "golden", "models", "sim", "sweeps"}),
     "experiments": (
-        "experiments", {"contract", "rtl", "golden", "models", "sim", "experiments"}
+        "experiments", {"contract", "rtl", "golden", "models", "sim", "synth", "experiments"}
     ),
     "cli": ("systolic", {"contract", "rtl", "golden", "models", "sim", "synth", "sweeps",
                          "experiments", "cli"}),

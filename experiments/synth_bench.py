@@ -1,0 +1,50 @@
+"""`make bench-synth`: area and Fmax of the meshes as they grow, every dataflow, from synthesis.
+
+A systolic array's promise is a clock that does not slow down as the array grows: every path is
+PE to neighbour. This synthesizes the bare mesh of each dataflow from 2x2 to 16x16 (int8, 32-bit
+accumulators) to the OSU 0.18 um cells and prints cells, flip-flops, area, area per PE, Fmax and
+the critical path, and the 16x16 Fmax against the 4x4 one. Figures only; no assertion.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from systolic.contract.config import ArrayConfig, Dataflow
+from systolic.synth.flow import synthesize
+
+SIZES = (2, 4, 8, 16)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m systolic.experiments.synth_bench",
+                                     description=__doc__)  # fmt: skip
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), metavar="N",
+                        help="square array sizes (default: 2 4 8 16)")  # fmt: skip
+    parser.add_argument("--clock-ns", type=float, default=10.0, metavar="T")
+    parser.add_argument("--design", choices=["array", "device"], default="array")
+    args = parser.parse_args(argv)
+    print(f"{'config':<20} {'cells':>8} {'flops':>7} {'area mm^2':>10} {'um^2/PE':>9} "
+          f"{'Fmax MHz':>9} {'synth s':>8}  critical path")  # fmt: skip
+    fmax = {}
+    for dataflow in Dataflow:
+        for n in args.sizes:
+            config = ArrayConfig(dataflow, n, n)
+            start = time.monotonic()
+            r = synthesize(config, args.design, clock_ns=args.clock_ns)
+            fmax[dataflow, n] = r.fmax_mhz
+            print(f"{config.name:<20} {r.cells:>8} {r.flops:>7} {r.area_um2 / 1e6:>10.4f} "
+                  f"{r.components['pe_array'].area_um2 / n / n:>9.0f} {r.fmax_mhz:>9.1f} "
+                  f"{time.monotonic() - start:>8.1f}  {r.critical.start} -> {r.critical.end}",
+                  flush=True)  # fmt: skip
+    if 4 in args.sizes and 16 in args.sizes:
+        for dataflow in Dataflow:
+            ratio = fmax[dataflow, 16] / fmax[dataflow, 4]
+            print(f"{dataflow.value}: Fmax 16x16 / 4x4 = {ratio:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
