@@ -29,7 +29,17 @@ __all__ = ["MUTANTS", "Mutant", "run_mutants"]
 REPO = Path(__file__).resolve().parent.parent
 
 #: The repository folders that are subpackages of ``systolic`` (pyproject.toml's package-dir).
-_SUBPACKAGES = ("contract", "rtl", "golden", "models", "sim", "tb", "experiments", "sweeps")
+_SUBPACKAGES = (
+    "contract",
+    "rtl",
+    "golden",
+    "models",
+    "sim",
+    "tb",
+    "experiments",
+    "sweeps",
+    "synth",
+)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,14 @@ def _raw_slack(report) -> float:
     return float(re.findall(r"(-?\d+\.\d+)\s+slack \(", text)[0])
 
 
+def _check_components_add_up(report) -> None:
+    parts = report.components.values()
+    assert sum(c.cells for c in parts) == report.cells
+    assert sum(c.flops for c in parts) == report.flops
+    assert sum(c.area_um2 for c in parts) == pytest.approx(report.area_um2)
+    assert all(c.flops > 0 and c.area_um2 > 0 for c in parts), report.components
+
+
 @pytest.mark.parametrize("dataflow", list(Dataflow), ids=lambda d: d.value)
 def test_every_dataflow_mesh_synthesizes_and_meets_a_10ns_clock(dataflow):
     report = synthesize(ArrayConfig(dataflow, 2, 2), "array", clock_ns=CLOCK_NS)
@@ -42,7 +50,7 @@ def test_every_dataflow_mesh_synthesizes_and_meets_a_10ns_clock(dataflow):
     assert report.fmax_mhz == pytest.approx(1000 / (CLOCK_NS - report.critical.slack_ns))
     assert report.critical.slack_ns > 0, report.critical  # an int8 MAC fits 10 ns at 0.18 um
     assert set(report.components) == {"pe_array", "edge"}
-    assert sum(c.area_um2 for c in report.components.values()) == pytest.approx(report.area_um2)
+    _check_components_add_up(report)
 
 
 def test_mesh_area_grows_with_rows_times_columns():
@@ -62,7 +70,7 @@ def test_the_device_synthesizes_with_its_srams_as_timed_macros():
     assert report.critical.slack_ns == _raw_slack(report)
     assert set(report.components) == {"pe_array", "edge", "buffers", "controller", "dma",
                                       "control"}  # fmt: skip
-    assert sum(c.area_um2 for c in report.components.values()) == pytest.approx(report.area_um2)
+    _check_components_add_up(report)
     # every SRAM is an instance of a macro of the SRAM library, which OpenSTA loaded and linked
     netlist = (report.directory / "netlist.v").read_text()
     for sram in memories(config):
