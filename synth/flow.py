@@ -23,7 +23,7 @@ from pathlib import Path
 from systolic.contract.config import ArrayConfig, check_buildable
 from systolic.contract.interface import TOPS
 from systolic.contract.memories import memories
-from systolic.rtl.generate import design_verilog
+from systolic.rtl.generate import design_config, design_verilog
 
 from . import tools
 from .liberty import read_cells, sram_liberty
@@ -166,13 +166,17 @@ def synthesize(config: ArrayConfig, kind: str = "device", *, clock_ns: float = 1
     lib = tools.liberty()
     verilog = design_verilog(config, kind)
     key = _key(verilog, clock_ns, lib)
-    directory = (root or SYNTH_ROOT) / f"{config.name}-{kind}-{clock_ns:g}ns-{key}"
+    # configurations with the same hardware (an IS mesh and its WS twin) share one run
+    name = design_config(config, kind).name
+    directory = (root or SYNTH_ROOT) / f"{name}-{kind}-{clock_ns:g}ns-{key}"
     report_path = directory / "report.json"
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # parallel callers synthesize one design once
         if report_path.exists() and not force:
-            return SynthReport.from_dict(json.loads(report_path.read_text()))
+            report = SynthReport.from_dict(json.loads(report_path.read_text()))
+            report.config = config  # the run may be its twin's
+            return report
         report = _run(config, kind, clock_ns, lib, verilog, directory)
         report_path.write_text(json.dumps(report.to_dict(), indent=1) + "\n")
         return report
