@@ -118,8 +118,9 @@ def test_extreme_zero_points_bit_exact(config, seed):
 
 
 def test_zero_points_and_requantization_together(seed):
-    config = ArrayConfig("is", 2, 3, a_signed=False, zero_points=True, requant=True,
-                         out_signed=False)  # fmt: skip
+    # tests/sim/test_device.py's configuration (no build of its own): 24-word buffers tile this
+    config = ArrayConfig("is", 2, 3, a_depth=24, b_depth=24, c_depth=24, zero_points=True,
+                         requant=True, a_signed=False, out_signed=False)  # fmt: skip
     rng = np.random.default_rng(seed)
     ((a, b),) = random_operands(rng, config, [(11, 9, 7)])
     za, zb = int(rng.integers(0, 256)), int(rng.integers(-128, 128))
