@@ -236,7 +236,7 @@ def _tally(stat: dict, cells: dict, top: str, kind: str) -> dict:
                     order.append(sub)
                 count[sub] = count.get(sub, 0) + n * count[name]
     by_component: dict[str, list[float]] = {}
-    totals = [0, 0, 0.0, 0.0]
+    leakage_nw = 0.0
     for name in order:
         path = name.removeprefix(top).removeprefix(".")
         if path == "":
@@ -254,12 +254,11 @@ def _tally(stat: dict, cells: dict, top: str, kind: str) -> dict:
             tally[0] += n
             tally[1] += n if c.sequential else 0
             tally[2] += n * c.area
-            totals[0] += n
-            totals[1] += n if c.sequential else 0
-            totals[2] += n * c.area
-            totals[3] += n * c.leakage_nw
+            leakage_nw += n * c.leakage_nw
     components = {k: Component(*v) for k, v in sorted(by_component.items())}
-    return dict(cells=totals[0], flops=totals[1], area_um2=totals[2], leakage_nw=totals[3],
+    parts = components.values()
+    return dict(cells=sum(c.cells for c in parts), flops=sum(c.flops for c in parts),
+                area_um2=sum(c.area_um2 for c in parts), leakage_nw=leakage_nw,
                 components=components)  # fmt: skip
 
 
