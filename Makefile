@@ -22,8 +22,6 @@ help:
 	@echo "make lint    ruff over the Python sources"
 	@echo "make clean   remove compiled models (build/); keep .venv"
 
-setup: $(STAMP) $(DEB_STAMP)
-
 # Debian packages beside the Python ones: Icarus Verilog (the second simulator the tests run
 # the generated Verilog on), lz4's headers (Verilator's FST waveforms), OpenSTA and the OSU
 # 0.18 um standard cells (`systolic synth`). apt-get installs whichever is missing (the
@@ -40,6 +38,8 @@ $(DEB_STAMP): Makefile
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 	@mkdir -p build && touch $@
+
+setup: $(STAMP) $(DEB_STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

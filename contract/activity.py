@@ -13,11 +13,17 @@ from __future__ import annotations
 
 from .config import ArrayConfig, Dataflow
 
-__all__ = ["COMPONENTS", "datapath_flop_bits", "stream_traffic"]
+__all__ = ["COMPONENTS", "UNPRICED", "datapath_flop_bits", "stream_traffic"]
 
 COMPONENTS = (
     "multiplier", "accumulator", "pipeline", "stationary", "edge", "buffer", "control",
 )  # fmt: skip
+
+#: Activity counted net by net but not priced by toggles: the memory side (descriptor queue,
+#: chunk walkers, DMA engines, bank states, control registers, device counters), whose energy is
+#: priced per word it moves, the SRAMs' read data (priced per access) and the device's input
+#: ports. Gate-level power (synth/power.py) reads them; the toggle groups leave them out.
+UNPRICED = ("memory", "sram", "input")
 
 
 def stream_traffic(config: ArrayConfig) -> tuple[str, str]:

@@ -218,9 +218,8 @@ def _device_wrapper(config: ArrayConfig, ports: list[tuple[str, str, int]], memo
     return rest, internal, edge, nets, text, writable, readable
 
 
-#: Prefix of the activity counters' names in ``SIM_TOP`` (``act_<component>__<traffic>``).
+#: Prefix of the activity counters' names in ``SIM_TOP`` (``act_<probe index>``).
 ACTIVITY_PREFIX = "act_"
-_TERMS_PER_WIRE = 64  # popcount terms summed per intermediate net (keeps expressions small)
 
 
 #: The net that opens the activity window: the array's controller busy with a chunk.
@@ -228,42 +227,33 @@ ACTIVITY_WINDOW = "dut.controller.busy"
 
 
 def _activity_counters(probes: list[Probe]) -> tuple[str, list[dict]]:
-    """Verilog counting, per (component, traffic) group, the probed bits that change at each
-    clock edge that starts a cycle of :data:`ACTIVITY_WINDOW`; and the groups' descriptions for
-    the testbench.
+    """Verilog counting, per probed net, the bits that change at each clock edge that starts a
+    cycle of :data:`ACTIVITY_WINDOW`; and the counters' descriptions for the testbench.
 
     Each probe's value is kept from the previous cycle; at every rising edge while the array's
-    controller is busy the popcount of ``now ^ before`` is added to its group's 64-bit counter.
-    So a group counts the bit flips that happened at the edges opening the controller's busy
+    controller is busy the popcount of ``now ^ before`` is added to the probe's 64-bit counter.
+    So a counter holds the bit flips that happened at the edges opening the controller's busy
     cycles, chunk by chunk: from the edge that starts a chunk to the one before its ``busy``
-    falls (what the DMA moves between chunks is priced by the words, not by toggles)."""
-    groups: dict[tuple[str, str], list[int]] = {}
+    falls (what the DMA moves between chunks is priced by the words, not by toggles). One
+    counter per net, not per group: gate-level power takes each register's activity, and the
+    toggle groups are their sums (:func:`sim.simulate.run_gemms`)."""
+    lines = ["  // switching activity, per probed net"]
+    described = []
     for i, probe in enumerate(probes):
-        groups.setdefault((probe.component, probe.traffic), []).append(i)
-    lines = ["  // switching activity, per (component, traffic) group"]
-    for i, probe in enumerate(probes):
-        lines.append(f"  reg [{probe.width - 1}:0] prev_{i} = {probe.width}'d0;")
-    updates, described = [], []
-    for (component, traffic), members in groups.items():
-        counter = f"{ACTIVITY_PREFIX}{component}__{traffic}"
-        parts = []
-        for start in range(0, len(members), _TERMS_PER_WIRE):
-            chunk = members[start : start + _TERMS_PER_WIRE]
-            net = f"{counter}_{start // _TERMS_PER_WIRE}"
-            terms = " + ".join(f"$countones(prev_{i} ^ dut.{probes[i].verilog})" for i in chunk)
-            lines.append(f"  wire [31:0] {net} = {terms};")
-            parts.append(net)
-        lines.append(f"  reg [63:0] {counter} = 64'd0;")
-        total = " + ".join(parts)
-        updates.append(f"    if ({ACTIVITY_WINDOW}) {counter} <= {counter} + {{32'd0, {total}}};")
-        described.append({
-            "counter": counter, "component": component, "traffic": traffic,
-            "bits": sum(probes[i].width for i in members),
-            "flop_bits": sum(probes[i].width for i in members if probes[i].flop),
-        })  # fmt: skip
+        counter = f"{ACTIVITY_PREFIX}{i}"
+        lines += [f"  reg [{probe.width - 1}:0] prev_{i} = {probe.width}'d0;",
+                  f"  wire [31:0] flips_{i} = $countones(prev_{i} ^ dut.{probe.verilog});",
+                  f"  reg [63:0] {counter} = 64'd0;"]  # fmt: skip
+        described.append({"counter": counter, "path": probe.path, "width": probe.width,
+                          "component": probe.component, "traffic": probe.traffic,
+                          "flop": probe.flop})  # fmt: skip
     lines.append("  always @(posedge clk) begin")
-    lines += [f"    prev_{i} <= dut.{probe.verilog};" for i, probe in enumerate(probes)]
-    lines += updates
+    for i, probe in enumerate(probes):
+        counter = f"{ACTIVITY_PREFIX}{i}"
+        lines += [
+            f"    prev_{i} <= dut.{probe.verilog};",
+            f"    if ({ACTIVITY_WINDOW}) {counter} <= {counter} + {{32'd0, flips_{i}}};",
+        ]
     lines.append("  end")
     return "\n".join(lines) + "\n", described
 

@@ -1,13 +1,17 @@
 """Which nets of the generated Verilog to watch for switching activity, and what each one is.
 
-Every flip-flop of the compute side of the device (the mesh, its controller, the buffers' ports
-and the per-chunk counters: a ``reg`` with an initial value in Amaranth's Verilog) and the
-multipliers' operands (``mul_a``/``mul_b``, combinational) become a :class:`Probe` tagged with a
-*component* (what kind of hardware switches) and a *traffic* class (whose data it carries), so
-toggle counts can be priced per component and split by traffic. Memories are not probed: their
-energy is priced per access from the performance counters. Nor is the memory side (the
-descriptor queue, the chunk walkers, the DMA engines, the bank states and the device's own
-counters): what it moves is priced per word from the DRAM counters.
+Every flip-flop of the device (a ``reg`` with an initial value in Amaranth's Verilog), the
+multipliers' operands (``mul_a``/``mul_b``, combinational) and the device's input ports become
+a :class:`Probe` tagged with a *component* (what kind of hardware switches) and a *traffic*
+class (whose data it carries). The compute side (the mesh, its controller, the buffers' ports
+and the per-chunk counters) is priced by its toggles, per component and traffic class. The
+memory side (the descriptor queue, the chunk walkers, the DMA engines, the bank states, the
+control registers and the device's own counters: component ``memory``) and the input ports
+(component ``input``) are counted too, register by register, so that gate-level power has every
+flip-flop's activity; the energy model prices what they move per word instead
+(:data:`contract.activity.UNPRICED`). Inside the memories only the read ports' data is probed
+(component ``sram``: what a macro drives into the logic); their energy is priced per access
+from the performance counters.
 
 The components and traffic classes are the contract's (:mod:`contract.activity`).
 """
@@ -20,6 +24,7 @@ from dataclasses import dataclass
 from systolic.contract.activity import stream_traffic
 from systolic.contract.config import ArrayConfig
 from systolic.contract.interface import TOPS
+from systolic.contract.memories import memories
 
 __all__ = ["Probe", "probes"]
 
@@ -43,7 +48,7 @@ class Probe:
 
 
 _MODULE = re.compile(r"^module (\\\S+|\w+)\s*\(")
-_NET = re.compile(r"^  (reg|wire) (?:\[(\d+):0\] )?(\\\S+|\w+)\s*(=|;)")
+_NET = re.compile(r"^  (reg|wire|input) (?:\[(\d+):0\] )?(\\\S+|\w+)\s*(=|;)")
 
 
 #: Modules of the compute side, and the device's own registers that belong to it (the counters
@@ -59,6 +64,8 @@ def _computes(inst: str, name: str) -> bool:
 
 
 def _classify(config: ArrayConfig, inst: str, name: str) -> tuple[str, str] | None:
+    if not _computes(inst, name):
+        return "memory", "control"
     streaming, stationary = stream_traffic(config)
     if inst.startswith("array.pe_"):
         return {
@@ -107,9 +114,11 @@ def probes(config: ArrayConfig, verilog: str) -> list[Probe]:
         flop = kind == "reg" and end == "="
         if name.startswith("$auto$"):  # yosys's own dummy
             continue
-        if not flop and not (kind == "wire" and name in ("mul_a", "mul_b")):
+        if kind == "input":
+            if inst == "" and name not in ("clk", "rst"):  # the clock is the clock's; reset idles
+                found.append(Probe(name, int(msb or 0) + 1, "input", "control", False))
             continue
-        if not _computes(inst, name):
+        if not flop and not (kind == "wire" and name in ("mul_a", "mul_b")):
             continue
         role = _classify(config, inst, name)
         if role is None:
@@ -117,4 +126,7 @@ def probes(config: ArrayConfig, verilog: str) -> list[Probe]:
         component, traffic = role
         path = f"{inst}.{name}" if inst else name
         found.append(Probe(path, int(msb or 0) + 1, component, traffic, flop))
+    for sram in memories(config):
+        found += [Probe(f"{sram.path}.r{i}_data", sram.width, "sram", "control", True)
+                  for i in range(sram.reads)]  # fmt: skip
     return found

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from systolic.contract.activity import UNPRICED
 from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import (
     LOOP_ORDERS,
@@ -82,6 +83,9 @@ class SimResult(GemmFigures):
     dram: dict[str, int] = field(default_factory=dict)
     #: Bit flips per (component, traffic) group while the array computes; activity builds only.
     toggles: dict[tuple[str, str], int] | None = None
+    #: ``(bit flips, bits)`` of each probed net (sim/probes.py, by path) in the same window, the
+    #: memory side's and the inputs' included: what gate-level power is computed from.
+    net_toggles: dict[str, tuple[int, int]] | None = None
     trace: list | None = None  # (cycle, event, what): contract.trace, with trace=True
     wall_seconds: float = 0.0  # the whole GEMM in the simulator, DRAM load and read-back included
     compute_seconds: float = 0.0  # of which waiting for `done` (Python idle, simulator running)
@@ -101,6 +105,15 @@ class SimResult(GemmFigures):
     def sim_speed(self) -> float:
         """Simulated device cycles per wall-clock second while the device runs."""
         return self.cycles / self.compute_seconds if self.compute_seconds else 0.0
+
+    def net_activity(self) -> dict[str, tuple[float, int]]:
+        """Each probed net's bit flips per bit per cycle while the array computed (the window
+        of ``compute_cycles``), and its bits: activity for gate-level power."""
+        if self.net_toggles is None:
+            raise ValueError("net activity needs an activity build (run_gemm(activity=True))")
+        cycles = max(1, self.counters["compute_cycles"])
+        return {path: (flips / (bits * cycles), bits)
+                for path, (flips, bits) in self.net_toggles.items()}  # fmt: skip
 
     def summary(self) -> dict:
         return self.figures() | {"chunks": self.counters["jobs"], "errors": self.errors,
@@ -292,8 +305,8 @@ def run_gemms(
     build = build_model(config, "device", activity=activity,
                         memory="dram" if slave == "dram" else "port", waves=wave_format,
                         simulator=simulator)  # fmt: skip
-    groups = json.loads((build.directory / "activity.json").read_text()) if activity else []
-    by_counter = {g["counter"]: (g["component"], g["traffic"]) for g in groups}
+    nets = json.loads((build.directory / "activity.json").read_text()) if activity else []
+    by_counter = {net["counter"]: net for net in nets}
     run_dir = build.directory / "jobs" / f"{name}-{os.getpid()}-{threading.get_ident()}"
     if run_dir.exists():
         shutil.rmtree(run_dir)
@@ -362,13 +375,19 @@ def _result(config, memory, shape, d, fmt, got: dict, by_counter: dict) -> SimRe
         offset = d.c.addr % bus
         c = from_image(blob[offset : offset + _c_bytes(config, d, fmt)], word_layout(config, fmt),
                        containers(config)[fmt], d.c.stride, (shape[0], shape[2]))  # fmt: skip
-    toggles = None
+    toggles = net_toggles = None
     if by_counter:
-        toggles = {group: got["toggles"][counter] for counter, group in by_counter.items()}
+        toggles, net_toggles = {}, {}
+        for counter, net in by_counter.items():
+            flips = got["toggles"][counter]
+            net_toggles[net["path"]] = (flips, net["width"])
+            if net["component"] not in UNPRICED:
+                group = (net["component"], net["traffic"])
+                toggles[group] = toggles.get(group, 0) + flips
     trace = parse_log(got["trace"]) if got.get("trace") is not None else None
     return SimResult(config, shape, d, memory, c, got["counters"], got["error"],
-                     got["measured_cycles"], got["dram"], toggles, trace, got["wall_seconds"],
-                     got["compute_seconds"])  # fmt: skip
+                     got["measured_cycles"], got["dram"], toggles, net_toggles, trace,
+                     got["wall_seconds"], got["compute_seconds"])  # fmt: skip
 
 
 #: The last :func:`run_gemms` call of this process, which :func:`replay_last_with_waves`

@@ -3,8 +3,9 @@ flip-flop counts, the critical path and Fmax, every figure parsed from Yosys's a
 output.
 
 The SRAMs (contract.memories) are black boxes in synthesis and Liberty macros in timing
-(:func:`synth.liberty.sram_liberty`): paths into and out of them are timed, with the macro's own
-access time and area zero until a memory model supplies them. Each component is the set of
+(:func:`synth.liberty.sram_liberty`): paths into and out of them are timed with the macro's
+access time, and their area, access energy and leakage come from the memory model
+(:mod:`models.sram`, CACTI figures scaled to 0.18 um). Each component is the set of
 modules below one of the device's submodules (:data:`COMPONENTS`); the hierarchy is kept, so
 logic is optimized within a module, not across.
 """
@@ -23,12 +24,16 @@ from pathlib import Path
 from systolic.contract.config import ArrayConfig, check_buildable
 from systolic.contract.interface import TOPS
 from systolic.contract.memories import memories
+from systolic.models import sram
 from systolic.rtl.generate import design_config, design_verilog
 
 from . import tools
 from .liberty import read_cells, sram_liberty
 
-__all__ = ["COMPONENTS", "CriticalPath", "SynthReport", "synthesize", "SYNTH_ROOT"]
+__all__ = ["COMPONENTS", "CriticalPath", "SynthReport", "component_of", "synthesize", "SYNTH_ROOT"]
+
+#: The node the SRAM macros are priced at: the cell library's.
+SRAM_NODE_NM = 180
 
 #: Where synthesis runs are kept, one folder per design and clock (beside the simulation models).
 SYNTH_ROOT = Path(os.environ.get("SYSTOLIC_BUILD_DIR", Path.cwd() / "build")) / "synth"
@@ -110,10 +115,23 @@ class SynthReport:
     area_um2: float  # standard cells only
     leakage_nw: float
     components: dict[str, Component]
-    srams: list[dict]  # each memory: path, module, depth, width, bits
+    srams: list[dict]  # each memory: path, module, depth, width, bits, and its macro's figures
     critical: CriticalPath
     directory: Path
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def top(self) -> str:
+        return TOPS[self.kind]
+
+    @property
+    def sram_area_um2(self) -> float:
+        """The SRAM macros' area (memory model, see module)."""
+        return sum(s["area_um2"] for s in self.srams)
+
+    @property
+    def total_area_um2(self) -> float:
+        return self.area_um2 + self.sram_area_um2
 
     @property
     def min_period_ns(self) -> float:
@@ -129,12 +147,15 @@ class SynthReport:
         out["directory"] = str(self.directory)
         out["fmax_mhz"] = self.fmax_mhz
         out["min_period_ns"] = self.min_period_ns
+        out["sram_area_um2"] = self.sram_area_um2
+        out["total_area_um2"] = self.total_area_um2
         return out
 
     @classmethod
     def from_dict(cls, d: dict) -> SynthReport:
         d = dict(d)
-        d.pop("fmax_mhz"), d.pop("min_period_ns")
+        for derived in ("fmax_mhz", "min_period_ns", "sram_area_um2", "total_area_um2"):
+            d.pop(derived)
         return cls(
             config=ArrayConfig.from_dict(d.pop("config")),
             components={k: Component(**v) for k, v in d.pop("components").items()},
@@ -147,7 +168,8 @@ class SynthReport:
 def _key(verilog: str, clock_ns: float, lib: Path) -> str:
     h = hashlib.sha256()
     for part in (verilog, str(clock_ns), _YOSYS, _ABC, _STA, lib.read_text(),
-                 Path(__file__).read_text(), Path(tools.yosys()).name):  # fmt: skip
+                 Path(__file__).read_text(), Path(tools.yosys()).name, sram.TABLE.read_text(),
+                 Path(sram.__file__).read_text()):  # fmt: skip
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:12]
@@ -189,8 +211,11 @@ def _run(config: ArrayConfig, kind: str, clock_ns: float, lib: Path, verilog: st
     (directory / "design.v").write_text(verilog)
     shutil.copyfile(lib, directory / lib.name)  # the Yosys sandbox sees the folder it runs in
     cells = read_cells(lib)
+    macros = {s.module: sram.sram_macro(s.width, s.depth, s.reads, SRAM_NODE_NM) for s in srams}
     if srams:
-        (directory / "srams.lib").write_text(sram_liberty(srams, {}))
+        (directory / "srams.lib").write_text(sram_liberty(
+            srams, {m: f.area_um2 for m, f in macros.items()},
+            {m: f.access_ns for m, f in macros.items()}))  # fmt: skip
     blackbox = "blackbox " + " ".join(sorted({s.module for s in srams})) if srams else ""
     script = _YOSYS.format(verilog="design.v", top=top, lib=lib.name, blackbox=blackbox,
                            period_ps=round(clock_ns * 1000), buffer="-buf BUFX2 A Y",
@@ -215,9 +240,12 @@ def _run(config: ArrayConfig, kind: str, clock_ns: float, lib: Path, verilog: st
                          critical=parse_critical_path(sta_out), srams=[],
                          **_tally(stat, cells, top, kind))  # fmt: skip
     report.srams = [dict(path=s.path, module=s.module, depth=s.depth, width=s.width, bits=s.bits,
-                         reads=s.reads) for s in srams]  # fmt: skip
+                         reads=s.reads, area_um2=macros[s.module].area_um2,
+                         access_ns=macros[s.module].access_ns,
+                         read_pj=macros[s.module].read_pj, write_pj=macros[s.module].write_pj,
+                         leakage_mw=macros[s.module].leakage_mw) for s in srams]  # fmt: skip
     if srams:
-        report.notes.append("SRAM macros: area, access time and leakage not modelled yet (zero)")
+        report.notes.append(f"SRAM macros: {next(iter(macros.values())).source}")
     return report
 
 
@@ -238,13 +266,7 @@ def _tally(stat: dict, cells: dict, top: str, kind: str) -> dict:
     by_component: dict[str, list[float]] = {}
     leakage_nw = 0.0
     for name in order:
-        path = name.removeprefix(top).removeprefix(".")
-        if path == "":
-            component = "control" if kind == "device" else "edge"
-        elif _PE.match(path):
-            component = "pe_array"
-        else:
-            component = COMPONENTS.get(path.split(".")[0], "other")
+        component = component_of(name.removeprefix(top).removeprefix("."), kind)
         tally = by_component.setdefault(component, [0, 0, 0.0])
         for cell, n in modules[name]["num_cells_by_type"].items():
             if cell not in cells:
@@ -260,6 +282,16 @@ def _tally(stat: dict, cells: dict, top: str, kind: str) -> dict:
     return dict(cells=sum(c.cells for c in parts), flops=sum(c.flops for c in parts),
                 area_um2=sum(c.area_um2 for c in parts), leakage_nw=leakage_nw,
                 components=components)  # fmt: skip
+
+
+def component_of(path: str, kind: str) -> str:
+    """The component (:data:`COMPONENTS`) of the module instance at ``path`` below the top of the
+    design ``kind`` (``"array.pe_0_1"``; ``""``: the top module itself)."""
+    if path == "":
+        return "control" if kind == "device" else "edge"
+    if _PE.match(path):
+        return "pe_array"
+    return COMPONENTS.get(path.split(".")[0], "other")
 
 
 def parse_critical_path(text: str) -> CriticalPath:

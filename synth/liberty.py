@@ -64,11 +64,11 @@ _OUTPUT = """      timing () {
       }"""
 
 
-def sram_liberty(srams: list[Sram], area: dict[str, float], access_ns: float = 0.0,
+def sram_liberty(srams: list[Sram], area: dict[str, float], access_ns: dict[str, float],
                  setup_ns: float = 0.0) -> str:  # fmt: skip
     """A Liberty library with a cell per SRAM module of ``srams``: its ports, ``area[module]``
-    (square micrometres), and timing arcs from ``clk``: outputs after ``access_ns``, inputs
-    ``setup_ns`` before the edge."""
+    (square micrometres), and timing arcs from ``clk``: outputs ``access_ns[module]`` after the
+    edge, inputs ``setup_ns`` before it."""
     modules = {s.module: s for s in srams}
     widths = sorted({w for s in modules.values() for w in (s.width, s.addr_bits)})
     lines = ["library (systolic_srams) {", "  delay_model : table_lookup;",
@@ -84,8 +84,8 @@ def sram_liberty(srams: list[Sram], area: dict[str, float], access_ns: float = 0
         lines.append(f"  type (bus{w}) {{ base_type : array; data_type : bit; bit_width : {w}; "
                      f"bit_from : {w - 1}; bit_to : 0; downto : true; }}")  # fmt: skip
     setup = _SETUP % {"setup": setup_ns}
-    out = _OUTPUT % {"access": access_ns}
     for module, s in modules.items():
+        out = _OUTPUT % {"access": access_ns[module]}
         lines += [f"  cell ({module}) {{", f"    area : {area.get(module, 0.0)};",
                   "    dont_use : true;", "    dont_touch : true;",
                   "    pin (clk) { direction : input; clock : true; capacitance : 0.01; }",

@@ -21,7 +21,7 @@ LAYERS = {
     "models": ("models", {"contract", "golden", "models"}),
     "sim": ("sim", {"contract", "rtl", "golden", "sim"}),
     "tb": ("tb", {"contract", "rtl", "golden", "sim", "tb"}),
-    "synth": ("synth", {"contract", "rtl", "synth"}),
+    "synth": ("synth", {"contract", "rtl", "models", "synth"}),
     "sweeps": ("sweeps", {"contract", "golden", "models", "sim", "sweeps"}),
     "experiments": (
         "experiments", {"contract", "rtl", "golden", "models", "sim", "synth", "experiments"}

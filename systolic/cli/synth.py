@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 
-from systolic.contract.config import check_buildable
+import numpy as np
+
+from systolic.contract.config import check_buildable, value_range
+from systolic.experiments.gate_energy import FLOW_NM, MODEL_NM, GateEnergy, gate_energy
+from systolic.models.technology import factor
 from systolic.synth.flow import synthesize
 
 from .options import add_config_options, config_from_args
@@ -27,6 +31,12 @@ def add_parser(sub) -> None:
                    help="asic: OSU 0.18 um standard cells (the only target so far)")  # fmt: skip
     p.add_argument("--clock-ns", type=float, default=10.0, metavar="T",
                    help="clock period the timing is checked against (default 10 ns)")  # fmt: skip
+    p.add_argument("--power", action="store_true",
+                   help="also simulate a random GEMM on the activity build and price it at gate "
+                   "level (OpenSTA, measured activity) beside the toggle model")  # fmt: skip
+    p.add_argument("--gemm", type=int, nargs=3, metavar=("M", "K", "N"), default=(64, 64, 64),
+                   help="the GEMM --power simulates (default 64 64 64)")  # fmt: skip
+    p.add_argument("--seed", type=int, default=0, help="the --power GEMM's operands (default 0)")
     p.add_argument("--force", action="store_true", help="synthesize again even if cached")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=run)
@@ -35,9 +45,15 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     check_buildable(config)
+    if args.power and args.design != "device":
+        raise ValueError("--power prices the device (its activity build); drop --design array")
+    if any(d < 1 for d in args.gemm):
+        raise ValueError(f"--gemm M K N must be positive, not {' '.join(map(str, args.gemm))}")
     report = synthesize(config, args.design, clock_ns=args.clock_ns, force=args.force)
+    gate = _gate_energy(config, args) if args.power else None
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        print(json.dumps(report.to_dict() | ({"power": gate.to_dict()} if gate else {}),
+                         indent=2))  # fmt: skip
         return 0
     print(f"{config.name}: {report.cells} cells ({report.flops} flip-flops), "
           f"{report.area_um2 / 1e6:.4f} mm^2 of standard cells ({report.library})")  # fmt: skip
@@ -47,7 +63,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {name:<12} {c.cells:>8} {c.flops:>7} {c.area_um2:>12.0f} {share:>5.1f}%")
     if report.srams:
         bits = sum(s["bits"] for s in report.srams)
-        print(f"  SRAM macros: {len(report.srams)}, {bits} bits ({bits / 8192:.1f} KiB)")
+        leak = sum(s["leakage_mw"] for s in report.srams)
+        print(f"  SRAM macros: {len(report.srams)}, {bits} bits ({bits / 8192:.1f} KiB), "
+              f"{report.sram_area_um2 / 1e6:.4f} mm^2, leakage {leak:.2f} mW, access "
+              f"{max(s['access_ns'] for s in report.srams):.2f} ns (memory model)")  # fmt: skip
+        print(f"  total area {report.total_area_um2 / 1e6:.4f} mm^2 "
+              f"(standard cells and SRAM macros)")  # fmt: skip
     cp = report.critical
     print(f"  critical path: {cp.start} -> {cp.end}, {cp.arrival_ns:.3f} ns "
           f"(slack {cp.slack_ns:+.3f} ns at {report.clock_ns:g} ns)")  # fmt: skip
@@ -55,4 +76,39 @@ def run(args: argparse.Namespace) -> int:
     for note in report.notes:
         print(f"  note: {note}")
     print(f"  logs and netlist: {report.directory}")
+    if gate:
+        _print_power(gate, args.seed)
     return 0
+
+
+def _gate_energy(config, args) -> GateEnergy:
+    rng = np.random.default_rng(args.seed)
+    m, k, n = args.gemm
+    lo_a, hi_a = value_range(config.a_width, config.a_signed)
+    lo_b, hi_b = value_range(config.b_width, config.b_signed)
+    a = rng.integers(lo_a, hi_a + 1, (m, k))
+    b = rng.integers(lo_b, hi_b + 1, (k, n))
+    (gate,) = gate_energy(config, [(a, b)], clock_ns=args.clock_ns)
+    return gate
+
+
+def _print_power(gate: GateEnergy, seed: int) -> None:
+    p = gate.power
+    m, k, n = gate.shape
+    print(f"gate-level power, {m}x{k}x{n} random GEMM (seed {seed}), measured activity over "
+          f"{gate.window} busy cycles at {p.clock_ns:g} ns (OpenSTA, OSU 0.18 um):")  # fmt: skip
+    print(f"  {'component':<12} {'internal mW':>12} {'switching mW':>13} {'leakage mW':>11} "
+          f"{'pJ/MAC':>9} {'measured flops':>15}")  # fmt: skip
+    for name, c in p.components.items():
+        measured, flops = p.coverage.get(name, (0, 0))
+        print(f"  {name:<12} {c.internal_mw:>12.3f} {c.switching_mw:>13.3f} "
+              f"{c.leakage_mw:>11.5f} {gate.gate_pj_per_mac((name,)):>9.3f} "
+              f"{measured:>7}/{flops:<7}")  # fmt: skip
+    print(f"  total {p.total_mw:.3f} mW, {gate.gate_pj_per_mac():.3f} pJ/MAC at 0.18 um "
+          f"(SRAM macros and DRAM not included)")  # fmt: skip
+    print(f"  against the toggle model (45 nm; gate level scaled to 45 nm by "
+          f"{factor('energy', FLOW_NM, MODEL_NM):.4f}, Stillmaker-Baas, an estimate):")  # fmt: skip
+    for row in gate.rows():
+        print(f"  {row['row']:<12} gate {row['gate_pj_per_mac_45nm']:.4f} pJ/MAC, model "
+              f"{row['model_pj_per_mac_45nm']:.4f} pJ/MAC, ratio {row['ratio']:.2f}")  # fmt: skip
+    print(f"  OpenSTA files: {p.directory}")

@@ -4,6 +4,7 @@ GEMM that flips only flags and control."""
 from __future__ import annotations
 
 import numpy as np
+from systolic.contract.activity import UNPRICED
 from systolic.contract.config import ArrayConfig
 from systolic.rtl.generate import design_verilog
 from systolic.sim.probes import probes
@@ -65,14 +66,26 @@ def test_zero_gemm_flips_only_flags_and_control():
     assert r.toggles[("pipeline", "activation")] > 0  # valid and bank flags still move
 
 
-def test_only_the_compute_side_is_probed():
-    """The memory side (queue, walkers, DMA engines, bank states, device counters) is priced by
-    the words it moves, not by toggles: none of its registers is a probe; every PE is."""
+def test_the_compute_side_is_priced_and_the_rest_counted():
+    """The memory side (queue, walkers, DMA engines, bank states, control registers, device
+    counters) is priced by the words it moves, not by toggles: its registers are probes for
+    gate-level power only, as are the inputs; every PE is priced."""
     config = ArrayConfig("ws", 2, 2, requant=True)
     found = probes(config, design_verilog(config, "device"))
-    owners = {p.path.split(".")[0] if "." in p.path else "" for p in found}
+    priced = [p for p in found if p.component not in UNPRICED]
+    owners = {p.path.split(".")[0] if "." in p.path else "" for p in priced}
     assert owners == {"", "array", "a_buffer", "b_buffer", "c_buffer", "controller"}, owners
-    assert {p.path for p in found if "." not in p.path} == {"counter", "counter_gaps",
-                                                           "seen_stream"}  # fmt: skip
-    assert {p.path.split(".")[1] for p in found if p.path.startswith("array.pe_")} == {
+    assert {p.path for p in priced if "." not in p.path} == {"counter", "counter_gaps",
+                                                            "seen_stream"}  # fmt: skip
+    assert {p.path.split(".")[1] for p in priced if p.path.startswith("array.pe_")} == {
         "pe_0_0", "pe_0_1", "pe_1_0", "pe_1_1"}  # fmt: skip
+    memory = {p.path.split(".")[0] for p in found if p.component == "memory"}
+    assert {"queue", "reader", "writer", "walk_rd", "walk_cp", "walk_wr",
+            "control"} <= memory, memory  # fmt: skip
+    assert all(p.flop for p in found if p.component == "memory")
+    srams = {p.path for p in found if p.component == "sram"}
+    assert srams == {f"{k}_buffer.bank{b}.r0_data" for k in "abc" for b in (0, 1)} | {
+        f"c_buffer.bank{b}.r1_data" for b in (0, 1)} | {"q_buffer.sram.r0_data"}  # fmt: skip
+    inputs = {p.path: p.width for p in found if p.component == "input"}
+    assert inputs["m_axi_rdata"] == config.bus_width and inputs["s_axil_wdata"] == 32
+    assert not {"clk", "rst"} & set(inputs)

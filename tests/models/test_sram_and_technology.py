@@ -1,0 +1,80 @@
+"""models/technology.py (Stillmaker and Baas' scaling) and models/sram.py (the CACTI table)."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import pytest
+from systolic.models import sram, technology
+from systolic.models.sram import sram_macro
+from systolic.models.technology import factor, scale
+
+
+def test_energy_fits_reproduce_the_papers_worked_examples():
+    """The corrigendum's examples: 32 nm HP at 0.9 V gives 0.4571, 180 nm at 1.8 V is
+    24.64 * 1.8 - 17.98 = 26.372; scaling 1 pJ from 180 nm to 32 nm is their ratio."""
+    assert factor("energy", 180, 32) == pytest.approx(0.4571 / 26.372, rel=1e-4)
+    assert factor("energy", 32, 180) * factor("energy", 180, 32) == pytest.approx(1.0)
+    assert factor("area", 180, 45) == 0.053 and factor("area", 180, 7) == 0.0032
+    assert scale("delay", 10.0, 180, 180) == 10.0
+
+
+def test_22nm_lies_between_its_neighbours_and_smaller_nodes_cost_less():
+    for quantity in technology.QUANTITIES:
+        f32, f22, f20 = (factor(quantity, 180, n) for n in (32, 22, 20))
+        assert min(f32, f20) <= f22 <= max(f32, f20), quantity
+    energies = [factor("energy", 180, n) for n in (180, 90, 45, 32, 22, 7)]
+    assert energies == sorted(energies, reverse=True)
+
+
+def test_unknown_nodes_and_quantities_are_refused_by_name():
+    with pytest.raises(
+        ValueError, match="to_nm must be one of 180, 90, 45, 32, 22, 20, 7 nm, not 28"
+    ):
+        factor("energy", 180, 28)
+    with pytest.raises(
+        ValueError, match="quantity must be one of area, delay, energy, not 'power'"
+    ):
+        factor("power", 180, 45)
+
+
+def _row(node_um: str, kind: str, width: int, depth: int) -> dict:
+    """A row of the committed table, read here without models/sram.py."""
+    lines = [line for line in sram.TABLE.read_text().splitlines() if not line.startswith("#")]
+    for row in csv.DictReader(lines):
+        if (row["node_um"], row["port_kind"], row["width_bits"], row["depth_words"]) == (
+            node_um, kind, str(width), str(depth)):  # fmt: skip
+            return row
+    raise AssertionError(f"no row {node_um} {kind} {width}x{depth}")
+
+
+def test_grid_points_are_the_tables_figures_and_other_nodes_are_scaled():
+    row = _row("0.045", "2r1w", 256, 1024)
+    m = sram_macro(256, 1024, reads=2, node_nm=45)
+    assert m.read_pj == float(row["read_energy_pJ"]) and m.area_um2 == pytest.approx(
+        float(row["area_mm2"]) * 1e6)  # fmt: skip
+    assert m.access_ns == float(row["access_time_ns"]) and m.source == "CACTI 7 at 45 nm"
+    row90 = _row("0.09", "1r1w", 16, 1024)
+    m = sram_macro(16, 1024, node_nm=180)
+    assert m.area_um2 == pytest.approx(float(row90["area_mm2"]) * 1e6 / 0.15)
+    assert m.read_pj == pytest.approx(float(row90["read_energy_pJ"]) * factor("energy", 90, 180))
+    assert m.leakage_mw == float(row90["leakage_mW"]) and "scaled to 180 nm" in m.source
+
+
+def test_between_grid_points_the_figures_are_log_log_interpolated():
+    lo, hi = (sram_macro(64, d, node_nm=45) for d in (1024, 4096))
+    mid = sram_macro(64, 2048, node_nm=45)  # halfway in log(depth)
+    assert mid.read_pj == pytest.approx(math.sqrt(lo.read_pj * hi.read_pj))
+    assert lo.area_um2 < mid.area_um2 < hi.area_um2
+    tiny = sram_macro(16, 16, node_nm=45)  # below CACTI's smallest array
+    assert "extrapolated" in tiny.source and 0 < tiny.area_um2 < sram_macro(16, 32).area_um2
+
+
+def test_bad_macros_are_refused_by_name():
+    with pytest.raises(ValueError, match="node_nm must be one of 180, 90, 45, 22, 7, not 65"):
+        sram_macro(64, 1024, node_nm=65)
+    with pytest.raises(ValueError, match="reads must be 1 or 2"):
+        sram_macro(64, 1024, reads=3)
+    with pytest.raises(ValueError, match="depth must be a positive integer, not 0"):
+        sram_macro(64, 0)
