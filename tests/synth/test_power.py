@@ -4,6 +4,8 @@ model's, component by component."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from systolic.contract.config import ArrayConfig
@@ -11,6 +13,7 @@ from systolic.experiments.gate_energy import gate_energy
 from systolic.synth.power import aliases, annotate, cut_netlist
 
 from ..conftest import SEED
+from ..helpers import run_cli
 
 CONFIG = ArrayConfig("ws", 2, 2)  # the device tests/synth/test_flow.py synthesizes
 
@@ -78,3 +81,20 @@ def test_a_register_is_found_under_its_alias_and_cut_from_its_loads():
     assert ports == {"probe$0": 0.25, "tie$0": 0.0} and owners == {"probe_buf$0": ""}
     assert ".D(\\tie$0 ),\n    .Q(\\cut$0 )" in text
     assert "BUFX2 \\probe_buf$0  (\n    .A(\\probe$0 ),\n    .Y(\\a[0] )" in text
+
+
+def test_cli_synth_power_prints_the_gate_level_table_beside_the_model():
+    args = ("synth", "--dataflow", "ws", "--rows", "2", "--cols", "2", "--clock-ns", "10",
+            "--power", "--gemm", "16", "12", "8")  # fmt: skip
+    res = run_cli(*args, "--json")
+    assert res.returncode == 0, res.stderr
+    power = json.loads(res.stdout)["power"]
+    assert power["shape"] == [16, 12, 8] and power["window_cycles"] > 0
+    assert {row["row"] for row in power["rows"]} == {"mesh", "buffers", "controller"}
+    res = run_cli(*args)
+    assert res.returncode == 0, res.stderr
+    for text in ("gate-level power, 16x12x8 random GEMM (seed 0)", "pe_array", "mesh", "ratio"):
+        assert text in res.stdout, res.stdout
+    bad = run_cli("synth", "--dataflow", "ws", "--rows", "2", "--cols", "2", "--power",
+                  "--design", "array")  # fmt: skip
+    assert bad.returncode != 0 and "--power prices the device" in bad.stderr
