@@ -55,8 +55,8 @@ class GateEnergy:
 
     @property
     def window(self) -> int:
-        """Cycles OpenSTA's average power is taken over: the array's busy cycles."""
-        return self.result.counters["compute_cycles"]
+        """Cycles OpenSTA's average power is taken over: the activity's window."""
+        return self.result.activity_cycles
 
     def gate_pj_per_mac(self, components: tuple[str, ...] | None = None, nm: int = FLOW_NM,
                         ) -> float:  # fmt: skip

@@ -106,12 +106,17 @@ class SimResult(GemmFigures):
         """Simulated device cycles per wall-clock second while the device runs."""
         return self.cycles / self.compute_seconds if self.compute_seconds else 0.0
 
+    @property
+    def activity_cycles(self) -> int:
+        """The cycles the activity counters cover: the array's controller busy, every chunk."""
+        return self.counters["compute_cycles"]
+
     def net_activity(self) -> dict[str, tuple[float, int]]:
-        """Each probed net's bit flips per bit per cycle while the array computed (the window
-        of ``compute_cycles``), and its bits: activity for gate-level power."""
+        """Each probed net's bit flips per bit per cycle over :attr:`activity_cycles`, and its
+        bits: activity for gate-level power."""
         if self.net_toggles is None:
             raise ValueError("net activity needs an activity build (run_gemm(activity=True))")
-        cycles = max(1, self.counters["compute_cycles"])
+        cycles = max(1, self.activity_cycles)
         return {path: (flips / (bits * cycles), bits)
                 for path, (flips, bits) in self.net_toggles.items()}  # fmt: skip
 

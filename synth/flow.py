@@ -34,6 +34,8 @@ __all__ = ["COMPONENTS", "CriticalPath", "SynthReport", "component_of", "synthes
 
 #: The node the SRAM macros are priced at: the cell library's.
 SRAM_NODE_NM = 180
+#: The memory model's figures each SRAM of a report carries (models.sram.SramMacro).
+_MACRO = ("area_um2", "access_ns", "read_pj", "write_pj", "leakage_mw")
 
 #: Where synthesis runs are kept, one folder per design and clock (beside the simulation models).
 SYNTH_ROOT = Path(os.environ.get("SYSTOLIC_BUILD_DIR", Path.cwd() / "build")) / "synth"
@@ -240,10 +242,8 @@ def _run(config: ArrayConfig, kind: str, clock_ns: float, lib: Path, verilog: st
                          critical=parse_critical_path(sta_out), srams=[],
                          **_tally(stat, cells, top, kind))  # fmt: skip
     report.srams = [dict(path=s.path, module=s.module, depth=s.depth, width=s.width, bits=s.bits,
-                         reads=s.reads, area_um2=macros[s.module].area_um2,
-                         access_ns=macros[s.module].access_ns,
-                         read_pj=macros[s.module].read_pj, write_pj=macros[s.module].write_pj,
-                         leakage_mw=macros[s.module].leakage_mw) for s in srams]  # fmt: skip
+                         reads=s.reads, **{f: getattr(macros[s.module], f) for f in _MACRO})
+                    for s in srams]  # fmt: skip
     if srams:
         report.notes.append(f"SRAM macros: {next(iter(macros.values())).source}")
     return report
