@@ -12,7 +12,6 @@ logic is optimized within a module, not across.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -193,17 +192,14 @@ def synthesize(config: ArrayConfig, kind: str = "device", *, clock_ns: float = 1
     # configurations with the same hardware (an IS mesh and its WS twin) share one run
     name = design_config(config, kind).name
     directory = (root or SYNTH_ROOT) / f"{name}-{kind}-{clock_ns:g}ns-{key}"
-    report_path = directory / "report.json"
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # parallel callers synthesize one design once
-        if report_path.exists() and not force:
-            report = SynthReport.from_dict(json.loads(report_path.read_text()))
-            report.config = config  # the run may be its twin's
-            return report
-        report = _run(config, kind, clock_ns, lib, verilog, directory)
-        report_path.write_text(json.dumps(report.to_dict(), indent=1) + "\n")
-        return report
+    report = tools.cached(
+        directory,
+        force,
+        SynthReport.from_dict,
+        lambda: _run(config, kind, clock_ns, lib, verilog, directory),
+    )
+    report.config = config  # the run may be its twin's
+    return report
 
 
 def _run(config: ArrayConfig, kind: str, clock_ns: float, lib: Path, verilog: str,

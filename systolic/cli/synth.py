@@ -11,6 +11,7 @@ from systolic.contract.config import check_buildable, value_range
 from systolic.experiments.gate_energy import FLOW_NM, MODEL_NM, GateEnergy, gate_energy
 from systolic.models.technology import factor
 from systolic.synth.flow import synthesize
+from systolic.synth.fpga import PARTS, RESOURCES, place_and_route
 
 from .options import add_config_options, config_from_args
 
@@ -27,8 +28,11 @@ def add_parser(sub) -> None:
     add_config_options(p, rtl=True)
     p.add_argument("--design", choices=["device", "array"], default="device",
                    help="the whole accelerator (default) or only the systolic mesh")  # fmt: skip
-    p.add_argument("--target", choices=["asic"], default="asic",
-                   help="asic: OSU 0.18 um standard cells (the only target so far)")  # fmt: skip
+    p.add_argument("--target", choices=["asic", "ecp5"], default="asic",
+                   help="asic: OSU 0.18 um standard cells (default); ecp5: a Lattice ECP5 FPGA "
+                   "(Yosys synth_ecp5, nextpnr-ecp5)")  # fmt: skip
+    p.add_argument("--part", choices=list(PARTS), default="85k",
+                   help="the ECP5 part for --target ecp5 (default 85k)")  # fmt: skip
     p.add_argument("--clock-ns", type=float, default=10.0, metavar="T",
                    help="clock period the timing is checked against (default 10 ns)")  # fmt: skip
     p.add_argument("--power", action="store_true",
@@ -49,6 +53,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--power prices the device (its activity build); drop --design array")
     if any(d < 1 for d in args.gemm):
         raise ValueError(f"--gemm M K N must be positive, not {' '.join(map(str, args.gemm))}")
+    if args.target == "ecp5":
+        if args.power:
+            raise ValueError("--power is for --target asic (OpenSTA with the cell library)")
+        return _fpga(config, args)
     report = synthesize(config, args.design, clock_ns=args.clock_ns, force=args.force)
     gate = _gate_energy(config, args) if args.power else None
     if args.json:
@@ -78,6 +86,23 @@ def run(args: argparse.Namespace) -> int:
     print(f"  logs and netlist: {report.directory}")
     if gate:
         _print_power(gate, args.seed)
+    return 0
+
+
+def _fpga(config, args) -> int:
+    report = place_and_route(config, args.design, part=args.part,
+                             target_mhz=1000.0 / args.clock_ns, force=args.force)  # fmt: skip
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+        return 0
+    print(f"{config.name} ({args.design}) on ECP5 {report.part}, out of context "
+          f"(Yosys synth_ecp5, nextpnr-ecp5): {report.luts} LUT4s")  # fmt: skip
+    for cell, (used, available) in report.utilization.items():
+        print(f"  {cell:<13} {used:>7} / {available:<7} {RESOURCES[cell]}")
+    cp = report.critical
+    print(f"  critical path: {cp['start']} -> {cp['end']}, {cp['delay_ns']:.3f} ns")
+    print(f"  Fmax {report.fmax_mhz:.1f} MHz (target {report.target_mhz:.1f} MHz)")
+    print(f"  logs and netlist: {report.directory}")
     return 0
 
 
