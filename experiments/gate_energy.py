@@ -95,7 +95,7 @@ def gate_energy(config: ArrayConfig, operands: list[tuple[np.ndarray, np.ndarray
     """Simulate each ``(A, B)`` on the activity build of ``config``'s device (one simulator
     run), and price each run at gate level (synthesized at ``clock_ns``) and with the model."""
     report = synthesize(config, clock_ns=clock_ns)
-    results = run_gemms(config, operands, activity=True)
+    results = run_gemms(config, operands, activity=True, per_net=True)
     out = []
     for (a, b), r in zip(operands, results, strict=True):
         power = gate_power(report, r.net_activity(), clock_ns)

@@ -21,6 +21,7 @@ from pathlib import Path
 import systolic.contract
 import systolic.rtl
 from systolic.contract import axi
+from systolic.contract.activity import UNPRICED
 from systolic.contract.config import ArrayConfig, check_buildable
 from systolic.contract.interface import TOPS
 from systolic.contract.trace import LOG_FILE
@@ -218,42 +219,54 @@ def _device_wrapper(config: ArrayConfig, ports: list[tuple[str, str, int]], memo
     return rest, internal, edge, nets, text, writable, readable
 
 
-#: Prefix of the activity counters' names in ``SIM_TOP`` (``act_<probe index>``).
+#: Prefix of the activity counters' names in ``SIM_TOP`` (``act_<n>``).
 ACTIVITY_PREFIX = "act_"
+_TERMS_PER_WIRE = 64  # popcount terms summed per intermediate net (keeps expressions small)
 
 
 #: The net that opens the activity window: the array's controller busy with a chunk.
 ACTIVITY_WINDOW = "dut.controller.busy"
 
 
-def _activity_counters(probes: list[Probe]) -> tuple[str, list[dict]]:
-    """Verilog counting, per probed net, the bits that change at each clock edge that starts a
-    cycle of :data:`ACTIVITY_WINDOW`; and the counters' descriptions for the testbench.
+def _activity_counters(probes: list[Probe], per_net: bool) -> tuple[str, list[dict]]:
+    """Verilog counting the probed bits that change at each clock edge that starts a cycle of
+    :data:`ACTIVITY_WINDOW`, per (component, traffic) group of the priced probes, or with
+    ``per_net`` per probed net, every probe (gate-level power takes each register's activity);
+    and the counters' descriptions for the testbench.
 
     Each probe's value is kept from the previous cycle; at every rising edge while the array's
-    controller is busy the popcount of ``now ^ before`` is added to the probe's 64-bit counter.
-    So a counter holds the bit flips that happened at the edges opening the controller's busy
-    cycles, chunk by chunk: from the edge that starts a chunk to the one before its ``busy``
-    falls (what the DMA moves between chunks is priced by the words, not by toggles). One
-    counter per net, not per group: gate-level power takes each register's activity, and the
-    toggle groups are their sums (:func:`sim.simulate.run_gemms`)."""
-    lines = ["  // switching activity, per probed net"]
-    described = []
+    controller is busy the popcount of ``now ^ before`` is added to its counter (64 bits). So a
+    counter holds the bit flips that happened at the edges opening the controller's busy cycles,
+    chunk by chunk: from the edge that starts a chunk to the one before its ``busy`` falls (what
+    the DMA moves between chunks is priced by the words, not by toggles). Per-net counting runs
+    about 1.6x slower (OS 8x8), so it is a build of its own."""
+    if not per_net:
+        probes = [p for p in probes if p.component not in UNPRICED]
+    keyed: dict[object, list[int]] = {}
     for i, probe in enumerate(probes):
-        counter = f"{ACTIVITY_PREFIX}{i}"
-        lines += [f"  reg [{probe.width - 1}:0] prev_{i} = {probe.width}'d0;",
-                  f"  wire [31:0] flips_{i} = $countones(prev_{i} ^ dut.{probe.verilog});",
-                  f"  reg [63:0] {counter} = 64'd0;"]  # fmt: skip
-        described.append({"counter": counter, "path": probe.path, "width": probe.width,
-                          "component": probe.component, "traffic": probe.traffic,
-                          "flop": probe.flop})  # fmt: skip
+        keyed.setdefault(probe.path if per_net else (probe.component, probe.traffic), []).append(i)
+    lines = ["  // switching activity, per " + ("probed net" if per_net else "group")]
+    lines += [f"  reg [{p.width - 1}:0] prev_{i} = {p.width}'d0;" for i, p in enumerate(probes)]
+    updates, described = [], []
+    for n, members in enumerate(keyed.values()):
+        counter = f"{ACTIVITY_PREFIX}{n}"
+        parts = []
+        for start in range(0, len(members), _TERMS_PER_WIRE):
+            chunk = members[start : start + _TERMS_PER_WIRE]
+            net = f"{counter}_{start // _TERMS_PER_WIRE}"
+            terms = " + ".join(f"$countones(prev_{i} ^ dut.{probes[i].verilog})" for i in chunk)
+            lines.append(f"  wire [31:0] {net} = {terms};")
+            parts.append(net)
+        lines.append(f"  reg [63:0] {counter} = 64'd0;")
+        total = " + ".join(parts)
+        updates.append(f"    if ({ACTIVITY_WINDOW}) {counter} <= {counter} + {{32'd0, {total}}};")
+        first = probes[members[0]]
+        entry = {"counter": counter, "component": first.component, "traffic": first.traffic,
+                 "bits": sum(probes[i].width for i in members)}  # fmt: skip
+        described.append(entry | ({"path": first.path} if per_net else {}))
     lines.append("  always @(posedge clk) begin")
-    for i, probe in enumerate(probes):
-        counter = f"{ACTIVITY_PREFIX}{i}"
-        lines += [
-            f"    prev_{i} <= dut.{probe.verilog};",
-            f"    if ({ACTIVITY_WINDOW}) {counter} <= {counter} + {{32'd0, flips_{i}}};",
-        ]
+    lines += [f"    prev_{i} <= dut.{probe.verilog};" for i, probe in enumerate(probes)]
+    lines += updates
     lines.append("  end")
     return "\n".join(lines) + "\n", described
 
@@ -341,17 +354,19 @@ def build_model(
     *,
     root: Path | None = None,
     activity: bool = False,
+    per_net: bool = False,
     memory: str = "dram",
     waves: str | None = None,
     simulator: str = "verilator",
 ) -> Build:
     """Compile the design ``kind`` (``"array"`` or ``"device"``) of ``config``, or reuse the
     cached model. ``activity=True`` (device only) builds a separate model whose wrapper also
-    counts switching activity (:func:`_activity_counters`); its groups are listed in
-    ``activity.json`` in the build directory. ``memory`` (:data:`MEMORIES`, device only) puts
-    the DRAM model behind the AXI4 port or leaves the port at the wrapper's edge. ``waves``
-    (:data:`WAVE_FORMATS`) builds a Verilator model that can record a waveform;
-    ``simulator`` (:data:`SIMULATORS`) compiles it for Icarus Verilog instead."""
+    counts switching activity (:func:`_activity_counters`; per group, or with ``per_net`` per
+    probed net); its counters are listed in ``activity.json`` in the build directory.
+    ``memory`` (:data:`MEMORIES`, device only) puts the DRAM model behind the AXI4 port or
+    leaves the port at the wrapper's edge. ``waves`` (:data:`WAVE_FORMATS`) builds a Verilator
+    model that can record a waveform; ``simulator`` (:data:`SIMULATORS`) compiles it for Icarus
+    Verilog instead."""
     if activity and kind != "device":
         raise ValueError("activity counting is built for the device design only")
     if memory not in MEMORIES or (memory != "dram" and kind != "device"):
@@ -367,7 +382,10 @@ def build_model(
     check_buildable(config)
     toolchain.activate(cache_dir=BUILD_ROOT / "ccache")
     top = TOPS[kind]
-    variant = ("-activity" if activity else "") + ("-port" if memory == "port" else "")
+    if per_net and not activity:
+        raise ValueError("per_net counting is a kind of activity build (activity=True)")
+    variant = ("-activity" if activity else "") + ("-nets" if per_net else "")
+    variant += "-port" if memory == "port" else ""
     variant += (f"-{waves}" if waves else "") + ("-icarus" if simulator == "icarus" else "")
     # configurations with the same hardware (an IS mesh and its WS twin) share one model
     hardware = design_config(config, kind)
@@ -384,7 +402,8 @@ def build_model(
         sources.mkdir(exist_ok=True)
         verilog = design_verilog(hardware, kind)
         ports = design_ports(hardware, kind)
-        counters, groups = _activity_counters(probes(config, verilog)) if activity else ("", [])
+        counters, groups = (_activity_counters(probes(config, verilog), per_net) if activity
+                            else ("", []))  # fmt: skip
         internal: list[tuple[str, str, int]] = []
         edge: list[tuple[str, str, int]] = []
         nets: dict[str, str] = {}

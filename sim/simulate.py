@@ -115,7 +115,10 @@ class SimResult(GemmFigures):
         """Each probed net's bit flips per bit per cycle over :attr:`activity_cycles`, and its
         bits: activity for gate-level power."""
         if self.net_toggles is None:
-            raise ValueError("net activity needs an activity build (run_gemm(activity=True))")
+            raise ValueError(
+                "net activity needs a per-net activity build "
+                "(run_gemm(activity=True, per_net=True))"
+            )
         cycles = max(1, self.activity_cycles)
         return {path: (flips / (bits * cycles), bits)
                 for path, (flips, bits) in self.net_toggles.items()}  # fmt: skip
@@ -222,6 +225,7 @@ def run_gemms(
     pad: int = 0,
     descriptors: list[Descriptor] | None = None,
     activity: bool = False,
+    per_net: bool = False,
     name: str = "gemms",
     on_result: Callable[[int, SimResult], None] | None = None,
     timeout: float | None = None,
@@ -242,9 +246,11 @@ def run_gemms(
     ``c_in[i]`` is a C to accumulate GEMM ``i`` into; ``pad`` leaves that many extra words
     between tile rows in DRAM. ``descriptors`` replaces the driver's placement (refusal tests:
     a descriptor the device refuses moves nothing and returns its error code). ``activity``
-    runs the separately built model that counts switching activity (``SimResult.toggles``).
-    Everything is checked before anything is built. ``on_result(i, result)`` is called (from a
-    watcher thread) as soon as GEMM ``i`` finishes; ``timeout`` bounds the simulation's
+    runs the separately built model that counts switching activity (``SimResult.toggles``);
+    ``per_net`` counts it net by net, every flip-flop of the device included
+    (``SimResult.net_toggles``, for gate-level power; a slower build of its own). Everything
+    is checked before anything is built. ``on_result(i, result)`` is called (from a watcher
+    thread) as soon as GEMM ``i`` finishes; ``timeout`` bounds the simulation's
     wall-clock seconds. A failed simulation raises :class:`SimulationError`, which still
     carries the GEMMs that finished.
 
@@ -262,8 +268,9 @@ def run_gemms(
     global _last_call
     _last_call = {"config": config, "operands": operands, "kwargs": dict(
         memory=memory, order=order, chunk=chunk, quant=quant, c_in=c_in, pad=pad,
-        descriptors=descriptors, activity=activity, name=name, timeout=timeout, slave=slave,
-        pause=pause, pause_seed=pause_seed, trace=trace, simulator=simulator)}  # fmt: skip
+        descriptors=descriptors, activity=activity, per_net=per_net, name=name, timeout=timeout,
+        slave=slave, pause=pause, pause_seed=pause_seed, trace=trace,
+        simulator=simulator)}  # fmt: skip
     wave_format = check_waves(waves)
     if slave not in SLAVES:
         raise ValueError(f"slave must be one of {', '.join(SLAVES)}, not {slave!r}")
@@ -307,7 +314,7 @@ def run_gemms(
         _check_fits(config, i, d)
         checked.append((a, b, d, q, acc))
 
-    build = build_model(config, "device", activity=activity,
+    build = build_model(config, "device", activity=activity, per_net=per_net,
                         memory="dram" if slave == "dram" else "port", waves=wave_format,
                         simulator=simulator)  # fmt: skip
     nets = json.loads((build.directory / "activity.json").read_text()) if activity else []
@@ -383,12 +390,14 @@ def _result(config, memory, shape, d, fmt, got: dict, by_counter: dict) -> SimRe
     toggles = net_toggles = None
     if by_counter:
         toggles, net_toggles = {}, {}
-        for counter, net in by_counter.items():
+        for counter, entry in by_counter.items():
             flips = got["toggles"][counter]
-            net_toggles[net["path"]] = (flips, net["width"])
-            if net["component"] not in UNPRICED:
-                group = (net["component"], net["traffic"])
+            if "path" in entry:  # a per-net build
+                net_toggles[entry["path"]] = (flips, entry["bits"])
+            if entry["component"] not in UNPRICED:
+                group = (entry["component"], entry["traffic"])
                 toggles[group] = toggles.get(group, 0) + flips
+        net_toggles = net_toggles or None
     trace = parse_log(got["trace"]) if got.get("trace") is not None else None
     return SimResult(config, shape, d, memory, c, got["counters"], got["error"],
                      got["measured_cycles"], got["dram"], toggles, net_toggles, trace,

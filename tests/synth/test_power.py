@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from systolic.contract.config import ArrayConfig
 from systolic.experiments.gate_energy import gate_energy
+from systolic.sim.simulate import run_gemms
 from systolic.synth.power import aliases, annotate, cut_netlist
 
 from ..conftest import SEED
@@ -25,11 +26,22 @@ def runs():
     a = rng.integers(-128, 128, shape[:2])
     b = rng.integers(-128, 128, shape[1:])
     zero_a, zero_b = np.zeros_like(a), np.zeros_like(b)
-    return gate_energy(CONFIG, [(a, b), (zero_a, zero_b)])
+    return gate_energy(CONFIG, [(a, b), (zero_a, zero_b)]), a, b
+
+
+def test_the_per_net_build_counts_what_the_grouped_build_counts(runs):
+    """Two builds of different counters, one GEMM: the per-net counts summed by group are the
+    grouped build's toggles, group for group."""
+    (random, _), a, b = runs
+    (grouped,) = run_gemms(CONFIG, [(a, b)], activity=True)
+    assert grouped.net_toggles is None
+    assert random.result.toggles == grouped.toggles
+    owners = {path.split(".")[0] for path in random.result.net_toggles}
+    assert {"reader", "writer", "walk_rd", "control", "m_axi_rdata"} <= owners  # memory side too
 
 
 def test_every_mesh_flip_flop_takes_its_measured_activity(runs):
-    random, _ = runs
+    (random, _), _, _ = runs
     coverage = random.power.coverage
     assert set(coverage) == {"pe_array", "edge", "buffers", "controller", "dma", "control"}
     for component in ("pe_array", "edge", "buffers"):
@@ -43,9 +55,9 @@ def test_the_measured_activity_drives_the_gate_level_power(runs):
     """The same hardware, clock and cycles: all-zero operands leave the multipliers and
     accumulators still, so the mesh's switching falls; with the activity ignored (OpenSTA's
     default), both runs would price the same."""
-    random, zeros = runs
+    (random, zeros), _, _ = runs
     assert random.window == zeros.window
-    busy, still = (r.power.components["pe_array"] for r in runs)
+    busy, still = (r.power.components["pe_array"] for r in (random, zeros))
     assert still.switching_mw < 0.2 * busy.switching_mw, (still, busy)
     assert still.total_mw < 0.6 * busy.total_mw, (still, busy)
     # the clock still reaches every flip-flop: internal power stays well above zero
@@ -57,7 +69,7 @@ def test_gate_level_and_model_energy_agree_within_the_measured_bound(runs):
     45 nm figures: 2.6x on this GEMM (docs/energy.md says why: the generic-cell multipliers,
     OpenSTA's independent-input propagation and the flip-flops' clock pins). The bound, 1.5x
     to 4x, fails if either side loses or doubles a term."""
-    random, _ = runs
+    (random, _), _, _ = runs
     rows = {row["row"]: row for row in random.rows()}
     assert 1.5 < rows["mesh"]["ratio"] < 4, rows["mesh"]
     for row in rows.values():
