@@ -6,7 +6,9 @@ output register), ``pipeline`` (registers passing operands between PEs), ``stati
 (``w0``/``w1``), ``edge`` (skew and de-skew registers at the mesh borders), ``buffer`` (registers
 of the buffers' ports) and ``control`` (controller, command and counters). The simulation's
 probes (sim/probes.py) tag every register of the Verilog with one; the toggle model
-(models/toggles.py) predicts the same groups; the energy model prices them.
+(models/toggles.py) predicts the same groups; the energy model prices them. A per-net build also
+counts the registers of the memory side, the SRAMs' read data and the inputs, for gate-level
+power (:data:`UNPRICED`).
 """
 
 from __future__ import annotations
