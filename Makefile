@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: setup sweep test bench bench-model bench-sweep bench-synth mutants lint format clean help
+.PHONY: setup sweep test bench bench-model bench-sweep bench-synth bench-power mutants lint format clean help
 
 help:
 	@echo "make sweep   the default design-space sweep and its report (results/default/report.html)"
@@ -19,6 +19,7 @@ help:
 	@echo "make bench-model  the model on a 100,800-point design space: points/s locally and on Dask"
 	@echo "make bench-sweep  a larger sweep (more RTL points, 32x32 arrays, int16): a benchmark, ~1 h"
 	@echo "make bench-synth  area and Fmax of every dataflow's mesh from 2x2 to 16x16 (synthesis)"
+	@echo "make bench-power  gate-level power of the device against the toggle model, 2x2 to 8x8"
 	@echo "make lint    ruff over the Python sources"
 	@echo "make clean   remove compiled models (build/); keep .venv"
 
@@ -63,6 +64,9 @@ mutants: $(STAMP)
 
 bench-synth: $(STAMP) $(DEB_STAMP)
 	$(BIN)/python -m systolic.experiments.synth_bench $(BENCH_ARGS)
+
+bench-power: $(STAMP) $(DEB_STAMP)
+	$(BIN)/python -m systolic.experiments.gate_energy $(BENCH_ARGS)
 
 bench-model: $(STAMP)
 	$(BIN)/python -m systolic.sweeps.bench_model $(BENCH_ARGS)

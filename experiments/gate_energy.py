@@ -102,3 +102,37 @@ def gate_energy(config: ArrayConfig, operands: list[tuple[np.ndarray, np.ndarray
         model = figures_energy(r, r.toggles, source="toggles")
         out.append(GateEnergy(config, (a.shape[0], a.shape[1], b.shape[1]), power, model, r))
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``make bench-power``: gate level against the toggle model, per dataflow and array size,
+    on a random int8 GEMM of 8 tiles a side."""
+    import argparse
+
+    from systolic.contract.config import Dataflow
+
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8])
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    print(f"{'config':<18} {'cells':>8} {'mm^2 cells':>10} {'mm^2 SRAM':>9} {'Fmax MHz':>8} "
+          f"{'gate pJ/MAC 0.18um':>18} {'mesh 45nm gate/model':>22}")  # fmt: skip
+    for n in args.sizes:
+        for dataflow in Dataflow:
+            config = ArrayConfig(dataflow, n, n)
+            rng = np.random.default_rng(args.seed)
+            a = rng.integers(-128, 128, (8 * n, 8 * n))
+            b = rng.integers(-128, 128, (8 * n, 8 * n))
+            (g,) = gate_energy(config, [(a, b)])
+            s = synthesize(config)
+            mesh = next(r for r in g.rows() if r["row"] == "mesh")
+            print(f"{config.name:<18} {s.cells:>8} {s.area_um2 / 1e6:>10.3f} "
+                  f"{s.sram_area_um2 / 1e6:>9.3f} {s.fmax_mhz:>8.1f} "
+                  f"{g.gate_pj_per_mac():>18.2f} "
+                  f"{mesh['gate_pj_per_mac_45nm']:>9.3f} / {mesh['model_pj_per_mac_45nm']:.3f}",
+                  flush=True)  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
