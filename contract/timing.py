@@ -10,8 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .config import ArrayConfig, Dataflow
+from .interface import DIM_BITS
 
 __all__ = [
+    "CHECK_CYCLES",
+    "CHECK_PRODUCT_BITS",
     "DESCRIPTOR_LATENCY",
     "DONE_DELAY",
     "READ_LATENCY",
@@ -28,9 +31,20 @@ __all__ = [
 #: SRAM's read port registers its word, and the controllers register the matching ``valid``.
 READ_LATENCY = 1
 
+#: The descriptor check's products (a matrix's tile rows times its stride, a chunk's tile rows
+#: times its lines) take their tile-row operand one bit a cycle, this many bits: dimensions have
+#: DIM_BITS bits and a tile-row count one more.
+CHECK_PRODUCT_BITS = DIM_BITS + 1
+
+#: Cycles the device spends checking a descriptor (contract.dma.check_descriptor, rtl/device.py):
+#: one to load the products' operands, one per operand bit to shift and add (an adder per product
+#: instead of a multiplier, for a check run once per GEMM), one to compare, and the cycle in which
+#: the result starts or refuses the descriptor.
+CHECK_CYCLES = 1 + CHECK_PRODUCT_BITS + 1 + 1
+
 #: The device starts a descriptor this many cycles after accepting it: one to read it from the
-#: queue, one to check it (rtl/device.py).
-DESCRIPTOR_LATENCY = 2
+#: queue, then its check.
+DESCRIPTOR_LATENCY = 1 + CHECK_CYCLES
 
 #: ``busy`` stays high this many cycles after the cycle in which the last result reached the C
 #: buffer (the controller's ``finishing`` register), so the counters see the final update.

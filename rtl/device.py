@@ -9,7 +9,7 @@ next; nothing else synchronizes them.
 
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, fifo, wiring
 from amaranth.lib.wiring import In, Out
 from systolic.contract.axi import ADDR_BITS, OPERANDS, channel_fields, master_signals
@@ -24,6 +24,7 @@ from systolic.contract.dma import (
 from systolic.contract.interface import COUNTERS, DEVICE_COUNTERS, DIM_BITS
 from systolic.contract.plan import granularity
 from systolic.contract.registers import lite_signals
+from systolic.contract.timing import CHECK_CYCLES, CHECK_PRODUCT_BITS
 
 from .arith import divide, equals, remainder
 from .banks import BankedAccumulator, BankedInput
@@ -57,6 +58,11 @@ class _Geometry:
         if word.rowwise:
             return divide(cols + word.tile - 1, word.tile, DIM_BITS + 1), rows
         return divide(rows + word.tile - 1, word.tile, DIM_BITS + 1), cols
+
+    def tile_dim(self, kind) -> str:
+        """The dimension (of m, k, n) along which a matrix's tile rows follow each other."""
+        rows, cols = self.shape(kind, "m", "k", "n")
+        return cols if word_layout(self.config, kind).rowwise else rows
 
     def origin(self, kind, r0, c0):
         """``(t0, i0)``: the first tile row and line of a chunk starting at ``(r0, c0)``;
@@ -128,7 +134,7 @@ class Device(wiring.Component):
         m.d.comb += queue.r_en.eq(~checking & ~running & queue.r_rdy)
         with m.If(queue.r_en):
             m.d.sync += [d.eq(queue.r_data), checking.eq(1)]
-        refusal = self._refusal(m, d, geo)
+        checked, refusal, steps = self._check(m, d, geo, checking)
 
         # -- buffers and engines ----------------------------------------------------------------
         m.submodules.a_buffer = a_buf = BankedInput(word=words["a"], depth=cfg.a_depth)
@@ -169,9 +175,14 @@ class Device(wiring.Component):
 
         # -- walkers ----------------------------------------------------------------------------
         walkers = {}
+        tracked = {"rd": "abcp", "cp": "", "wr": "cp"}  # DRAM offsets each walker keeps
         for side in ("rd", "cp", "wr"):
-            m.submodules[f"walk_{side}"] = w = ChunkWalker()
+            m.submodules[f"walk_{side}"] = w = ChunkWalker(
+                {k: geo.tile_dim(k) for k in tracked[side]}
+            )
             walkers[side] = w
+            for k in tracked[side]:
+                m.d.comb += getattr(w, f"step_{k}").eq(steps[k])
             for f in ("m", "k", "n", "mc", "kc", "nc", "order", "accumulate"):
                 m.d.comb += getattr(w.nest, f).eq(getattr(d, f))
         start = Signal(name="start")  # the checked descriptor begins
@@ -207,12 +218,10 @@ class Device(wiring.Component):
         cmd = rd.cmd
         addr = {}
         for k in "abcp":
-            rows, cols = geo.shape(k, w.m0, w.k0, w.n0)
-            t0, i0 = geo.origin(k, rows, cols)
-            region_addr, stride = getattr(d, f"{k}_addr"), getattr(d, f"{k}_stride")
+            _, i0 = geo.origin(k, *geo.shape(k, w.m0, w.k0, w.n0))
             addr[k] = Signal(ADDR_BITS, name=f"rd_addr_{k}")
             size = cont["p"] if k == "c" else cont[k]  # C comes in at accumulator width
-            m.d.comb += addr[k].eq(region_addr + t0 * stride + i0 * size)
+            m.d.comb += addr[k].eq(getattr(d, f"{k}_addr") + getattr(w, f"offset_{k}") + i0 * size)
         lens = {}
         for k in "abc":
             rows, cols = geo.shape(k, w.mlen, w.klen, w.nlen)
@@ -316,10 +325,8 @@ class Device(wiring.Component):
         addr_p = Signal(ADDR_BITS, name="wr_addr_p")
         c_size = Mux(d.requant, cont["c"], cont["p"]) if cfg.requant else cont["p"]
         for k, sig, size in (("c", addr_c, c_size), ("p", addr_p, cont["p"])):
-            rows, cols = geo.shape(k, w.m0, w.k0, w.n0)
-            t0, i0 = geo.origin(k, rows, cols)
-            m.d.comb += sig.eq(getattr(d, f"{k}_addr") + t0 * getattr(d, f"{k}_stride")
-                               + i0 * size)  # fmt: skip
+            _, i0 = geo.origin(k, *geo.shape(k, w.m0, w.k0, w.n0))
+            m.d.comb += sig.eq(getattr(d, f"{k}_addr") + getattr(w, f"offset_{k}") + i0 * size)
         m.d.comb += [
             scmd.valid.eq(running & w.valid & w.store.any() & store_ok),
             scmd.payload.final.eq(final),
@@ -340,9 +347,9 @@ class Device(wiring.Component):
         # -- start, finish, refusal ---------------------------------------------------------------
         idle_all = ~walkers["cp"].valid & ~walkers["wr"].valid & wr.idle & rd.idle
         finish = running & idle_all
-        refuse = checking & refusal.any()
-        m.d.comb += start.eq(checking & ~refusal.any())
-        with m.If(checking):
+        refuse = checked & refusal.any()
+        m.d.comb += start.eq(checked & ~refusal.any())
+        with m.If(checked):
             m.d.sync += [checking.eq(0), running.eq(~refusal.any()), error.eq(refusal)]
             m.d.sync += [s.eq(FREE) for s in (*a_state, *b_state, *c_state)]
             m.d.sync += [q_loaded.eq(0),
@@ -372,6 +379,13 @@ class Device(wiring.Component):
         m.d.comb += strobes.eq(sum(wch.payload.strb[i] for i in range(cfg.bus_width // 8)))
         incs["dram_write_beats"] = w_take
         incs["dram_write_bytes"] = Mux(w_take, strobes, 0)
+        # DRAM traffic counts a cycle late, from registers: the engines' handshakes and the
+        # strobes' popcount would otherwise sit in front of the 48-bit adders. The last beat
+        # comes long before the descriptor's end (a write's response, a read's compute follow).
+        for name in [n for n in incs if n.startswith("dram_")]:
+            late = Signal.like(Value.cast(incs[name]), name=f"{name}_inc")
+            m.d.sync += late.eq(incs[name])
+            incs[name] = late
         with m.If(checking):  # every descriptor, refused ones too, starts from zero
             m.d.sync += [getattr(cnt, name).eq(0) for name in DEVICE_COUNTERS]
         with m.Else():
@@ -399,9 +413,33 @@ class Device(wiring.Component):
             port, field = getattr(self, f"m_axi_{channel}{name}"), getattr(stream_.payload, name)
             m.d.comb += port.eq(field) if sends else field.eq(port)
 
-    def _refusal(self, m: Module, d, geo: _Geometry):
-        """The :class:`contract.dma.Refusal` of ``d``, in the contract's order of checks."""
+    def _check(self, m: Module, d, geo: _Geometry, checking):
+        """The :class:`contract.dma.Refusal` of ``d``, in the contract's order of checks, over the
+        :data:`contract.timing.CHECK_CYCLES` cycles that ``checking`` is high, and the walkers'
+        steps; returns ``(ready, code, steps)``: ``ready`` in the last of those cycles, when
+        ``code`` holds the result, and ``steps[k]``, the DRAM distance between the first tile
+        rows of two chunks of matrix ``k`` (``abcp``) that follow each other along its tile rows.
+
+        The products of a tile-row count and a stride or a line count are shift-and-add, the
+        tile-row count's bits most significant first (:data:`contract.timing.CHECK_PRODUCT_BITS`
+        cycles); the comparisons take a cycle of their own."""
         cfg = self._config
+        bits = CHECK_PRODUCT_BITS
+        step = Signal(range(CHECK_CYCLES), name="check_step")
+        m.d.sync += step.eq(Mux(checking, step + 1, 0))
+        load = checking & equals(step, 0)
+        shifting = checking & (step >= 1) & (step <= bits)
+
+        def product(name, tiles, y):
+            """``tiles * y``, final from step ``bits + 1`` on."""
+            x = Signal(bits, name=f"check_{name}_x")
+            acc = Signal(bits + len(y), name=f"check_{name}")
+            with m.If(load):
+                m.d.sync += [x.eq(tiles), acc.eq(0)]
+            with m.Elif(shifting):
+                m.d.sync += [x.eq(x << 1), acc.eq((acc << 1) + Mux(x[-1], y, 0))]
+            return acc
+
         checks = []  # (condition, code), first true wins
 
         def add(cond, code):
@@ -420,7 +458,7 @@ class Device(wiring.Component):
                 add((size != total) & remainder(size, g[dim], DIM_BITS).any(), Refusal.CHUNK)
         for k in "abc":
             tiles, lines = geo.tiles_lines(k if k != "c" else "p", *geo.shape(k, d.mc, d.kc, d.nc))
-            add(tiles * lines > getattr(cfg, f"{k}_depth"), Refusal.CHUNK)
+            add(product(f"{k}_words", tiles, lines) > getattr(cfg, f"{k}_depth"), Refusal.CHUNK)
         if cfg.requant:
             add(
                 d.requant & (divide(d.n + cfg.cols - 1, cfg.cols, DIM_BITS + 1) > cfg.q_depth),
@@ -430,17 +468,19 @@ class Device(wiring.Component):
         spills = (d.kc < d.k) & (d.order != LOOP_ORDERS.index("nmk")) & (
             d.order != LOOP_ORDERS.index("mnk"))  # fmt: skip
         for k in "abcp":
-            if k == "c" and cfg.requant:
-                size_sig = Mux(d.requant, cont["c"], cont["p"])
-            else:
-                size_sig = Const(cont["p"] if k == "c" else cont[k], 16)
             tiles, lines = geo.tiles_lines("p" if k == "c" else k, *geo.shape(k, d.m, d.k, d.n))
+            if k == "c" and cfg.requant:  # sizes are powers of two: the products are shifts
+                size = Mux(d.requant, cont["c"], cont["p"])
+                line_bytes = Mux(d.requant, lines * cont["c"], lines * cont["p"])
+            else:
+                size = Const(cont["p"] if k == "c" else cont[k], 16)
+                line_bytes = lines * size.value
             addr, stride = getattr(d, f"{k}_addr"), getattr(d, f"{k}_stride")
             on = spills if k == "p" else Const(1)
-            mask = size_sig - 1
+            mask = size - 1
             add(on & (addr & mask).any(), Refusal.ALIGNMENT)
-            add(on & ((stride & mask).any() | (stride < lines * size_sig)), Refusal.STRIDE)
-            reach = addr + (tiles - 1) * stride + lines * size_sig
+            add(on & ((stride & mask).any() | (stride < line_bytes)), Refusal.STRIDE)
+            reach = addr + product(f"{k}_span", tiles - 1, stride) + line_bytes
             add(on & (reach > (1 << ADDR_BITS)), Refusal.RANGE)
         if cfg.requant:
             add(d.requant & (d.q_addr & (cont["q"] - 1)).any(), Refusal.ALIGNMENT)
@@ -450,5 +490,10 @@ class Device(wiring.Component):
         value = Const(0, 4)
         for cond, c in reversed(checks):
             value = Mux(cond, c, value)
-        m.d.comb += code.eq(value)
-        return code
+        with m.If(checking & (step == bits + 1)):
+            m.d.sync += code.eq(value)
+        steps = {}
+        for k in "abcp":
+            tiles, _ = geo.origin(k, *geo.shape(k, d.mc, d.kc, d.nc))  # a chunk's tile rows
+            steps[k] = product(f"{k}_step", tiles, getattr(d, f"{k}_stride"))[:ADDR_BITS]
+        return checking & (step == CHECK_CYCLES - 1), code, steps

@@ -11,6 +11,7 @@ from __future__ import annotations
 from amaranth import Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
+from systolic.contract.axi import ADDR_BITS
 from systolic.contract.dma import LOOP_ORDERS
 from systolic.contract.interface import DIM_BITS
 
@@ -44,10 +45,22 @@ class ChunkWalker(wiring.Component):
     last : out, it is the final job.
     next_load_a, next_load_b : out, the next job loads a new A (B) chunk: this job's bank is
         free after it.
+    step_<name> : in, for each of ``tracks``: what its offset gains per chunk along its dimension.
+    offset_<name> : out, ``step_<name>`` times the chunks before the current one along that
+        dimension (the DRAM offset of a chunk's first tile row, with the step a chunk's tile rows
+        times the matrix's stride): kept as a running sum so that no engine multiplies.
     """
 
-    def __init__(self):
+    def __init__(self, tracks: dict[str, str] | None = None):
+        self._tracks = dict(tracks or {})
+        for name, dim in self._tracks.items():
+            if dim not in DIMS:
+                raise ValueError(
+                    f"track {name!r} must follow one of {', '.join(DIMS)}, not {dim!r}"
+                )
         super().__init__({
+            **{f"step_{name}": In(ADDR_BITS) for name in self._tracks},
+            **{f"offset_{name}": Out(ADDR_BITS) for name in self._tracks},
             "nest": In(nest_layout()),
             "restart": In(1),
             "advance": In(1),
@@ -79,14 +92,12 @@ class ChunkWalker(wiring.Component):
             for code, order in enumerate(LOOP_ORDERS):  # codes past them: refused, any will do
                 with m.Case(code) if code < len(LOOP_ORDERS) - 1 else m.Default():
                     m.d.comb += [rank[d].eq(2 - order.index(d)) for d in DIMS]
-        wrap = {}
-        for d in DIMS:
-            end = Signal(_WIDE, name=f"end_{d}")
-            m.d.comb += end.eq(origin[d] + size[d])
-            wrap[d] = Signal(name=f"wrap_{d}")
-            m.d.comb += wrap[d].eq(end >= total[d])
-            length = getattr(self, f"{d}len")
-            m.d.comb += length.eq(Mux(wrap[d], total[d] - origin[d], size[d]))
+        # Each dimension's chunk end, wrap flag and length are registers, computed with the
+        # origin they belong to: the walkers' outputs feed every engine's command and address
+        # logic, and computing them from the origin there would put two adders and a comparator
+        # in front of all of it.
+        end = {d: Signal(_WIDE, name=f"end_{d}") for d in DIMS}  # origin + size
+        wrap = {d: Signal(name=f"wrap_{d}") for d in DIMS}  # end >= total: the last chunk
         # a dimension moves when every loop inside it wraps; it changes unless it has one chunk
         moves, changes, nxt = {}, {}, {}
         for d in DIMS:
@@ -94,9 +105,30 @@ class ChunkWalker(wiring.Component):
             moves[d] = Signal(name=f"moves_{d}")
             m.d.comb += moves[d].eq(inner[0] & inner[1])
             nxt[d] = Signal(_DIM, name=f"next_{d}")
-            m.d.comb += nxt[d].eq(Mux(moves[d], Mux(wrap[d], 0, origin[d] + size[d]), origin[d]))
+            m.d.comb += nxt[d].eq(Mux(moves[d], Mux(wrap[d], 0, end[d]), origin[d]))
             changes[d] = Signal(name=f"changes_{d}")
             m.d.comb += changes[d].eq(nxt[d] != origin[d])
+
+        def enter(origins):
+            """Register the chunk at ``origins`` (one per dimension) as the current one."""
+            for d in DIMS:
+                new_end = origins[d] + size[d]
+                new_wrap = new_end >= total[d]
+                length = getattr(self, f"{d}len")
+                m.d.sync += [origin[d].eq(origins[d]), end[d].eq(new_end), wrap[d].eq(new_wrap),
+                             length.eq(Mux(new_wrap, total[d] - origins[d], size[d]))]  # fmt: skip
+
+        def track(restart: bool):
+            """Each tracked offset follows its dimension's origin: zero on a restart or a wrap,
+            one step more when the origin moves on."""
+            for name, d in self._tracks.items():
+                offset, step = getattr(self, f"offset_{name}"), getattr(self, f"step_{name}")
+                if restart:
+                    m.d.sync += offset.eq(0)
+                else:
+                    with m.If(moves[d]):
+                        m.d.sync += offset.eq(Mux(wrap[d], 0, offset + step))
+
         m.d.comb += self.last.eq(wrap["m"] & wrap["k"] & wrap["n"])
         leaves = self.last | changes["m"] | changes["n"]
         last_k = wrap["k"]
@@ -112,12 +144,14 @@ class ChunkWalker(wiring.Component):
             m.d.sync += [self.valid.eq(1), self.load_a.eq(1), self.load_b.eq(1),
                          self.new_c.eq(1), self.bank_a.eq(0), self.bank_b.eq(0),
                          self.bank_c.eq(0)]  # fmt: skip
-            m.d.sync += [origin[d].eq(0) for d in DIMS]
+            enter({d: 0 for d in DIMS})
+            track(restart=True)
         with m.Elif(self.advance & self.valid):
             with m.If(self.last):
                 m.d.sync += self.valid.eq(0)
             with m.Else():
-                m.d.sync += [origin[d].eq(nxt[d]) for d in DIMS]
+                enter(nxt)
+                track(restart=False)
                 m.d.sync += [self.load_a.eq(load_a), self.load_b.eq(load_b), self.new_c.eq(new_c),
                              self.bank_a.eq(self.bank_a ^ load_a),
                              self.bank_b.eq(self.bank_b ^ load_b),

@@ -7,7 +7,9 @@ The SRAMs (contract.memories) are black boxes in synthesis and Liberty macros in
 access time, and their area, access energy and leakage come from the memory model
 (:mod:`models.sram`, CACTI figures scaled to 0.18 um). Each component is the set of
 modules below one of the device's submodules (:data:`COMPONENTS`); the hierarchy is kept, so
-logic is optimized within a module, not across.
+logic is optimized within a module, not across. Before timing, nets that drive many gates get
+buffer trees (:mod:`synth.fanout`), as a placer's design repair would give them; the buffers
+count in the area.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from systolic.contract.memories import memories
 from systolic.models import sram
 from systolic.rtl.generate import design_config, design_verilog
 
-from . import tools
+from . import fanout, tools
+from .fanout import buffer_fanout
 from .liberty import read_cells, sram_liberty
 
 __all__ = ["COMPONENTS", "CriticalPath", "SynthReport", "component_of", "synthesize", "SYNTH_ROOT"]
@@ -169,7 +172,8 @@ class SynthReport:
 def _key(verilog: str, clock_ns: float, lib: Path) -> str:
     h = hashlib.sha256()
     for part in (verilog, str(clock_ns), _YOSYS, _ABC, _STA, lib.read_text(),
-                 Path(__file__).read_text(), Path(tools.yosys()).name, sram.TABLE.read_text(),
+                 Path(__file__).read_text(), Path(fanout.__file__).read_text(),
+                 Path(tools.yosys()).name, sram.TABLE.read_text(),
                  Path(sram.__file__).read_text()):  # fmt: skip
         h.update(part.encode())
         h.update(b"\0")
@@ -222,6 +226,11 @@ def _run(config: ArrayConfig, kind: str, clock_ns: float, lib: Path, verilog: st
     tools.run([tools.yosys(), "-q", "-l", "yosys.log", "synth.ys"], directory,
               directory / "yosys.out", "Yosys synthesis")  # fmt: skip
     stat = json.loads((directory / "stat.json").read_text())
+    yosys_netlist = directory / "netlist.v"
+    buffered = buffer_fanout(yosys_netlist.read_text(), cells)
+    yosys_netlist.rename(directory / "netlist_yosys.v")
+    (directory / "netlist.v").write_text(buffered.netlist)
+    _add_cells(stat, buffered.buffers, buffered.cell)
     srams_lib = "read_liberty srams.lib" if srams else ""
     (directory / "sta.tcl").write_text(
         _STA.format(lib=lib.name, top=top, period=clock_ns, srams_lib=srams_lib)
@@ -243,6 +252,14 @@ def _run(config: ArrayConfig, kind: str, clock_ns: float, lib: Path, verilog: st
     if srams:
         report.notes.append(f"SRAM macros: {next(iter(macros.values())).source}")
     return report
+
+
+def _add_cells(stat: dict, added: dict[str, int], cell: str) -> None:
+    """Count cells added to the netlist after Yosys's statistics (module -> count) in them."""
+    modules = {name.lstrip("\\"): m for name, m in stat["modules"].items()}
+    for module, n in added.items():
+        by_type = modules[module]["num_cells_by_type"]
+        by_type[cell] = by_type.get(cell, 0) + n
 
 
 def _tally(stat: dict, cells: dict, top: str, kind: str) -> dict:

@@ -1,5 +1,5 @@
-"""Read what synthesis needs from a Liberty file (each cell's area, leakage and whether it is a
-flip-flop), and write one for the SRAM macros, so that OpenSTA times the paths into and out
+"""Read what synthesis needs from a Liberty file (each cell's area, leakage, pins and whether it
+is a flip-flop), and write one for the SRAM macros, so that OpenSTA times the paths into and out
 of them instead of leaving them unconstrained."""
 
 from __future__ import annotations
@@ -19,9 +19,26 @@ class Cell:
     area: float  # square micrometres
     leakage_nw: float
     sequential: bool  # a flip-flop or latch
+    inputs: tuple[str, ...] = ()  # data input pins (clock pins excluded)
+    outputs: tuple[str, ...] = ()
 
 
 _CELL = re.compile(r"^\s*cell\s*\(\s*\"?(\w+)\"?\s*\)\s*\{", re.M)
+_PIN = re.compile(r"^\s*pin\s*\(\s*\"?(\w+)\"?\s*\)\s*\{", re.M)
+
+
+def _pins(body: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A cell's data input pins and output pins."""
+    starts = [(m.group(1), m.start()) for m in _PIN.finditer(body)]
+    inputs, outputs = [], []
+    for i, (name, start) in enumerate(starts):
+        pin = body[start : starts[i + 1][1] if i + 1 < len(starts) else len(body)]
+        direction = re.search(r"\bdirection\s*:\s*(\w+)", pin)
+        if direction and direction.group(1) == "output":
+            outputs.append(name)
+        elif direction and re.search(r"\bclock\s*:\s*true", pin) is None:
+            inputs.append(name)
+    return tuple(inputs), tuple(outputs)
 
 
 def read_cells(path: Path) -> dict[str, Cell]:
@@ -37,7 +54,7 @@ def read_cells(path: Path) -> dict[str, Cell]:
             raise ValueError(f"cell {name} of {path} has no area")
         sequential = re.search(r"^\s*(ff|latch)\s*\(", body, re.M) is not None
         cells[name] = Cell(name, float(area.group(1)), float(leak.group(1)) if leak else 0.0,
-                           sequential)  # fmt: skip
+                           sequential, *_pins(body))  # fmt: skip
     if not cells:
         raise ValueError(f"{path} defines no cells")
     return cells

@@ -14,13 +14,24 @@ _C_IN = {None: 0, "c": 1, "p": 2}
 _STORE = {None: 0, "c": 1, "p": 2}
 
 
+#: Offsets the walker keeps in the tests, one per dimension, with their steps.
+_TRACKS = {"x": "m", "y": "k", "z": "n"}
+_STEPS = {"x": 3, "y": 1000, "z": (1 << 32) - 7}  # the last wraps around 32 bits
+
+
+_SEEN = ("m0", "k0", "n0", "mlen", "klen", "nlen", "load_a", "load_b", "c_in", "store",
+         "bank_a", "bank_b", "bank_c", "last", *(f"offset_{t}" for t in _TRACKS))  # fmt: skip
+
+
 def _walk(nest: dict, count: int) -> list[dict]:
-    dut = ChunkWalker()
+    dut = ChunkWalker(_TRACKS)
     seen = []
 
     async def bench(ctx):
         for name, value in nest.items():
             ctx.set(getattr(dut.nest, name), value)
+        for name, value in _STEPS.items():
+            ctx.set(getattr(dut, f"step_{name}"), value)
         ctx.set(dut.restart, 1)
         await ctx.tick()
         ctx.set(dut.restart, 0)
@@ -28,9 +39,7 @@ def _walk(nest: dict, count: int) -> list[dict]:
         for _ in range(count + 1):
             if not ctx.get(dut.valid):
                 break
-            seen.append({name: ctx.get(getattr(dut, name)) for name in (
-                "m0", "k0", "n0", "mlen", "klen", "nlen", "load_a", "load_b", "c_in", "store",
-                "bank_a", "bank_b", "bank_c", "last")})  # fmt: skip
+            seen.append({name: ctx.get(getattr(dut, name)) for name in _SEEN})
             await ctx.tick()
 
     sim = Simulator(dut)
@@ -63,4 +72,7 @@ def test_walker_visits_the_contract_jobs(order, seed):
                 "c_in": _C_IN[j.c_in], "store": _STORE[j.store], "bank_a": j.banks["a"],
                 "bank_b": j.banks["b"], "bank_c": j.banks["c"], "last": int(i == len(want) - 1),
             }  # fmt: skip
+            for name, dim in _TRACKS.items():  # a step per chunk before this one, mod 2**32
+                before = getattr(ch, f"{dim}0") // chunk["mkn".index(dim)]
+                expected[f"offset_{name}"] = before * _STEPS[name] % (1 << 32)
             assert g == expected, (i, m, k, n, chunk)

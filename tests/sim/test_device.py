@@ -16,6 +16,7 @@ from systolic.contract.dma import (
     Refusal,
     Region,
     check_descriptor,
+    containers,
     jobs,
     place,
 )
@@ -102,6 +103,60 @@ def test_quantized_and_accumulating_gemms(seed):
     ((a, b),) = operands
     np.testing.assert_array_equal(r.c, reference(plain, a, b) + c0)
     assert dict(predict_device(plain, r.descriptor, memory)) == r.counters
+
+
+def _edge(accepts, lo: int, hi: int) -> int:
+    """The least value in ``lo..hi`` that ``accepts`` refuses, ``accepts(lo)`` true and
+    ``accepts(hi)`` false (bisection)."""
+    assert accepts(lo) and not accepts(hi), (lo, hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if accepts(mid) else (lo, mid)
+    return hi
+
+
+def test_refusals_at_the_edge_of_the_checks_products(seed):
+    """The check multiplies tile rows by strides (the address range) and by lines (a chunk's
+    words) bit-serially: descriptors just past each limit, found by bisection against the
+    contract's check, are refused with its code, on random shapes and strides that use many of
+    the products' bits."""
+    config = ArrayConfig("is", 3, 2, a_depth=40, b_depth=40, c_depth=40)
+    rng = np.random.default_rng(seed)
+    print(f"seed {seed}")
+    cases = []
+    for _ in range(6):
+        m, k, n = (int(v) for v in rng.integers(1, 200, 3))
+        good = place(config, m, k, n)
+        kind = str(rng.choice(list("abc")))
+        region = getattr(good, kind)
+        stride = region.stride * int(rng.integers(1, 1 << 12))
+        step = containers(config)["p" if kind == "c" else kind]  # addresses stay aligned
+
+        # past the 32-bit address space by the least step of the address
+        def at(i, kind=kind, good=good, stride=stride, step=step):
+            return dataclasses.replace(good, **{kind: Region(i * step, stride)})
+
+        accepted = lambda i: check_descriptor(config, at(i))[0] is Refusal.NONE  # noqa: E731
+        if accepted(0):
+            cases.append((Refusal.RANGE, at(_edge(accepted, 0, (1 << 32) // step))))
+        # a chunk one line longer than its bank holds, along a random dimension
+        dim = int(rng.integers(3))
+
+        def chunked(size, good=good, dim=dim):
+            chunk = list(good.chunk)
+            chunk[dim] = size
+            return dataclasses.replace(good, chunk=tuple(chunk))
+
+        total = (m, k, n)[dim]
+        fits = lambda size: check_descriptor(config, chunked(size))[0] is Refusal.NONE  # noqa: E731
+        if fits(1) and not fits(total):
+            cases.append((Refusal.CHUNK, chunked(_edge(fits, 1, total))))
+    operands = random_operands(rng, config, [(d.m, d.k, d.n) for _, d in cases])
+    res = run_gemms(config, operands, descriptors=[d for _, d in cases], name="product-edges",
+                    timeout=DEADLINE)  # fmt: skip
+    for (code, d), r in zip(cases, res, strict=True):
+        assert check_descriptor(config, d)[0] is code
+        assert r.error == int(code), (code, d, r.error)
 
 
 def test_refused_descriptors_move_nothing():

@@ -20,14 +20,34 @@ CLOCK_NS = 10.0
 
 
 def _raw_cells(report) -> tuple[int, int]:
-    """Cells and flip-flops counted straight from Yosys's stat.json and the Liberty file."""
+    """Cells and flip-flops counted straight from Yosys's stat.json and the Liberty file, and the
+    fan-out buffers the timed netlist adds."""
     stat = json.loads((report.directory / "stat.json").read_text())
     lib = (report.directory / "osu018_stdcells.lib").read_text()
     names = set(re.findall(r"^\s*cell\s*\((\w+)\)", lib, re.M))
     flops = {n for n in names if n.startswith(("DFF", "LATCH"))}
     total = stat["design"]["num_cells_by_type"]
-    return (sum(v for k, v in total.items() if k in names),
+    timed = (report.directory / "netlist.v").read_text()
+    buffers = len(re.findall(r"^  BUFX4 fanout_\d+_buf \($", timed, re.M))
+    return (sum(v for k, v in total.items() if k in names) + buffers,
             sum(v for k, v in total.items() if k in flops))  # fmt: skip
+
+
+def _max_fanout(report) -> int:
+    """The most cell inputs one net drives in one module of the timed netlist (clocks aside)."""
+    lib = (report.directory / "osu018_stdcells.lib").read_text()
+    names = set(re.findall(r"^\s*cell\s*\((\w+)\)", lib, re.M))
+    most = 0
+    for module in re.split(r"^endmodule", (report.directory / "netlist.v").read_text(), flags=re.M):
+        loads: dict[str, int] = {}
+        for cell, body in re.findall(r"^  (\S+) +\S+ +\(\n(.*?)\n  \);", module, re.M | re.S):
+            if cell not in names:
+                continue
+            for pin, net in re.findall(r"\.(\w+)\((.*?)\),?$", body, re.M):
+                if pin not in ("Y", "Q", "YC", "YS", "CLK"):
+                    loads[net] = loads.get(net, 0) + 1
+        most = max([most, *loads.values()])
+    return most
 
 
 def _raw_slack(report) -> float:
@@ -48,6 +68,7 @@ def _check_components_add_up(report) -> None:
 def test_every_dataflow_mesh_synthesizes_and_meets_a_10ns_clock(dataflow):
     report = synthesize(ArrayConfig(dataflow, 2, 2), "array", clock_ns=CLOCK_NS)
     assert (report.cells, report.flops) == _raw_cells(report)
+    assert _max_fanout(report) <= 16  # what synth/fanout.py promises timing
     assert report.critical.slack_ns == _raw_slack(report)
     assert report.fmax_mhz == pytest.approx(1000 / (CLOCK_NS - report.critical.slack_ns))
     assert report.critical.slack_ns > 0, report.critical  # an int8 MAC fits 10 ns at 0.18 um
@@ -69,6 +90,7 @@ def test_the_device_synthesizes_with_its_srams_as_timed_macros():
     config = ArrayConfig("ws", 2, 2)
     report = synthesize(config, clock_ns=CLOCK_NS)
     assert (report.cells, report.flops) == _raw_cells(report)
+    assert _max_fanout(report) <= 16
     assert report.critical.slack_ns == _raw_slack(report)
     assert set(report.components) == {"pe_array", "edge", "buffers", "controller", "dma",
                                       "control"}  # fmt: skip
