@@ -14,10 +14,11 @@ shown alone.
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 
 import numpy as np
-from systolic.contract.config import ArrayConfig
+from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.models.energy import EnergyReport, figures_energy
 from systolic.models.technology import factor
 from systolic.sim.simulate import SimResult, run_gemms
@@ -107,10 +108,6 @@ def gate_energy(config: ArrayConfig, operands: list[tuple[np.ndarray, np.ndarray
 def main(argv: list[str] | None = None) -> int:
     """``make bench-power``: gate level against the toggle model, per dataflow and array size,
     on a random int8 GEMM of 8 tiles a side."""
-    import argparse
-
-    from systolic.contract.config import Dataflow
-
     p = argparse.ArgumentParser(description=main.__doc__)
     p.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8])
     p.add_argument("--seed", type=int, default=0)

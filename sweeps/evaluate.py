@@ -254,14 +254,16 @@ def _bound(config: ArrayConfig, counters: dict, dram: Dram) -> str:
 
 def model_record(
     config: ArrayConfig, workload: Workload, memory: Memory, coefficients: Coefficients,
-    data: str, seed: int,
+    data: str, seed: int, clock_mhz: float | None = None,
 ) -> dict:  # fmt: skip
     """The analytical model's account of a point: the device behind ``memory``
-    (:func:`models.pipeline.predict_pipeline`), energy from toggles estimated for ``data``."""
+    (:func:`models.pipeline.predict_pipeline`), energy from toggles estimated for ``data``, at
+    ``clock_mhz`` (default: the coefficients' clock)."""
+    clock_mhz = clock_mhz or coefficients.clock_mhz
     workload = driver_workload(workload)
-    dram = memory.at(coefficients.clock_mhz)
+    dram = memory.at(clock_mhz)
     parts = [_model_part(config, g.shape, dram, coefficients, data, seed) for g in workload.gemms]
-    return summarize(config, workload, memory, parts, coefficients.clock_mhz)
+    return summarize(config, workload, memory, parts, clock_mhz)
 
 
 @functools.lru_cache(maxsize=8192)  # workloads share layer shapes (BERT at b1 s512 and b4 s128)
@@ -308,12 +310,14 @@ def rtl_record(
     coefficients: Coefficients,
     model: dict,
 ) -> dict:
-    """A point from its simulated GEMMs (:class:`sim.simulate.SimResult` with toggles)."""
-    dram = memory.at(coefficients.clock_mhz)
+    """A point from its simulated GEMMs (:class:`sim.simulate.SimResult` with toggles), at the
+    clock of its model record."""
+    clock_mhz = model["clock_mhz"]
+    dram = memory.at(clock_mhz)
     parts = [gemm_part(config, g.shape, r, figures_energy(r, r.toggles, coefficients,
                                                           source="toggles"), dram)
              for g, r in zip(workload.gemms, results, strict=True)]  # fmt: skip
-    record = summarize(config, workload, memory, parts, coefficients.clock_mhz)
+    record = summarize(config, workload, memory, parts, clock_mhz)
     exact = all(
         np.array_equal(r.c, reference(config, a, b)) and r.errors == 0
         for r, (a, b) in zip(results, operands, strict=True)

@@ -8,10 +8,18 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-__all__ = ["OBJECTIVES", "dominates", "group_key", "pareto_front"]
+__all__ = ["AREA", "OBJECTIVES", "dominates", "group_key", "objectives_of", "pareto_front"]
 
 #: Figure -> +1 if more is better, -1 if less is better.
 OBJECTIVES = {"throughput_inf_s": +1, "latency_s": -1, "energy_per_inference_pj": -1}
+#: The objective a synthesized sweep adds (sweeps/synthesis.py): silicon area.
+AREA = {"area_mm2": -1}
+
+
+def objectives_of(records) -> dict[str, int]:
+    """:data:`OBJECTIVES`, and area when every successful record has one (``synth: true``)."""
+    ok = [r for r in records if r.get("status", "ok") == "ok"]
+    return OBJECTIVES | AREA if ok and all("area_mm2" in r for r in ok) else OBJECTIVES
 
 
 def dominates(a: dict, b: dict, objectives: dict[str, int] = OBJECTIVES) -> bool:

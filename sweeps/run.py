@@ -32,9 +32,10 @@ from systolic.sim.simulate import SimulationError, run_gemms
 
 from .engines import EngineError, open_engine
 from .evaluate import driver_workload, gemm_chunk, model_record, point_id, rtl_operands, rtl_record
-from .pareto import pareto_front
+from .pareto import objectives_of, pareto_front
 from .results import append_records, load_results
 from .spec import Memory, Sweep
+from .synthesis import point_clock, point_fields, synth_id, synth_record
 from .workloads import Workload
 
 __all__ = ["SweepInterrupted", "run_sweep", "select_rtl"]
@@ -80,15 +81,24 @@ def _failed(point: _Point, kind: str, error: str, log: str | None = None) -> dic
 MODEL_BATCH = 512
 
 
-def _model_batch(points: list[_Point], coefficients: Coefficients, data: str,
-                 seed: int) -> list[dict]:  # fmt: skip
+def _model_batch(points: list[_Point], coefficients: Coefficients, data: str, seed: int,
+                 clock_mhz: float | None = None,
+                 synth: dict | None = None) -> list[dict]:  # fmt: skip
     """Worker: the model's record of each point (a failed one for a point it cannot evaluate,
-    such as buffers too small for one tile of a GEMM)."""
+    such as buffers too small for one tile of a GEMM) at ``clock_mhz``; with ``synth`` (the
+    synthesis record of the points' configuration, :mod:`sweeps.synthesis`), at the clock it
+    allows, with its figures."""
     out = []
     for p in points:
+        if synth is not None and synth["status"] != "ok":
+            out.append(_failed(p, "model", synth["error"]))
+            continue
+        clock = clock_mhz if synth is None else point_clock(synth, clock_mhz)
         try:
-            record = model_record(p.config, p.workload, p.memory, coefficients, data, seed)
+            record = model_record(p.config, p.workload, p.memory, coefficients, data, seed, clock)
             record.update({"id": p.id, "kind": "model", "status": "ok"})
+            if synth is not None:
+                record.update(point_fields(synth, record))
         except ValueError as e:
             record = _failed(p, "model", str(e))
         out.append(record)
@@ -113,7 +123,8 @@ def select_rtl(sweep: Sweep, points: list[_Point], models: dict[str, dict]) -> l
         chosen = random.Random(sweep.seed).sample(eligible, min(sweep.sample, len(eligible)))
         return sorted(chosen, key=eligible.index)
     if sweep.rtl == "pareto":
-        front = {r["id"] for r in pareto_front(list(models.values()))}
+        candidates = list(models.values())
+        front = {r["id"] for r in pareto_front(candidates, objectives_of(candidates))}
         return [p for p in eligible if p.id in front]
     return []
 
@@ -124,10 +135,12 @@ def _rtl_group(
     models: dict[str, dict],
     sweep: Sweep,
     coefficients: Coefficients,
+    synth: dict | None = None,
 ) -> list[dict]:
-    """Worker: simulate every point of one configuration in one simulator process; their
-    records (a failed one for each point the simulation could not finish)."""
-    dram = sweep.memories[0].at(coefficients.clock_mhz)
+    """Worker: simulate every point of one configuration in one simulator process, at the clock
+    of their model records; their records (a failed one for each point the simulation could not
+    finish)."""
+    dram = sweep.memories[0].at(next(iter(models.values()))["clock_mhz"])
     posted = {p.id: driver_workload(p.workload) for p in points}  # as the driver posts them
     operands, owner, chunks = [], [], []
     for p in points:
@@ -156,6 +169,8 @@ def _rtl_group(
         )
         ok = record["bit_exact"]
         record.update({"id": p.id, "kind": "rtl", "status": "ok" if ok else "failed"})
+        if synth is not None:
+            record.update(point_fields(synth, record))
         if not ok:
             record["error"] = "C differs from the golden model"
         recorded[p.id] = record
@@ -269,7 +284,8 @@ def run_sweep(
               for w in sweep.workloads]  # fmt: skip
 
     models = {r["id"]: r for r in existing if r["kind"] == "model" and r["status"] == "ok"}
-    failed = sum(r["status"] == "failed" for r in existing)
+    failed = sum(r["status"] == "failed" for r in existing if r["kind"] != "synth")
+    synths = _synthesize(sweep, existing, done, scheduler, jobs, results, progress)
     # configuration by configuration (every memory and workload of one before the next): the
     # points of a configuration share layer shapes, chunk choices and toggle samples, which
     # the models cache
@@ -284,7 +300,8 @@ def run_sweep(
         by_config.setdefault(p.config, []).append(p)
     batches = [share[i : i + MODEL_BATCH] for share in by_config.values()
                for i in range(0, len(share), MODEL_BATCH)]  # fmt: skip
-    calls = [(_model_batch, (b, coefficients, sweep.data, sweep.seed)) for b in batches]
+    calls = [(_model_batch, (b, coefficients, sweep.data, sweep.seed, sweep.clock_mhz,
+                             synths.get(b[0].config.name))) for b in batches]  # fmt: skip
     waiting: dict[int, list[dict]] = {}  # batches back early: written in order
     written = 0
     with _engine(scheduler, jobs, len(calls), results) as engine:
@@ -313,8 +330,8 @@ def run_sweep(
     bar = _Progress(len(chosen), progress)
     simulated = base = len(chosen) - len(todo)
     rtl_failed = 0
-    calls = [(_rtl_group, (config, pts, {p.id: models[p.id] for p in pts}, sweep, coefficients))
-             for config, pts in groups.items()]  # fmt: skip
+    calls = [(_rtl_group, (config, pts, {p.id: models[p.id] for p in pts}, sweep, coefficients,
+                           synths.get(config.name))) for config, pts in groups.items()]  # fmt: skip
     with _engine(scheduler, jobs, len(calls), results) as engine:
         if progress:
             where = "on the Dask cluster" if engine.name == "dask" else "at a time"
@@ -330,6 +347,26 @@ def run_sweep(
             bar.show(simulated, rtl_failed, base)
     bar.end()
     return results
+
+
+def _synthesize(sweep: Sweep, existing: list[dict], done: set, scheduler: str | None,
+                jobs: int | None, results: Path, progress: bool) -> dict[str, dict]:  # fmt: skip
+    """With ``synth: true``, the synthesis record of every configuration by its name: those
+    already in the results file, and the others synthesized now, one task each, and written
+    there."""
+    if not sweep.synth:
+        return {}
+    synths = {r["config_name"]: r for r in existing if r["kind"] == "synth"}
+    todo = [c for c in sweep.configs if (synth_id(c), "synth") not in done]
+    if todo:
+        if progress:
+            print(f"synthesizing {len(todo)} configuration(s) (cached by their Verilog)",
+                  file=sys.stderr)  # fmt: skip
+        with _engine(scheduler, jobs, len(todo), results) as engine:
+            for _, record in engine.run([(synth_record, (c,)) for c in todo]):
+                append_records(results, [record])
+                synths[record["config_name"]] = record
+    return synths
 
 
 class _engine:

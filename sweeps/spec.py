@@ -28,6 +28,10 @@ Validated whole before anything runs; every error names the file, the line and t
       max_macs: 300000000       # RTL only where the simulated MACs are at most this
       timeout: 900              # seconds per simulator process
       rtl_precision: [int8]     # only these precisions' configurations run RTL (default: all)
+      synth: true               # synthesize each configuration once (0.18 um): area, Fmax and
+                                # leakage on every point, which runs at its own Fmax
+      clock_mhz: 100            # the clock of every point (with synth: where it meets timing,
+                                # else at its Fmax; default: the coefficients' clock)
     data: random                # operand data: random, zeros, sparse:P
     seed: 0
     coefficients: my.toml       # energy coefficients (default: models/coefficients/horowitz45.toml)
@@ -70,7 +74,7 @@ _MEMORY_KEYS = ("name", "preset", "gb_per_s", "latency_ns", "max_requests")
 #: The memory of a spec that names none.
 DEFAULT_MEMORY_PRESET = "lpddr4x-4266-x32"
 _CONFIG_KEYS = ("dataflow", "array", "precision", "depth")
-_EVALUATE_KEYS = ("rtl", "sample", "max_macs", "timeout", "rtl_precision")
+_EVALUATE_KEYS = ("rtl", "sample", "max_macs", "timeout", "rtl_precision", "synth", "clock_mhz")
 
 
 class SpecError(ValueError):
@@ -118,6 +122,8 @@ class Sweep:
     model_only: set[str] = field(default_factory=set)  # workloads marked rtl: false
     rtl_precision: set[str] = field(default_factory=lambda: set(PRECISION_NAMES))
     memories: list[Memory] = field(default_factory=lambda: [Memory.preset(DEFAULT_MEMORY_PRESET)])
+    synth: bool = False  # synthesize every configuration (sweeps/synthesis.py)
+    clock_mhz: float | None = None  # every point's clock (None: the coefficients')
 
     @property
     def points(self) -> int:
@@ -395,6 +401,15 @@ def load_spec(path: str | Path) -> Sweep:
             ("evaluate", "timeout"), f"must be a positive number of seconds, not {timeout!r}"
         )
     sweep.timeout = float(timeout)
+    sweep.synth = ev.get("synth", False)
+    if not isinstance(sweep.synth, bool):
+        raise doc.error(("evaluate", "synth"), f"must be true or false, not {sweep.synth!r}")
+    if "clock_mhz" in ev:
+        clock = ev["clock_mhz"]
+        if not is_number(clock) or not 1 <= clock <= 10_000:
+            raise doc.error(("evaluate", "clock_mhz"),
+                            f"must be a number of MHz from 1 to 10000, not {clock!r}")  # fmt: skip
+        sweep.clock_mhz = float(clock)
     data = raw.get("data", "random")
     try:
         sweep.data = DataKind(str(data)).text

@@ -22,7 +22,7 @@ LAYERS = {
     "sim": ("sim", {"contract", "rtl", "golden", "sim"}),
     "tb": ("tb", {"contract", "rtl", "golden", "sim", "tb"}),
     "synth": ("synth", {"contract", "rtl", "models", "synth"}),
-    "sweeps": ("sweeps", {"contract", "golden", "models", "sim", "sweeps"}),
+    "sweeps": ("sweeps", {"contract", "golden", "models", "sim", "synth", "sweeps"}),
     "experiments": (
         "experiments", {"contract", "rtl", "golden", "models", "sim", "synth", "experiments"}
     ),

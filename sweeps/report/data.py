@@ -16,7 +16,7 @@ from systolic.contract.dma import LOOP_ORDERS, place
 from systolic.models.chunking import choose_chunk
 from systolic.models.pipeline import predict_pipeline
 
-from ..pareto import OBJECTIVES, group_key, pareto_front
+from ..pareto import group_key, objectives_of, pareto_front
 from ..spec import Memory
 
 __all__ = ["ReportData", "Table", "distinct_layers", "layer_pressure", "points_of", "report_data"]
@@ -53,6 +53,8 @@ class ReportData:
     weight_bandwidth: Table | None = None
     buffer_pressure: Table | None = None
     loop_orders: Table | None = None
+    synthesis: Table | None = None
+    efficiency: Table | None = None
 
 
 def points_of(records: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -397,6 +399,44 @@ def _loop_orders(points: list[dict]) -> Table | None:
     return Table(["configuration", "layer MxKxN"] + list(LOOP_ORDERS), rows)
 
 
+def _synthesis(records: list[dict]) -> Table | None:
+    """Per synthesized configuration: cells, area (0.18 um, and the 45 nm estimate), Fmax,
+    leakage and its three largest components."""
+    synths = {r["config_name"]: r for r in records if r["kind"] == "synth" and r["status"] == "ok"}
+    if not synths:
+        return None
+    rows = []
+    for name, s in sorted(synths.items()):
+        parts = sorted(s["components_mm2"].items(), key=lambda kv: -kv[1])[:3]
+        share = ", ".join(f"{k} {100 * v / s['cell_area_mm2']:.0f}%" for k, v in parts)
+        rows.append([name, f"{s['cells']:,}", f"{s['flops']:,}", _fmt(s["cell_area_mm2"]),
+                     _fmt(s["sram_area_mm2"]), _fmt(s["area_mm2"]), _fmt(s["area_mm2_45nm"]),
+                     f"{s['fmax_mhz']:.1f}", _fmt(s["leakage_mw"]), share])  # fmt: skip
+    return Table(["configuration", "cells", "flip-flops", "std-cell mm^2", "SRAM mm^2",
+                  "total mm^2", "45 nm mm^2 (est.)", "Fmax MHz", "leakage mW",
+                  "largest (of std-cell area)"], rows)  # fmt: skip
+
+
+def _efficiency(points: list[dict]) -> Table | None:
+    """Per workload, the configuration with the most inferences per second per mm^2 and the one
+    with the most inferences per joule (synthesized sweeps)."""
+    points = [p for p in points if "area_mm2" in p]
+    if not points:
+        return None
+    by_workload: dict[str, list[dict]] = {}
+    for p in points:
+        by_workload.setdefault(p["workload"]["name"], []).append(p)
+    rows = []
+    for workload, members in by_workload.items():
+        dense = max(members, key=lambda p: p["throughput_per_mm2"])
+        frugal = max(members, key=lambda p: p["inferences_per_j"] or 0)
+        rows.append([workload, dense["config_name"], _fmt(dense["throughput_per_mm2"]),
+                     f"{dense['clock_mhz']:.1f}", frugal["config_name"],
+                     _fmt(frugal["inferences_per_j"])])  # fmt: skip
+    return Table(["workload", "most inf/s per mm^2", "inf/s/mm^2", "at MHz", "most inf/J",
+                  "inf/J"], rows)  # fmt: skip
+
+
 def report_data(records: list[dict], name: str) -> ReportData:
     """The report of a sweep named ``name`` whose results file holds ``records``. Its dataflow
     comparisons are at the first memory of the sweep (the one RTL points run at); the memory
@@ -412,7 +452,8 @@ def report_data(records: list[dict], name: str) -> ReportData:
     by_memory = {k: v for k, v in by_memory.items() if v}
     points = next(iter(by_memory.values()), [])
     memory_lines, memory_table = _memory_section(by_memory)
-    front = pareto_front(points)
+    objectives = objectives_of(points)
+    front = pareto_front(points, objectives)
     rtl = [p for p in points if p["evaluated"] == "rtl"]
     summary = _summary(points)
     precision_head, precision_rows, precision_lines = _precision_table(points)
@@ -433,6 +474,7 @@ def report_data(records: list[dict], name: str) -> ReportData:
             _fmt(p["throughput_inf_s"]),
             _fmt(p["latency_s"] * 1e3),
             _fmt(p["energy_per_inference_pj"] / 1e6),
+            *([_fmt(p["area_mm2"])] if "area_mm2" in objectives else []),
         ]
         for p in sorted(front, key=lambda p: (str(group_key(p)), p["latency_s"]))
     ]
@@ -441,14 +483,21 @@ def report_data(records: list[dict], name: str) -> ReportData:
          str(r.get("log") or "")]
         for r in failures
     ]  # fmt: skip
-    clock = points[0]["clock_mhz"] if points else 0
+    clocks = sorted({p["clock_mhz"] for p in points})
+    if "area_mm2" in objectives:
+        span = (f"{clocks[0]:.1f} MHz" if len(clocks) == 1 else
+                f"{clocks[0]:.1f} to {clocks[-1]:.1f} MHz")  # fmt: skip
+        at = (f"each configuration's own clock, its synthesized Fmax at 0.18 um ({span}; area "
+              f"in the objectives)")  # fmt: skip
+    else:
+        at = f"{clocks[0]:g} MHz" if clocks else "-"
     kinds = Counter(p["evaluated"] for p in every)
     intro = (
         f"{len(every)} points ({kinds.get('rtl', 0)} simulated in RTL with toggle-based "
         f"energy, {kinds.get('model', 0)} from the analytical model), {len(failures)} "
-        f"failed evaluation(s). Latency and throughput at {clock:g} MHz; an inference is "
+        f"failed evaluation(s). Latency and throughput at {at}; an inference is "
         f"one pass of the workload over its batch; objectives of the Pareto front: "
-        f"{', '.join(OBJECTIVES)}. Memories: {', '.join(by_memory)}; the dataflow comparisons "
+        f"{', '.join(objectives)}. Memories: {', '.join(by_memory)}; the dataflow comparisons "
         f"and the Pareto front are at {next(iter(by_memory), '-')}."
     )
     return ReportData(
@@ -457,7 +506,15 @@ def report_data(records: list[dict], name: str) -> ReportData:
         summary=summary,
         precision=Table(precision_head, precision_rows) if precision_rows else None,
         front=Table(
-            ["group", "configuration", "workload", "inf/s", "latency ms", "uJ/inference"],
+            [
+                "group",
+                "configuration",
+                "workload",
+                "inf/s",
+                "latency ms",
+                "uJ/inference",
+                *(["mm^2"] if "area_mm2" in objectives else []),
+            ],
             front_rows,
         ),
         points_table=Table(*_table(every)),
@@ -471,4 +528,6 @@ def report_data(records: list[dict], name: str) -> ReportData:
         weight_bandwidth=_weight_bandwidth(points),
         buffer_pressure=_buffer_pressure(points),
         loop_orders=_loop_orders(points),
+        synthesis=_synthesis(records),
+        efficiency=_efficiency(points),
     )
