@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from systolic.contract.dma import (
     place,
 )
 from systolic.contract.memory import DEFAULT_MEMORY, Dram
+from systolic.contract.plan import granularity
 from systolic.golden.data import random_operands
 from systolic.golden.reference import reference, requantized_reference
 from systolic.golden.requant import RequantParams
@@ -120,7 +122,7 @@ def test_refusals_at_the_edge_of_the_checks_products(seed):
     words) bit-serially: descriptors just past each limit, found by bisection against the
     contract's check, are refused with its code, on random shapes and strides that use many of
     the products' bits."""
-    config = ArrayConfig("is", 3, 2, a_depth=40, b_depth=40, c_depth=40)
+    config = CONFIGS[0]  # built for the tests above already
     rng = np.random.default_rng(seed)
     print(f"seed {seed}")
     cases = []
@@ -139,18 +141,22 @@ def test_refusals_at_the_edge_of_the_checks_products(seed):
         accepted = lambda i: check_descriptor(config, at(i))[0] is Refusal.NONE  # noqa: E731
         if accepted(0):
             cases.append((Refusal.RANGE, at(_edge(accepted, 0, (1 << 32) // step))))
-        # a chunk one line longer than its bank holds, along a random dimension
+        # a chunk one step (the dimension's granularity) longer than its bank holds
         dim = int(rng.integers(3))
+        g = granularity(config)["mkn"[dim]]
+        total = (m, k, n)[dim]
 
-        def chunked(size, good=good, dim=dim):
+        def chunked(j, good=good, dim=dim, g=g, total=total):
             chunk = list(good.chunk)
-            chunk[dim] = size
+            chunk[dim] = min(j * g, total)
             return dataclasses.replace(good, chunk=tuple(chunk))
 
-        total = (m, k, n)[dim]
-        fits = lambda size: check_descriptor(config, chunked(size))[0] is Refusal.NONE  # noqa: E731
-        if fits(1) and not fits(total):
-            cases.append((Refusal.CHUNK, chunked(_edge(fits, 1, total))))
+        fits = lambda j: check_descriptor(config, chunked(j))[0] is Refusal.NONE  # noqa: E731
+        last = -(-total // g)
+        if fits(1) and not fits(last):
+            cases.append((Refusal.CHUNK, chunked(_edge(fits, 1, last))))
+    assert Counter(code for code, _ in cases)[Refusal.RANGE] == 6, cases
+    assert Counter(code for code, _ in cases)[Refusal.CHUNK] >= 3, cases
     operands = random_operands(rng, config, [(d.m, d.k, d.n) for _, d in cases])
     res = run_gemms(config, operands, descriptors=[d for _, d in cases], name="product-edges",
                     timeout=DEADLINE)  # fmt: skip
