@@ -23,11 +23,12 @@ LAYERS = {
     "tb": ("tb", {"contract", "rtl", "golden", "sim", "tb"}),
     "synth": ("synth", {"contract", "rtl", "models", "synth"}),
     "sweeps": ("sweeps", {"contract", "golden", "models", "sim", "synth", "sweeps"}),
+    "serving": ("serving", {"contract", "golden", "models", "sweeps", "serving"}),
     "experiments": (
         "experiments", {"contract", "rtl", "golden", "models", "sim", "synth", "experiments"}
     ),
     "cli": ("systolic", {"contract", "rtl", "golden", "models", "sim", "synth", "sweeps",
-                         "experiments", "cli"}),
+                         "serving", "experiments", "cli"}),
 }  # fmt: skip
 
 

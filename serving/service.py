@@ -1,0 +1,60 @@
+"""Service times from the hardware model: how long a batch of requests takes on a configuration
+behind its memory, at a clock, and what it costs in energy.
+
+A batch of ``b`` requests of a transformer at sequence length ``s`` is the workload
+``transformer(model, b, s)`` (its GEMMs one after another on the device, sweeps.workloads), a CNN
+batch is ``cnn(model, b)``; the analytical model of the device (the sweeps' model record:
+models.pipeline behind the DRAM, energy from estimated toggles) gives its latency and energy.
+Each distinct ``(kind, b, s)`` is evaluated once and kept.
+"""
+
+from __future__ import annotations
+
+from systolic.contract.config import ArrayConfig
+from systolic.models.energy import Coefficients, load_coefficients
+from systolic.sweeps.evaluate import model_record
+from systolic.sweeps.spec import Memory
+from systolic.sweeps.workloads import CNNS, TRANSFORMERS, Workload, cnn, transformer
+
+from .traffic import Mix, TrafficError
+
+__all__ = ["ModelService", "batch_workload"]
+
+
+def batch_workload(model: str, batch: int, length: int) -> Workload:
+    """The workload of a batch of ``batch`` requests of ``model`` at sequence ``length``."""
+    if model in TRANSFORMERS:
+        if length < 1:
+            raise TrafficError(f"{model}: a transformer request needs a sequence length")
+        return transformer(model, batch, length)
+    if model in CNNS:
+        return cnn(model, batch)
+    raise TrafficError(f"model must be one of {', '.join([*TRANSFORMERS, *CNNS])}, not {model!r}")
+
+
+class ModelService:
+    """``service(kind, batch, length) -> (seconds, energy_pj)`` for :func:`serving.simulate.serve`,
+    from the model of ``config`` behind ``memory`` at ``clock_mhz`` (default: the coefficients'
+    clock)."""
+
+    def __init__(self, config: ArrayConfig, mix: Mix, memory: Memory,
+                 coefficients: Coefficients | None = None, clock_mhz: float | None = None,
+                 data: str = "random", seed: int = 0):  # fmt: skip
+        self.config, self.mix, self.memory = config, mix, memory
+        self.coefficients = coefficients or load_coefficients()
+        self.clock_mhz = clock_mhz or self.coefficients.clock_mhz
+        self.data, self.seed = data, seed
+        self.records: dict[tuple[int, int, int], dict] = {}
+
+    def record(self, kind: int, batch: int, length: int) -> dict:
+        """The model's record of the batch (cached)."""
+        key = (kind, batch, length)
+        if key not in self.records:
+            work = batch_workload(self.mix.kinds[kind].model, batch, length)
+            self.records[key] = model_record(self.config, work, self.memory, self.coefficients,
+                                             self.data, self.seed, self.clock_mhz)  # fmt: skip
+        return self.records[key]
+
+    def __call__(self, kind: int, batch: int, length: int) -> tuple[float, float]:
+        r = self.record(kind, batch, length)
+        return r["latency_s"], r["energy_pj"]

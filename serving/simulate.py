@@ -1,0 +1,146 @@
+"""A discrete-event simulation of accelerators serving a request stream in batches.
+
+Each accelerator serves one batch at a time, in arrival order. When it is free and requests wait,
+the batching :class:`Policy` says when the next batch starts and how many requests it takes:
+
+- ``none``: every request alone, as soon as the accelerator is free;
+- ``static``: ``max_batch`` requests, however long the last of them takes to arrive (the stream's
+  last, partial batch starts with its last request);
+- ``dynamic``: as many as wait (up to ``max_batch``) once ``max_batch`` wait or the oldest has
+  waited ``max_wait_s``, whichever comes first (Triton's and TorchServe's rule).
+
+A batch holds requests of one kind (model): the one at the head of the queue and those of the
+same kind behind it. Its service time and energy come from the ``service`` function (the
+hardware model: :mod:`serving.service`), with the batch padded to its longest sequence. With
+``replicas`` accelerators behind a round-robin router, request ``i`` goes to replica
+``i % replicas``.
+
+Why not SimPy: one FIFO server with batching is a recurrence over the requests in arrival order
+(the next batch's start is the later of the server being free and the policy's condition, both
+known from the sorted arrivals), exact and linear in the requests; SimPy's processes and events
+would express the same at many times the cost per request and add nothing a single queue needs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .traffic import Requests, TrafficError
+
+__all__ = ["POLICIES", "Policy", "Served", "serve"]
+
+POLICIES = ("none", "static", "dynamic")
+
+#: ``service(kind, batch, length) -> (seconds, energy_pj)`` of a batch of ``batch`` requests of
+#: kind ``kind`` (an index into the stream's mix) padded to sequence length ``length``.
+Service = Callable[[int, int, int], tuple[float, float]]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A batching policy (see module)."""
+
+    name: str
+    max_batch: int = 1
+    max_wait_s: float = 0.0
+
+    def __post_init__(self):
+        if self.name not in POLICIES:
+            raise TrafficError(f"policy must be one of {', '.join(POLICIES)}, not {self.name!r}")
+        if isinstance(self.max_batch, bool) or not isinstance(self.max_batch, int) \
+                or not 1 <= self.max_batch <= 4096:  # fmt: skip
+            raise TrafficError(f"max_batch must be an integer from 1 to 4096, not "
+                               f"{self.max_batch!r}")  # fmt: skip
+        if self.name == "none" and self.max_batch != 1:
+            raise TrafficError("policy none serves one request at a time: max_batch must be 1")
+        if not isinstance(self.max_wait_s, (int, float)) or not 0 <= self.max_wait_s < math.inf:
+            raise TrafficError(f"max_wait_s must be a finite number of seconds >= 0, not "
+                               f"{self.max_wait_s!r}")  # fmt: skip
+
+    @property
+    def label(self) -> str:
+        if self.name == "none":
+            return "no batching"
+        if self.name == "static":
+            return f"static {self.max_batch}"
+        return f"dynamic {self.max_batch}, {self.max_wait_s * 1e3:g} ms"
+
+
+@dataclass(frozen=True)
+class Served:
+    """What happened to every request (arrays in the stream's order) and every batch."""
+
+    requests: Requests
+    start: np.ndarray  # when its batch started (s)
+    finish: np.ndarray  # when its batch finished (s)
+    batch: np.ndarray  # the index of its batch
+    batch_start: np.ndarray
+    batch_finish: np.ndarray
+    batch_size: np.ndarray
+    batch_energy_pj: np.ndarray
+    batch_replica: np.ndarray
+    replicas: int
+
+    @property
+    def latency(self) -> np.ndarray:
+        return self.finish - self.requests.arrivals
+
+    @property
+    def wait(self) -> np.ndarray:
+        return self.start - self.requests.arrivals
+
+
+def serve(requests: Requests, policy: Policy, service: Service, replicas: int = 1) -> Served:
+    """Serve ``requests`` on ``replicas`` accelerators under ``policy`` (see module)."""
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
+        raise TrafficError(f"replicas must be a positive integer, not {replicas!r}")
+    n = len(requests)
+    start, finish = np.empty(n), np.empty(n)
+    batch_of = np.empty(n, dtype=np.int64)
+    batches: list[tuple[float, float, int, float, int]] = []
+    for r in range(replicas):
+        mine = np.arange(r, n, replicas)
+        _serve_one(requests, mine, policy, service, r, start, finish, batch_of, batches)
+    order = np.argsort([b[0] for b in batches], kind="stable")
+    renumber = np.empty(len(batches), dtype=np.int64)
+    renumber[order] = np.arange(len(batches))
+    b = [batches[i] for i in order]
+    return Served(requests, start, finish, renumber[batch_of],
+                  np.array([x[0] for x in b]), np.array([x[1] for x in b]),
+                  np.array([x[2] for x in b], dtype=np.int64), np.array([x[3] for x in b]),
+                  np.array([x[4] for x in b], dtype=np.int64), replicas)  # fmt: skip
+
+
+def _serve_one(requests: Requests, mine: np.ndarray, policy: Policy, service: Service,
+               replica: int, start, finish, batch_of, batches) -> None:  # fmt: skip
+    """One accelerator's recurrence over its requests ``mine`` (indices, in arrival order)."""
+    arrivals = requests.arrivals[mine]
+    kinds = requests.kind[mine]
+    lengths = requests.length[mine]
+    n, cap = len(mine), policy.max_batch
+    free, i = 0.0, 0
+    while i < n:
+        # the head and the requests of its kind right behind it, up to a full batch
+        run = i + 1
+        while run < n and run - i < cap and kinds[run] == kinds[i]:
+            run += 1
+        ready = max(free, arrivals[i])  # the earliest the head could start
+        if policy.name == "none":
+            begin, count = ready, 1
+        elif policy.name == "static":
+            begin, count = max(ready, arrivals[run - 1]), run - i
+        else:
+            full = arrivals[i + cap - 1] if run - i == cap else math.inf
+            begin = max(ready, min(arrivals[i] + policy.max_wait_s, full))
+            count = int(np.searchsorted(arrivals[i:run], begin, side="right"))
+        seconds, energy = service(int(kinds[i]), count, int(lengths[i : i + count].max()))
+        end = begin + seconds
+        index = mine[i : i + count]
+        start[index], finish[index] = begin, end
+        batch_of[index] = len(batches)
+        batches.append((begin, end, count, energy, replica))
+        free, i = end, i + count

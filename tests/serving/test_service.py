@@ -1,0 +1,108 @@
+"""serving/service.py and traffic.py: service times are the device model's, cached per batch
+shape; streams are what their parameters say; bad parameters name themselves."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from systolic.contract.config import ArrayConfig
+from systolic.models.energy import load_coefficients
+from systolic.serving.metrics import measure
+from systolic.serving.service import ModelService
+from systolic.serving.simulate import Policy, serve
+from systolic.serving.traffic import (
+    Mix,
+    OnOff,
+    Poisson,
+    RequestKind,
+    Trace,
+    TrafficError,
+    stream,
+)
+from systolic.sweeps.evaluate import model_record
+from systolic.sweeps.spec import Memory
+from systolic.sweeps.workloads import transformer
+
+CONFIG = ArrayConfig("ws", 8, 8)
+MEMORY = Memory.preset("lpddr4x-4266-x16")
+
+
+def test_one_request_at_a_time_at_low_load_takes_the_models_single_batch_latency(seed):
+    mix = Mix((RequestKind("bert-base", 1, (16,)),))
+    service = ModelService(CONFIG, mix, MEMORY)
+    coefficients = load_coefficients()
+    alone = model_record(CONFIG, transformer("bert-base", 1, 16), MEMORY, coefficients,
+                         "random", 0)  # fmt: skip
+    requests = stream(Poisson(0.01), mix, 200, seed)  # a request every 100 s, each ~10 ms
+    served = serve(requests, Policy("static", 1), service)
+    np.testing.assert_allclose(served.latency, alone["latency_s"], rtol=1e-9)  # no waiting
+    m = measure(served)
+    assert m.p99_s == pytest.approx(alone["latency_s"], rel=1e-9)
+    assert m.energy_per_request_pj == pytest.approx(alone["energy_pj"])
+    assert list(service.records) == [(0, 1, 16)]  # one shape, evaluated once
+
+
+def test_a_batch_runs_at_the_services_clock():
+    mix = Mix((RequestKind("bert-base", 1, (16,)),))
+    fast, slow = (ModelService(CONFIG, mix, MEMORY, clock_mhz=f) for f in (1000.0, 250.0))
+    (t_fast, _), (t_slow, _) = fast(0, 4, 16), slow(0, 4, 16)
+    # the same work in cycles, except the DRAM's latency (in ns) costs fewer cycles at 250 MHz
+    assert fast.record(0, 4, 16)["cycles"] >= slow.record(0, 4, 16)["cycles"]
+    assert t_slow == pytest.approx(slow.record(0, 4, 16)["cycles"] / 250e6)
+    assert t_slow > t_fast
+
+
+def test_arrival_processes_give_their_mean_rate(seed):
+    mix = Mix((RequestKind("bert-base"),))
+    for process in (Poisson(500.0), OnOff(2000.0, 100.0, 0.02, 0.05)):
+        r = stream(process, mix, 50_000, seed)
+        assert np.all(np.diff(r.arrivals) >= 0)
+        rate = (len(r) - 1) / (r.arrivals[-1] - r.arrivals[0])
+        assert rate == pytest.approx(process.mean_rate, rel=0.05), process
+
+
+def test_a_mix_draws_kinds_and_lengths_by_their_weights(seed):
+    mix = Mix((RequestKind("bert-base", 3, (16, 128), (1, 3)), RequestKind("gpt2-small", 1)))
+    r = stream(Poisson(100.0), mix, 40_000, seed)
+    assert np.mean(r.kind == 0) == pytest.approx(0.75, abs=0.01)
+    lengths = r.length[r.kind == 0]
+    assert np.mean(lengths == 128) == pytest.approx(0.75, abs=0.01)
+    assert np.all(r.length[r.kind == 1] == 0)
+
+
+def test_a_trace_is_read_and_checked(tmp_path):
+    good = tmp_path / "trace.csv"
+    good.write_text("t_s\n1.5\n1.75\n2.0\n")
+    r = stream(Trace.read(good), Mix((RequestKind("bert-base"),)), 3, 0)
+    np.testing.assert_allclose(r.arrivals, [0.0, 0.25, 0.5])
+    bad = tmp_path / "bad.csv"
+    bad.write_text("1.0\n0.5\n")
+    with pytest.raises(TrafficError, match=r"bad.csv:2: out of order"):
+        Trace.read(bad)
+    bad.write_text("t\n")
+    with pytest.raises(TrafficError, match="no timestamps"):
+        Trace.read(bad)
+    with pytest.raises(TrafficError, match="holds 3 requests, not 4"):
+        stream(Trace.read(good), Mix((RequestKind("bert-base"),)), 4, 0)
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda: Poisson(-1.0), "rate must be a positive number, not -1.0"),
+        (lambda: OnOff(10.0, 20.0, 1.0, 1.0), "off_rate must be at least 0 and below on_rate"),
+        (lambda: Mix(()), "mix must name at least one request kind"),
+        (lambda: RequestKind("bert-base", 1, (16, 32), (1,)), "one weight per length"),
+        (lambda: RequestKind("bert-base", 1, (0,)), "lengths must be positive integers"),
+        (lambda: Policy("greedy"), "policy must be one of none, static, dynamic"),
+        (lambda: Policy("dynamic", 0), "max_batch must be an integer from 1 to 4096"),
+        (lambda: Policy("dynamic", 4, -1.0), "max_wait_s must be a finite number"),
+        (
+            lambda: stream(Poisson(1.0), Mix((RequestKind("bert-base"),)), 0, 0),
+            "count must be a positive integer",
+        ),
+    ],
+)
+def test_bad_traffic_names_the_parameter(build, message):
+    with pytest.raises(TrafficError, match=message):
+        build()
