@@ -8,9 +8,18 @@ import math
 
 import numpy as np
 import pytest
+from systolic.serving.capacity import latency_curve, max_sustainable_rate
 from systolic.serving.metrics import measure, queue_depth
 from systolic.serving.simulate import Policy, serve
-from systolic.serving.traffic import Mix, OnOff, Poisson, RequestKind, Requests, stream
+from systolic.serving.traffic import (
+    Mix,
+    OnOff,
+    Poisson,
+    RequestKind,
+    Requests,
+    TrafficError,
+    stream,
+)
 
 ONE = Mix((RequestKind("bert-base"),))
 
@@ -119,3 +128,27 @@ def test_the_same_seed_gives_the_same_stream_and_schedule():
     assert not np.array_equal(one.arrivals, other.arrivals)
     s1, s2 = (serve(r, Policy("dynamic", 4, 0.01), _fixed(0.005)) for r in (one, two))
     assert np.array_equal(s1.finish, s2.finish)
+
+
+def test_the_sustainable_rate_at_an_sla_is_theorys_for_md1(seed):
+    """No batching, deterministic service: the highest Poisson rate whose P99 latency (wait +
+    service) meets the SLA is where M/D/1's exact P99 wait reaches SLA - D."""
+    d, sla = 0.002, 0.006  # P99 wait may be 2 D
+    requests = stream(Poisson(1.0), ONE, 100_000, seed)
+    cap = max_sustainable_rate(requests, Policy("none"), _fixed(d), sla)
+    lo, hi = 0.01, 0.99  # theory: the load whose P99 wait is exactly 2 D
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _md1_wait_quantile(0.99, mid) < (sla - d) / d else (lo, mid)
+    assert cap.rate_rps == pytest.approx(lo / d, rel=0.04)
+    assert cap.metrics.p99_s <= sla and cap.unloaded_p99_s == pytest.approx(d, rel=0.05)
+    # P99 rises with load when nothing is batched, and passes the SLA past the capacity
+    curve = latency_curve(requests, Policy("none"), _fixed(d), [0.3 / d, 0.6 / d, 0.9 / d])
+    assert curve[0].p99_s < curve[1].p99_s < curve[2].p99_s
+    assert curve[2].p99_s > sla
+
+
+def test_an_sla_below_the_unloaded_latency_is_refused(seed):
+    requests = stream(Poisson(100.0), ONE, 1000, seed)
+    with pytest.raises(TrafficError, match=r"sla_p99_s = 1 ms is below the unloaded P99"):
+        max_sustainable_rate(requests, Policy("dynamic", 8, 0.002), _fixed(0.0005), 0.001)
