@@ -21,12 +21,13 @@ from .traffic import Mix, TrafficError
 __all__ = ["ModelService", "batch_workload"]
 
 
-def batch_workload(model: str, batch: int, length: int) -> Workload:
-    """The workload of a batch of ``batch`` requests of ``model`` at sequence ``length``."""
+def batch_workload(model: str, batch: int, length: int, phase: str = "prefill") -> Workload:
+    """The workload of a batch of ``batch`` requests of ``model`` at sequence ``length`` (for a
+    transformer's ``decode`` phase: one token each against caches of ``length``)."""
     if model in TRANSFORMERS:
         if length < 1:
             raise TrafficError(f"{model}: a transformer request needs a sequence length")
-        return transformer(model, batch, length)
+        return transformer(model, batch, length, phase)
     if model in CNNS:
         return cnn(model, batch)
     raise TrafficError(f"model must be one of {', '.join([*TRANSFORMERS, *CNNS])}, not {model!r}")
@@ -44,17 +45,22 @@ class ModelService:
         self.coefficients = coefficients or load_coefficients()
         self.clock_mhz = clock_mhz or self.coefficients.clock_mhz
         self.data, self.seed = data, seed
-        self.records: dict[tuple[int, int, int], dict] = {}
+        self.records: dict[tuple, dict] = {}
 
-    def record(self, kind: int, batch: int, length: int) -> dict:
+    def record(self, kind: int, batch: int, length: int, phase: str = "prefill") -> dict:
         """The model's record of the batch (cached)."""
-        key = (kind, batch, length)
+        key = (kind, batch, length) if phase == "prefill" else (kind, batch, length, phase)
         if key not in self.records:
-            work = batch_workload(self.mix.kinds[kind].model, batch, length)
+            work = batch_workload(self.mix.kinds[kind].model, batch, length, phase)
             self.records[key] = model_record(self.config, work, self.memory, self.coefficients,
                                              self.data, self.seed, self.clock_mhz)  # fmt: skip
         return self.records[key]
 
     def __call__(self, kind: int, batch: int, length: int) -> tuple[float, float]:
         r = self.record(kind, batch, length)
+        return r["latency_s"], r["energy_pj"]
+
+    def step(self, kind: int, batch: int, length: int, phase: str) -> tuple[float, float]:
+        """A generation step (:func:`serving.generation.generate`)."""
+        r = self.record(kind, batch, length, phase)
         return r["latency_s"], r["energy_pj"]

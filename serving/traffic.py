@@ -137,24 +137,30 @@ class Trace:
 
 @dataclass(frozen=True)
 class RequestKind:
-    """What a request asks for: a ``model`` (a workload name of sweeps.workloads) and, for a
-    transformer, the sequence ``lengths`` it may have with their ``weights``."""
+    """What a request asks for: a ``model`` (a workload name of sweeps.workloads); for a
+    transformer, the sequence (prompt) ``lengths`` it may have with their ``weights``; for
+    generation, the ``outputs`` (tokens to generate) it may ask for with ``output_weights``."""
 
     model: str
     share: float = 1.0
     lengths: tuple[int, ...] = ()
     weights: tuple[float, ...] = ()
+    outputs: tuple[int, ...] = ()
+    output_weights: tuple[float, ...] = ()
 
     def __post_init__(self):
         _positive(f"{self.model}: share", self.share)
-        if self.weights and len(self.weights) != len(self.lengths):
-            raise TrafficError(f"{self.model}: weights must give one weight per length "
-                               f"({len(self.lengths)}), not {len(self.weights)}")  # fmt: skip
-        for n in self.lengths:
-            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-                raise TrafficError(f"{self.model}: lengths must be positive integers, not {n!r}")
-        for w in self.weights:
-            _positive(f"{self.model}: weight", w)
+        for values, weights, what in ((self.lengths, self.weights, "length"),
+                                      (self.outputs, self.output_weights, "output")):  # fmt: skip
+            if weights and len(weights) != len(values):
+                raise TrafficError(f"{self.model}: {what} weights must give one weight per "
+                                   f"{what} ({len(values)}), not {len(weights)}")  # fmt: skip
+            for n in values:
+                if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                    raise TrafficError(f"{self.model}: {what}s must be positive integers, "
+                                       f"not {n!r}")  # fmt: skip
+            for w in weights:
+                _positive(f"{self.model}: {what} weight", w)
 
 
 @dataclass(frozen=True)
@@ -174,12 +180,13 @@ class Mix:
 @dataclass(frozen=True)
 class Requests:
     """A drawn stream: arrival times (s, sorted), the kind of each request (an index into
-    ``mix.kinds``) and its sequence length (0 where the kind has none)."""
+    ``mix.kinds``), its sequence length and its output tokens (0 where the kind has none)."""
 
     arrivals: np.ndarray
     kind: np.ndarray
     length: np.ndarray
     mix: Mix
+    output: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.arrivals)
@@ -195,10 +202,12 @@ def stream(process, mix: Mix, count: int, seed: int) -> Requests:
     shares = np.array([k.share for k in mix.kinds])
     kind = rng.choice(len(mix.kinds), size=count, p=shares / shares.sum())
     length = np.zeros(count, dtype=np.int64)
+    output = np.zeros(count, dtype=np.int64)
     for i, k in enumerate(mix.kinds):
         mine = np.flatnonzero(kind == i)
-        if k.lengths and len(mine):
-            weights = np.array(k.weights or [1.0] * len(k.lengths))
-            length[mine] = rng.choice(np.array(k.lengths), size=len(mine),
-                                      p=weights / weights.sum())  # fmt: skip
-    return Requests(arrivals, kind, length, mix)
+        for values, weights, into in ((k.lengths, k.weights, length),
+                                      (k.outputs, k.output_weights, output)):  # fmt: skip
+            if values and len(mine):
+                w = np.array(weights or [1.0] * len(values))
+                into[mine] = rng.choice(np.array(values), size=len(mine), p=w / w.sum())
+    return Requests(arrivals, kind, length, mix, output)

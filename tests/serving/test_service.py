@@ -93,6 +93,7 @@ def test_a_trace_is_read_and_checked(tmp_path):
         (lambda: OnOff(10.0, 20.0, 1.0, 1.0), "off_rate must be at least 0 and below on_rate"),
         (lambda: Mix(()), "mix must name at least one request kind"),
         (lambda: RequestKind("bert-base", 1, (16, 32), (1,)), "one weight per length"),
+        (lambda: RequestKind("gpt2-small", 1, (16,), (), (0,)), "outputs must be positive"),
         (lambda: RequestKind("bert-base", 1, (0,)), "lengths must be positive integers"),
         (lambda: Policy("greedy"), "policy must be one of none, static, dynamic"),
         (lambda: Policy("dynamic", 0), "max_batch must be an integer from 1 to 4096"),
