@@ -33,6 +33,8 @@ from .cycles import predict
 from .toggles import predict_toggles
 
 __all__ = [
+    "clock_pj_per_cycle",
+    "leakage_pj_per_cycle",
     "DEFAULT_COEFFICIENTS",
     "ENERGY_COMPONENTS",
     "TRAFFIC_CLASSES",
@@ -286,6 +288,21 @@ class EnergyReport:
         }
 
 
+def clock_pj_per_cycle(config: ArrayConfig, co: Coefficients) -> float:
+    """The mesh's clock energy per cycle: every register bit's clock pin, busy or idle (no
+    clock gating)."""
+    return sum(datapath_flop_bits(config).values()) * co.clock_per_flop_bit
+
+
+def leakage_pj_per_cycle(config: ArrayConfig, co: Coefficients) -> float:
+    """Leakage per cycle of the coefficients' clock (a power: ``* clock_mhz * 1e-6`` is mW):
+    per PE and per KiB of buffer SRAM."""
+    width = {name: word.bits for name, word in layouts(config).items()}
+    depth = {"a": config.a_depth, "b": config.b_depth, "c": config.c_depth}
+    sram_kib = sum(depth[b] * width[b] for b in "abc") / 8 / 1024
+    return co.leakage["per_pe"] * config.pes + co.leakage["per_sram_kib"] * sram_kib
+
+
 def energy(
     config: ArrayConfig,
     counters: dict[str, int],
@@ -340,11 +357,8 @@ def energy(
         add("dram", klass, "offchip", bits / 64 * co.dram_access_64bit)
 
     cycles = counters["cycles"]
-    flop_bits = sum(datapath_flop_bits(config).values())
-    add("clock", "overhead", "array", cycles * flop_bits * co.clock_per_flop_bit)
-    sram_kib = sum(depth[b] * width[b] for b in "abc") / 8 / 1024
-    leak = co.leakage["per_pe"] * config.pes + co.leakage["per_sram_kib"] * sram_kib
-    add("leakage", "overhead", "array", cycles * leak)
+    add("clock", "overhead", "array", cycles * clock_pj_per_cycle(config, co))
+    add("leakage", "overhead", "array", cycles * leakage_pj_per_cycle(config, co))
     return EnergyReport(
         components=comp, traffic=traffic, macs=macs, cycles=cycles, clock_mhz=co.clock_mhz,
         coefficients=co.name, source=source,

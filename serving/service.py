@@ -34,9 +34,9 @@ def batch_workload(model: str, batch: int, length: int, phase: str = "prefill") 
 
 
 class ModelService:
-    """``service(kind, batch, length) -> (seconds, energy_pj)`` for :func:`serving.simulate.serve`,
-    from the model of ``config`` behind ``memory`` at ``clock_mhz`` (default: the coefficients'
-    clock)."""
+    """``service(kind, batch, length) -> (seconds, dynamic energy_pj)`` for
+    :func:`serving.simulate.serve`, from the model of ``config`` behind ``memory`` at
+    ``clock_mhz`` (default: the coefficients' clock)."""
 
     def __init__(self, config: ArrayConfig, mix: Mix, memory: Memory,
                  coefficients: Coefficients | None = None, clock_mhz: float | None = None,
@@ -57,10 +57,14 @@ class ModelService:
         return self.records[key]
 
     def __call__(self, kind: int, batch: int, length: int) -> tuple[float, float]:
-        r = self.record(kind, batch, length)
-        return r["latency_s"], r["energy_pj"]
+        return _busy(self.record(kind, batch, length))
 
     def step(self, kind: int, batch: int, length: int, phase: str) -> tuple[float, float]:
         """A generation step (:func:`serving.generation.generate`)."""
-        r = self.record(kind, batch, length, phase)
-        return r["latency_s"], r["energy_pj"]
+        return _busy(self.record(kind, batch, length, phase))
+
+
+def _busy(record: dict) -> tuple[float, float]:
+    """A batch's latency and its dynamic energy: leakage is a power, which serving.power
+    accounts over the whole time, busy or idle."""
+    return record["latency_s"], record["energy_pj"] - record["components_pj"]["leakage"]

@@ -84,6 +84,9 @@ class Served:
     batch_energy_pj: np.ndarray
     batch_replica: np.ndarray
     replicas: int
+    batch_clock_mhz: np.ndarray | None = None  # with throttles: each batch's clock and voltage
+    batch_volts: np.ndarray | None = None
+    clamps: int = 0  # times a throttle stepped the clock down
 
     @property
     def latency(self) -> np.ndarray:
@@ -94,29 +97,38 @@ class Served:
         return self.start - self.requests.arrivals
 
 
-def serve(requests: Requests, policy: Policy, service: Service, replicas: int = 1) -> Served:
-    """Serve ``requests`` on ``replicas`` accelerators under ``policy`` (see module)."""
+def serve(requests: Requests, policy: Policy, service: Service, replicas: int = 1,
+          throttles: list | None = None) -> Served:  # fmt: skip
+    """Serve ``requests`` on ``replicas`` accelerators under ``policy`` (see module). With
+    ``throttles`` (a :class:`serving.power.Throttle` per replica), each batch runs at its
+    replica's current operating point, with that point's service function, and the throttle's
+    thermal model may change the point between batches; ``service`` is then unused."""
     if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
         raise TrafficError(f"replicas must be a positive integer, not {replicas!r}")
+    if throttles is not None and len(throttles) != replicas:
+        raise TrafficError(f"give one throttle per replica ({replicas}), not {len(throttles)}")
     n = len(requests)
     start, finish = np.empty(n), np.empty(n)
     batch_of = np.empty(n, dtype=np.int64)
-    batches: list[tuple[float, float, int, float, int]] = []
+    batches: list[tuple] = []
     for r in range(replicas):
         mine = np.arange(r, n, replicas)
-        _serve_one(requests, mine, policy, service, r, start, finish, batch_of, batches)
+        throttle = throttles[r] if throttles is not None else None
+        _serve_one(requests, mine, policy, service, r, start, finish, batch_of, batches,
+                   throttle)  # fmt: skip
     order = np.argsort([b[0] for b in batches], kind="stable")
     renumber = np.empty(len(batches), dtype=np.int64)
     renumber[order] = np.arange(len(batches))
     b = [batches[i] for i in order]
-    return Served(requests, start, finish, renumber[batch_of],
-                  np.array([x[0] for x in b]), np.array([x[1] for x in b]),
-                  np.array([x[2] for x in b], dtype=np.int64), np.array([x[3] for x in b]),
-                  np.array([x[4] for x in b], dtype=np.int64), replicas)  # fmt: skip
+    column = lambda j, dtype=float: np.array([x[j] for x in b], dtype=dtype)  # noqa: E731
+    return Served(requests, start, finish, renumber[batch_of], column(0), column(1),
+                  column(2, np.int64), column(3), column(4, np.int64), replicas,
+                  column(5) if throttles else None, column(6) if throttles else None,
+                  sum(t.clamps for t in throttles) if throttles else 0)  # fmt: skip
 
 
 def _serve_one(requests: Requests, mine: np.ndarray, policy: Policy, service: Service,
-               replica: int, start, finish, batch_of, batches) -> None:  # fmt: skip
+               replica: int, start, finish, batch_of, batches, throttle=None) -> None:  # fmt: skip
     """One accelerator's recurrence over its requests ``mine`` (indices, in arrival order)."""
     arrivals = requests.arrivals[mine]
     kinds = requests.kind[mine]
@@ -137,10 +149,19 @@ def _serve_one(requests: Requests, mine: np.ndarray, policy: Policy, service: Se
             full = arrivals[i + cap - 1] if run - i == cap else math.inf
             begin = max(ready, min(arrivals[i] + policy.max_wait_s, full))
             count = int(np.searchsorted(arrivals[i:run], begin, side="right"))
-        seconds, energy = service(int(kinds[i]), count, int(lengths[i : i + count].max()))
+        shape = (int(kinds[i]), count, int(lengths[i : i + count].max()))
+        if throttle is None:
+            seconds, energy = service(*shape)
+            point = (math.nan, math.nan)
+        else:
+            p = throttle.point
+            seconds, energy = throttle.services[throttle.level](*shape)
+            energy *= p.dynamic_scale
+            point = (p.clock_mhz, p.volts)
+            throttle.run(begin, begin + seconds, energy)
         end = begin + seconds
         index = mine[i : i + count]
         start[index], finish[index] = begin, end
         batch_of[index] = len(batches)
-        batches.append((begin, end, count, energy, replica))
+        batches.append((begin, end, count, energy, replica, *point))
         free, i = end, i + count
