@@ -15,7 +15,7 @@ from .metrics import Metrics, measure
 from .simulate import Policy, Service, serve
 from .traffic import Requests, TrafficError
 
-__all__ = ["Capacity", "latency_curve", "max_sustainable_rate", "scaled"]
+__all__ = ["GRID", "Capacity", "latency_curve", "max_sustainable_rate", "scaled", "search_rate"]
 
 #: Loads the search tries first, as fractions of the saturation rate (the stream all at once).
 GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0)
@@ -38,7 +38,7 @@ class Capacity:
     """The highest offered rate whose P99 meets the SLA, and the metrics there."""
 
     rate_rps: float
-    metrics: Metrics
+    metrics: object  # the Metrics (or GenMetrics) at that rate
     unloaded_p99_s: float
     sla_p99_s: float
 
@@ -46,7 +46,19 @@ class Capacity:
 def max_sustainable_rate(requests: Requests, policy: Policy, service: Service, sla_p99_s: float,
                          replicas: int = 1, tolerance: float = 0.01) -> Capacity:  # fmt: skip
     """The highest rate (within ``tolerance``, relative) at which ``requests`` meet a P99 latency
-    of ``sla_p99_s`` under ``policy``.
+    of ``sla_p99_s`` under ``policy`` (see :func:`search_rate`)."""
+
+    def at(r: Requests):
+        m = measure(serve(r, policy, service, replicas))
+        return m.p99_s, m.throughput_rps, m
+
+    return search_rate(requests, at, sla_p99_s, policy.label, tolerance)
+
+
+def search_rate(requests: Requests, at, sla_p99_s: float, label: str,
+                tolerance: float = 0.01) -> Capacity:  # fmt: skip
+    """The highest rate at which ``at(requests at that rate) -> (p99_s, completions_per_s,
+    metrics)`` keeps its P99 within ``sla_p99_s``.
 
     The saturation rate is what the accelerators complete with the whole stream waiting at once;
     the search tries :data:`GRID` fractions of it, then bisects between the highest that meets
@@ -57,30 +69,29 @@ def max_sustainable_rate(requests: Requests, policy: Policy, service: Service, s
         raise TrafficError(f"sla_p99_s must be a positive number of seconds, not {sla_p99_s!r}")
     base = _rate(requests)
 
-    def at(rate: float) -> Metrics:
-        return measure(serve(scaled(requests, rate / base), policy, service, replicas))
+    def run(rate: float):
+        return at(scaled(requests, rate / base))
 
-    saturation = at(base * 1e6).throughput_rps
-    tried = [(f * saturation, at(f * saturation)) for f in GRID]
-    meeting = [i for i, (_, m) in enumerate(tried) if m.p99_s <= sla_p99_s]
-    unloaded = tried[0][1].p99_s
+    saturation = run(base * 1e6)[1]
+    tried = [(f * saturation, run(f * saturation)) for f in GRID]
+    meeting = [i for i, (_, m) in enumerate(tried) if m[0] <= sla_p99_s]
+    unloaded = tried[0][1][0]
     if not meeting:
-        lowest = min(m.p99_s for _, m in tried)
+        lowest = min(m[0] for _, m in tried)
         raise TrafficError(f"sla_p99_s = {sla_p99_s * 1e3:g} ms is below the unloaded P99 "
-                           f"latency under {policy.label} (the lowest P99 at any load is "
+                           f"latency under {label} (the lowest P99 at any load is "
                            f"{lowest * 1e3:.4g} ms): no rate meets it")  # fmt: skip
     i = meeting[-1]
-    lo, best = tried[i]
-    if i == len(tried) - 1:
-        return Capacity(lo, best, unloaded, sla_p99_s)
-    hi = tried[i + 1][0]
-    while hi / lo > 1 + tolerance:
-        mid = (lo * hi) ** 0.5
-        m = at(mid)
-        if m.p99_s <= sla_p99_s:
-            lo, best = mid, m
-        else:
-            hi = mid
+    lo, best = tried[i][0], tried[i][1][2]
+    if i < len(tried) - 1:
+        hi = tried[i + 1][0]
+        while hi / lo > 1 + tolerance:
+            mid = (lo * hi) ** 0.5
+            p99, _, m = run(mid)
+            if p99 <= sla_p99_s:
+                lo, best = mid, m
+            else:
+                hi = mid
     return Capacity(lo, best, unloaded, sla_p99_s)
 
 

@@ -84,14 +84,46 @@ class Generated:
     step_batch: np.ndarray
     step_phase: np.ndarray
     step_energy_pj: np.ndarray
+    step_clock_mhz: np.ndarray | None = None  # with a throttle: each step's clock and voltage
+    step_volts: np.ndarray | None = None
+    clamps: int = 0
+
+    # the names serving.power.energy_split reads (a step is a batch, one accelerator)
+    replicas = 1
+
+    @property
+    def batch_start(self) -> np.ndarray:
+        return self.step_start
+
+    @property
+    def batch_finish(self) -> np.ndarray:
+        return self.step_end
+
+    @property
+    def batch_energy_pj(self) -> np.ndarray:
+        return self.step_energy_pj
+
+    @property
+    def batch_replica(self) -> np.ndarray:
+        return np.zeros(len(self.step_start), dtype=np.int64)
+
+    @property
+    def batch_clock_mhz(self) -> np.ndarray | None:
+        return self.step_clock_mhz
+
+    @property
+    def batch_volts(self) -> np.ndarray | None:
+        return self.step_volts
 
 
 def _blocks(tokens: int) -> int:
     return -(-tokens // KV_BLOCK) * KV_BLOCK
 
 
-def generate(requests: Requests, policy: GenPolicy, step: Step) -> Generated:
-    """Serve the generation ``requests`` (one model: kind 0 of their mix) on one accelerator."""
+def generate(requests: Requests, policy: GenPolicy, step: Step | None, throttle=None) -> Generated:
+    """Serve the generation ``requests`` (one model: kind 0 of their mix) on one accelerator;
+    with a :class:`serving.power.Throttle` (whose services are step functions), each step at
+    its current operating point (``step`` is then unused)."""
     if requests.output is None or np.any(requests.output < 1):
         raise TrafficError("generation requests need output token counts of at least 1")
     if np.any(requests.kind != requests.kind[0]):
@@ -109,9 +141,17 @@ def generate(requests: Requests, policy: GenPolicy, step: Step) -> Generated:
             length = _blocks(int(prompt[batch].max()))
         else:
             length = _blocks(int(max(prompt[i] + made[i] for i in batch)))
-        seconds, energy = step(kind, len(batch), length, phase)
+        if throttle is None:
+            seconds, energy = step(kind, len(batch), length, phase)
+            point = (math.nan, math.nan)
+        else:
+            p = throttle.point
+            seconds, energy = throttle.services[throttle.level](kind, len(batch), length, phase)
+            energy *= p.dynamic_scale
+            point = (p.clock_mhz, p.volts)
+            throttle.run(t, t + seconds, energy)
         end = t + seconds
-        steps.append((t, end, len(batch), 0 if phase == "prefill" else 1, energy))
+        steps.append((t, end, len(batch), 0 if phase == "prefill" else 1, energy, *point))
         for i in batch:
             made[i] += 1
             if phase == "prefill":
@@ -144,8 +184,11 @@ def generate(requests: Requests, policy: GenPolicy, step: Step) -> Generated:
                 t = run(t, flight, "decode")
                 flight = [i for i in flight if made[i] < output[i]]
     s = np.array(steps)
+    throttled = throttle is not None
     return Generated(requests, first, finish, s[:, 0], s[:, 1], s[:, 2].astype(np.int64),
-                     s[:, 3].astype(np.int64), s[:, 4])  # fmt: skip
+                     s[:, 3].astype(np.int64), s[:, 4], s[:, 5] if throttled else None,
+                     s[:, 6] if throttled else None,
+                     throttle.clamps if throttled else 0)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,20 @@ from systolic.sweeps.workloads import (
 )
 from systolic.sweeps.workloads import transformer as transformer_workload
 
-__all__ = ["PRECISION_NAMES", "RTL_MODES", "Memory", "SpecError", "Sweep", "load_spec"]
+__all__ = [
+    "PRECISION_NAMES",
+    "RTL_MODES",
+    "Memory",
+    "SpecDoc",
+    "SpecError",
+    "Sweep",
+    "as_list",
+    "integer",
+    "load_spec",
+    "mapping",
+    "parse_configs",
+    "parse_memories",
+]
 
 #: Precision names of the spec: the integer presets of contract.config, and bf16.
 PRECISION_NAMES = (*PRECISIONS, "bf16")
@@ -130,7 +143,7 @@ class Sweep:
         return len(self.configs) * len(self.workloads) * len(self.memories)
 
 
-class _Doc:
+class SpecDoc:
     """The parsed YAML and the line of every key and list item, for error messages."""
 
     def __init__(self, path: Path, text: str):
@@ -168,7 +181,7 @@ class _Doc:
         return SpecError(f"{self.path}:{line}: {key}: {message}")
 
 
-def _mapping(doc: _Doc, value, path: tuple, keys: tuple[str, ...]) -> dict:
+def mapping(doc: SpecDoc, value, path: tuple, keys: tuple[str, ...]) -> dict:
     if not isinstance(value, dict):
         raise doc.error(path, f"must be a mapping with keys {', '.join(keys)}")
     for key in value:
@@ -177,29 +190,29 @@ def _mapping(doc: _Doc, value, path: tuple, keys: tuple[str, ...]) -> dict:
     return value
 
 
-def _list(doc: _Doc, value, path: tuple) -> list:
+def as_list(doc: SpecDoc, value, path: tuple) -> list:
     items = value if isinstance(value, list) else [value]
     if not items:
         raise doc.error(path, "must not be empty")
     return items
 
 
-def _int(doc: _Doc, value, path: tuple, lo: int = 1) -> int:
+def integer(doc: SpecDoc, value, path: tuple, lo: int = 1) -> int:
     if not is_integer(value) or value < lo:
         raise doc.error(path, f"must be an integer >= {lo}, not {value!r}")
     return value
 
 
-def _configs(doc: _Doc, raw) -> list[ArrayConfig]:
+def parse_configs(doc: SpecDoc, raw) -> list[ArrayConfig]:
     path = ("configs",)
-    raw = _mapping(doc, raw, path, _CONFIG_KEYS)
+    raw = mapping(doc, raw, path, _CONFIG_KEYS)
     for key in ("dataflow", "array"):
         if key not in raw:
             raise doc.error(path, f"missing key {key!r}")
     axes = {}
     for key in _CONFIG_KEYS:
         default = {"precision": ["int8"], "depth": [4096]}.get(key)
-        axes[key] = _list(doc, raw.get(key, default), (*path, key))
+        axes[key] = as_list(doc, raw.get(key, default), (*path, key))
     arrays = []
     for i, text in enumerate(axes["array"]):
         shape = str(text).lower().split("x")
@@ -236,10 +249,10 @@ def _configs(doc: _Doc, raw) -> list[ArrayConfig]:
     return configs
 
 
-def _memories(doc: _Doc, raw) -> list[Memory]:
+def parse_memories(doc: SpecDoc, raw) -> list[Memory]:
     path = ("memory",)
     out = []
-    for i, item in enumerate(_list(doc, raw, path)):
+    for i, item in enumerate(as_list(doc, raw, path)):
         where = (*path, i) if isinstance(raw, list) else path
         if isinstance(item, str):
             if item not in DRAM_PRESETS:
@@ -247,7 +260,7 @@ def _memories(doc: _Doc, raw) -> list[Memory]:
                                 f"{', '.join(DRAM_PRESETS)}")  # fmt: skip
             out.append(Memory.preset(item))
             continue
-        m = _mapping(doc, item, where, _MEMORY_KEYS)
+        m = mapping(doc, item, where, _MEMORY_KEYS)
         if "preset" in m:
             if m["preset"] not in DRAM_PRESETS:
                 raise doc.error((*where, "preset"), f"unknown memory preset {m['preset']!r}; "
@@ -264,7 +277,7 @@ def _memories(doc: _Doc, raw) -> list[Memory]:
             if not is_number(value) or value <= 0:
                 raise doc.error((*where, key), f"must be a positive number, not {value!r}")
             values[key] = float(value)
-        requests = _int(doc, m.get("max_requests", base.max_requests), (*where, "max_requests"))
+        requests = integer(doc, m.get("max_requests", base.max_requests), (*where, "max_requests"))
         if requests > 4096:
             raise doc.error((*where, "max_requests"), f"must be 1 to 4096, not {requests}")
         name = str(m.get("name", m.get("preset", f"{values['gb_per_s']:g}GB/s")))
@@ -276,7 +289,7 @@ def _memories(doc: _Doc, raw) -> list[Memory]:
     return out
 
 
-def _workloads(doc: _Doc, raw, base: Path) -> tuple[list[Workload], set[str]]:
+def _workloads(doc: SpecDoc, raw, base: Path) -> tuple[list[Workload], set[str]]:
     """The workloads, and the names of those marked ``rtl: false`` (model only)."""
     items = raw if isinstance(raw, list) else None
     if not items:
@@ -299,14 +312,14 @@ def _workloads(doc: _Doc, raw, base: Path) -> tuple[list[Workload], set[str]]:
             "scalesim": ("scalesim", "batch", "form"),
             "gemm": ("gemm", "name", "count"),
         }[kind] + ("rtl",)
-        _mapping(doc, item, path, allowed)
+        mapping(doc, item, path, allowed)
         rtl = item.get("rtl", True)
         if not isinstance(rtl, bool):
             raise doc.error((*path, "rtl"), f"must be true or false, not {rtl!r}")
         first = len(out)
         batches = [
-            _int(doc, b, (*path, "batch"))
-            for b in _list(doc, item.get("batch", 1), (*path, "batch"))
+            integer(doc, b, (*path, "batch"))
+            for b in as_list(doc, item.get("batch", 1), (*path, "batch"))
         ]
         try:
             if kind == "transformer":
@@ -315,10 +328,10 @@ def _workloads(doc: _Doc, raw, base: Path) -> tuple[list[Workload], set[str]]:
                         (*path, "transformer"), f"must be one of {', '.join(TRANSFORMERS)}"
                     )
                 seqs = [
-                    _int(doc, s, (*path, "seq"))
-                    for s in _list(doc, item.get("seq", 128), (*path, "seq"))
+                    integer(doc, s, (*path, "seq"))
+                    for s in as_list(doc, item.get("seq", 128), (*path, "seq"))
                 ]
-                phases = _list(doc, item.get("phase", "prefill"), (*path, "phase"))
+                phases = as_list(doc, item.get("phase", "prefill"), (*path, "phase"))
                 for phase in phases:
                     if phase not in PHASES:
                         raise doc.error((*path, "phase"), f"must be one of {', '.join(PHASES)}, "
@@ -337,12 +350,12 @@ def _workloads(doc: _Doc, raw, base: Path) -> tuple[list[Workload], set[str]]:
                 file = base / str(item["scalesim"])
                 out += [read_scalesim_topology(file, b, item.get("form")) for b in batches]
             else:
-                dims = _mapping(doc, item["gemm"], (*path, "gemm"), ("m", "k", "n"))
+                dims = mapping(doc, item["gemm"], (*path, "gemm"), ("m", "k", "n"))
                 for d in "mkn":
                     if d not in dims:
                         raise doc.error((*path, "gemm"), f"missing key {d!r}")
-                m, k, n = (_int(doc, dims[d], (*path, "gemm", d)) for d in "mkn")
-                count = _int(doc, item.get("count", 1), (*path, "count"))
+                m, k, n = (integer(doc, dims[d], (*path, "gemm", d)) for d in "mkn")
+                count = integer(doc, item.get("count", 1), (*path, "count"))
                 name = str(item.get("name", f"gemm {m}x{k}x{n}"))
                 gemm = Gemm(name, m, k, n, count)
                 out.append(Workload(name, name, "gemm", 1, None, (gemm,)))
@@ -361,8 +374,8 @@ def load_spec(path: str | Path) -> Sweep:
         text = path.read_text()
     except OSError as e:
         raise SpecError(f"{path}: cannot read: {e.strerror}") from None
-    doc = _Doc(path, text)
-    raw = _mapping(doc, doc.data, (), _TOP_KEYS)
+    doc = SpecDoc(path, text)
+    raw = mapping(doc, doc.data, (), _TOP_KEYS)
     for key in ("configs", "workloads"):
         if key not in raw:
             raise doc.error((), f"missing key {key!r}")
@@ -370,20 +383,20 @@ def load_spec(path: str | Path) -> Sweep:
     sweep = Sweep(
         name=str(raw.get("name", path.stem)),
         path=path,
-        configs=_configs(doc, raw["configs"]),
+        configs=parse_configs(doc, raw["configs"]),
         workloads=workloads,
         model_only=model_only,
     )
     if "memory" in raw:
-        sweep.memories = _memories(doc, raw["memory"])
-    ev = _mapping(doc, raw.get("evaluate", {}), ("evaluate",), _EVALUATE_KEYS)
+        sweep.memories = parse_memories(doc, raw["memory"])
+    ev = mapping(doc, raw.get("evaluate", {}), ("evaluate",), _EVALUATE_KEYS)
     sweep.rtl = ev.get("rtl", "none")
     if sweep.rtl not in RTL_MODES:
         raise doc.error(
             ("evaluate", "rtl"), f"must be one of {', '.join(RTL_MODES)}, not {sweep.rtl!r}"
         )
-    sweep.sample = _int(doc, ev.get("sample", 4), ("evaluate", "sample"))
-    rtl_precision = _list(doc, ev.get("rtl_precision", list(PRECISION_NAMES)),
+    sweep.sample = integer(doc, ev.get("sample", 4), ("evaluate", "sample"))
+    rtl_precision = as_list(doc, ev.get("rtl_precision", list(PRECISION_NAMES)),
                           ("evaluate", "rtl_precision"))  # fmt: skip
     for p in rtl_precision:
         if p not in PRECISION_NAMES:
@@ -394,7 +407,7 @@ def load_spec(path: str | Path) -> Sweep:
     max_macs = ev.get("max_macs", sweep.max_macs)
     if isinstance(max_macs, float) and max_macs.is_integer():
         max_macs = int(max_macs)
-    sweep.max_macs = _int(doc, max_macs, ("evaluate", "max_macs"))
+    sweep.max_macs = integer(doc, max_macs, ("evaluate", "max_macs"))
     timeout = ev.get("timeout", sweep.timeout)
     if not is_number(timeout) or not math.isfinite(timeout) or timeout <= 0:
         raise doc.error(
@@ -415,7 +428,7 @@ def load_spec(path: str | Path) -> Sweep:
         sweep.data = DataKind(str(data)).text
     except ValueError as e:
         raise doc.error(("data",), str(e)) from None
-    sweep.seed = _int(doc, raw.get("seed", 0), ("seed",), lo=0)
+    sweep.seed = integer(doc, raw.get("seed", 0), ("seed",), lo=0)
     if "coefficients" in raw:
         sweep.coefficients = path.parent / str(raw["coefficients"])
         try:

@@ -9,12 +9,24 @@ from __future__ import annotations
 import os
 import sys
 
-from . import accuracy, compare, generate, model, options, regress, report, sim, sweep, synth
+from . import (
+    accuracy,
+    compare,
+    generate,
+    model,
+    options,
+    regress,
+    report,
+    serve,
+    sim,
+    sweep,
+    synth,
+)
 
 __all__ = ["build_parser", "main"]
 
 #: The subcommands, in the order ``systolic --help`` lists them.
-COMMANDS = (generate, sim, regress, synth, model, compare, sweep, report, accuracy)
+COMMANDS = (generate, sim, regress, synth, model, compare, sweep, serve, report, accuracy)
 
 
 def build_parser() -> options.Parser:

@@ -1,0 +1,57 @@
+"""``systolic serve``: a serving study (request streams, batching, SLAs, a power budget) on the
+device model, ending in a report with the feasible Pareto frontier."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from systolic.serving.report import frontier, write_serving_report
+from systolic.serving.spec import load_serving_spec
+from systolic.serving.study import run_study
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="serve request streams under batching policies: P99, sustainable rate at an SLA, "
+        "energy per inference or token",
+        description="Serve every stream of SPEC on every configuration and clock under every "
+        "batching policy, in a discrete-event simulation whose service times and energy come "
+        "from the device model: latency percentiles, the highest rate meeting each P99 SLA, "
+        "energy per inference (per output token for generation) split into busy, idle and "
+        "leakage, clock clamps under the power budget; then report.md, report.html, "
+        "serving.json and plots in OUT. See serving/spec.py for the format.",
+    )
+    p.add_argument("spec", type=Path, help="the serving study (YAML)")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="report folder (default: results/<spec name>-serving)")  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print the records as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    spec = load_serving_spec(args.spec)  # SpecError names file, line and key: exit 2
+    out = args.out if args.out is not None else Path("results") / f"{spec.name}-serving"
+
+    def progress(text: str) -> None:
+        if not args.quiet:
+            print(f"serving {text}", file=sys.stderr, flush=True)
+
+    records = run_study(spec, progress)
+    paths = write_serving_report(spec.name, records, out, spec.power_budget_w, spec.notes)
+    if args.json:
+        print(json.dumps(records, indent=1))
+        return 0
+    front = frontier(records)
+    print(f"{len(records)} operating points, {sum(r['feasible'] for r in records)} feasible, "
+          f"{len(front)} on the frontier; report: {paths['html']}")  # fmt: skip
+    for r in front:
+        tight = min(r["capacity"], key=lambda c: c["sla_p99_ms"])
+        print(f"  {r['stream']}: {r['config_name']} at {r['clock_mhz']:g} MHz, {r['policy']}: "
+              f"{tight['max_rate_rps']:.3g} req/s at P99 <= {tight['sla_p99_ms']:g} ms, "
+              f"{r['energy_per_unit_pj']['total_pj'] / 1e6:.4g} uJ per {r['unit']}")  # fmt: skip
+    return 0

@@ -1,0 +1,112 @@
+"""serving/spec.py, study.py, report.py and ``systolic serve``: a study from its YAML to its
+report, every figure of a record traced to the simulation it came from, and bad specs refused
+with the file, line and key."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from systolic.serving.report import frontier
+from systolic.serving.spec import load_serving_spec
+from systolic.sweeps.spec import SpecError
+
+from ..helpers import run_cli, write_spec
+
+SPEC = """\
+name: small
+configs:
+  dataflow: [ws]
+  array: [8x8]
+  depth: [1024]
+memory: lpddr4x-4266-x16
+clocks: [1000, 500]
+power_budget_w: 0.5
+streams:
+  - name: classify
+    model: bert-base
+    lengths: [16, 32]
+    arrival: {poisson: 20}
+    requests: 300
+    sla_p99_ms: [30, 300]
+    policies: [none, {dynamic: {max_batch: 4, max_wait_ms: 5}}]
+  - name: chat
+    model: gpt2-small
+    lengths: [32]
+    outputs: [8]
+    arrival: {poisson: 1}
+    requests: 30
+    sla_p99_ms: [1000]
+    policies: [{static: 1}, {continuous: 8}]
+seed: 3
+"""
+
+
+def test_a_study_from_spec_to_report(tmp_path):
+    out = tmp_path / "out"
+    r = run_cli("serve", str(write_spec(tmp_path, SPEC)), "--out", str(out), "--quiet")
+    assert r.returncode == 0, r.stderr
+    records = json.loads((out / "serving.json").read_text())["records"]
+    # 1 configuration x 2 clocks x (2 + 2) policies
+    assert len(records) == 8
+    assert {(x["stream"], x["clock_mhz"], x["policy"]) for x in records} == {
+        (s, c, p) for c in (1000.0, 500.0)
+        for s, p in (("classify", "no batching"), ("classify", "dynamic 4, 5 ms"),
+                     ("chat", "no batching"), ("chat", "continuous 8"))}  # fmt: skip
+    for x in records:
+        e = x["energy_per_unit_pj"]
+        assert e["total_pj"] == pytest.approx(e["busy_pj"] + e["idle_pj"] + e["leakage_pj"])
+        assert x["latency_quantiles_s"][99] == pytest.approx(x["p99_s"])
+        assert x["feasible"] == (not x["broken"])
+        assert x["feasible"] == (x["p99_s"] <= min(c["sla_p99_ms"] for c in x["capacity"]) / 1e3
+                                 and x["power_w"] <= 0.5)  # fmt: skip
+        curve = [p["p99_s"] for p in x["load_curve"]]
+        assert curve[-1] >= curve[0]  # loaded past saturation, the tail is longer
+    assert {x["unit"] for x in records if x["stream"] == "chat"} == {"token"}
+    front = frontier(records)
+    assert front and all(x["feasible"] for x in front)
+    text = (out / "report.md").read_text()
+    assert "## Pareto frontier (feasible points)" in text and "P99 latency against" in text
+    for name in ("latency_cdf.png", "p99_vs_load.png", "energy_vs_throughput.png"):
+        assert (out / name).stat().st_size > 0
+    assert "on the frontier" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        (
+            "arrival: {poisson: 20}",
+            "arrival: {poisson: -5}",
+            r":13: streams.0.arrival.poisson: "
+            r"must be a rate per second above 0, not -5",
+        ),
+        ("    lengths: [16, 32]\n", "", r":10: streams.0: missing key 'lengths'"),
+        (
+            "policies: [none, {dynamic",
+            "policies: [none, {continuous: 4}, {dynamic",
+            r"streams.0.policies.1.continuous: unknown key; expected one of static, dynamic",
+        ),
+        (
+            "sla_p99_ms: [1000]",
+            "sla_p99_ms: [0]",
+            r"streams.1.sla_p99_ms: must be a number of "
+            r"milliseconds above 0",
+        ),
+        ("clocks: [1000, 500]", "clocks: [1000, -1]", r"clocks: must be a clock in MHz"),
+        ("model: gpt2-small", "model: llama", r"streams.1.model: must be one of"),
+        ("    outputs: [8]\n", "    outputs: [0]\n", r"streams.1.outputs: must be an integer"),
+    ],
+)
+def test_a_bad_study_is_refused_with_its_line_and_key(tmp_path, old, new, message):
+    assert old in SPEC
+    with pytest.raises(SpecError, match=message):
+        load_serving_spec(write_spec(tmp_path, SPEC.replace(old, new)))
+
+
+def test_a_trace_out_of_order_is_refused_with_its_line(tmp_path):
+    (tmp_path / "trace.csv").write_text("t\n0.0\n0.5\n0.2\n")
+    text = SPEC.replace("arrival: {poisson: 20}", "arrival: {trace: trace.csv}")
+    with pytest.raises(SpecError, match=r"streams.0.arrival.trace: trace .*trace.csv:4: out of "
+                                        r"order"):  # fmt: skip
+        load_serving_spec(write_spec(tmp_path, text))
