@@ -1,9 +1,10 @@
 """The serving study's report: every operating point, the Pareto frontier of feasible ones per
-stream (highest sustainable rate at the tightest SLA, lowest P99, lowest energy per inference or
+stream and SLA (highest sustainable rate at the SLA, lowest P99, lowest energy per inference or
 token), and three plots: latency distributions per policy, P99 against offered load with the
 SLAs, and energy per inference against sustainable rate with the constraints (feasible points
 solid, infeasible ones faded with the constraint they break). Written as ``serving.json``,
-``report.md`` and a self-contained ``report.html``."""
+``report.md`` and a self-contained ``report.html``; ``serving.json`` also holds the frontier's
+table and the plots' names for a report that includes this one (the sweep's)."""
 
 from __future__ import annotations
 
@@ -20,19 +21,20 @@ __all__ = ["frontier", "write_serving_report"]
 OBJECTIVES = {"capacity_rps": +1, "p99_s": -1, "energy_unit_pj": -1}
 
 
-def _derived(r: dict) -> dict:
-    """A record with the frontier's figures: the sustainable rate at the tightest SLA (0 when
-    none meets it) and the total energy per inference or token."""
-    tight = min(r["capacity"], key=lambda c: c["sla_p99_ms"])
-    return r | {"capacity_rps": tight["max_rate_rps"] or 0.0,
+def _at_sla(r: dict, sla_ms: float) -> dict:
+    """A record as a candidate at one SLA: the sustainable rate there (0 when none meets it) and
+    the total energy per inference or token; grouped by stream and SLA."""
+    cap = next(c for c in r["capacity"] if c["sla_p99_ms"] == sla_ms)
+    return r | {"capacity_rps": cap["max_rate_rps"] or 0.0, "sla_p99_ms": sla_ms,
                 "energy_unit_pj": r["energy_per_unit_pj"]["total_pj"],
-                "workload": {"model": r["stream"]}}  # fmt: skip
+                "workload": {"model": r["stream"], "seq": sla_ms}}  # fmt: skip
 
 
 def frontier(records: list[dict]) -> list[dict]:
-    """The feasible records no other feasible record of their stream dominates."""
-    feasible = [_derived(r) for r in records if r["feasible"]]
-    return pareto_front(feasible, OBJECTIVES)
+    """Per stream and SLA, the records that meet it (feasible there) and no other such record
+    dominates; each carries its ``sla_p99_ms``."""
+    candidates = [_at_sla(r, sla) for r in records for sla in r["meets_sla_ms"]]
+    return pareto_front(candidates, OBJECTIVES)
 
 
 def _label(r: dict) -> str:
@@ -48,8 +50,8 @@ def _rows(records: list[dict], front_ids: set) -> list[list[str]]:
             f"{c['sla_p99_ms']:g} ms: " + (f"{c['max_rate_rps']:.3g}/s" if c["max_rate_rps"]
                                             else "none")
             for c in r["capacity"])  # fmt: skip
-        mark = "yes" + (" (frontier)" if _key(r) in front_ids else "") if r["feasible"] else \
-            "no: " + "; ".join(r["broken"])  # fmt: skip
+        meets = ", ".join(f"{m:g}" for m in r["meets_sla_ms"])
+        mark = f"at {meets} ms" if r["feasible"] else "no: " + "; ".join(r["broken"])
         rows.append([r["stream"], _label(r), f"{r['offered_rps']:.3g}", f"{p50 * 1e3:.3g}",
                      f"{r['p99_s'] * 1e3:.3g}", rates,
                      f"{e['total_pj'] / 1e6:.4g} ({e['busy_pj'] / 1e6:.3g} / "
@@ -60,11 +62,25 @@ def _rows(records: list[dict], front_ids: set) -> list[list[str]]:
 
 HEAD = ["stream", "operating point", "offered req/s", "P50 ms", "P99 ms",
         "max rate at SLA", "uJ per unit (busy / idle / leakage)", "W", "clamps",
-        "feasible"]  # fmt: skip
+        "feasible (SLAs met at the offered rate)"]  # fmt: skip
 
 
 def _key(r: dict) -> tuple:
     return (r["stream"], r["config_name"], r["clock_mhz"], r["policy"])
+
+
+def _front_rows(front: list[dict]) -> list[list[str]]:
+    rows = []
+    for r in sorted(front, key=lambda r: (r["stream"], r["sla_p99_ms"], -r["capacity_rps"])):
+        e = r["energy_per_unit_pj"]["total_pj"]
+        rows.append([r["stream"], f"{r['sla_p99_ms']:g}", _label(r), f"{r['capacity_rps']:.3g}",
+                     f"{r['p99_s'] * 1e3:.3g}", f"{e / 1e6:.4g} per {r['unit']}",
+                     f"{r['power_w']:.3g}", str(r["clamps"])])  # fmt: skip
+    return rows
+
+
+FRONT_HEAD = ["stream", "SLA ms", "operating point", "max req/s at SLA",
+              "P99 ms at offered rate", "uJ", "W", "clamps"]  # fmt: skip
 
 
 def _plots(records: list[dict], out: Path, budget_w: float | None) -> dict[str, Path]:
@@ -89,7 +105,10 @@ def _plots(records: list[dict], out: Path, budget_w: float | None) -> dict[str, 
         plt.close(fig)
     fig, axes = plt.subplots(1, len(streams), figsize=(5.5 * len(streams), 4), squeeze=False)
     for ax, s in zip(axes[0], streams, strict=True):
-        for r in (_derived(r) for r in records if r["stream"] == s):
+        for r in records:
+            if r["stream"] != s:
+                continue
+            r = _at_sla(r, min(c["sla_p99_ms"] for c in r["capacity"]))
             style = {"alpha": 1.0} if r["feasible"] else {"alpha": 0.25}
             ax.scatter(r["capacity_rps"], r["energy_unit_pj"] / 1e6, **style,
                        marker="o" if r["feasible"] else "x")  # fmt: skip
@@ -148,20 +167,24 @@ def write_serving_report(name: str, records: list[dict], out: Path,
     front = frontier(records)
     front_ids = {_key(r) for r in front}
     rows = _rows(records, front_ids)
-    front_rows = _rows([r for r in records if _key(r) in front_ids], front_ids)
-    plots = _plots(records, out, budget_w)
+    front_rows = _front_rows(front)
     intro = (f"{len(records)} operating points (configuration x clock x stream x batching "
              f"policy). Service times and energy from the device model behind the study's "
-             f"memory; clock voltages from serving.power.VF_POINTS (assumptions). Feasible: the "
-             f"P99 at the offered rate meets the tightest SLA"
+             f"memory; clock voltages from serving.power.VF_POINTS (assumptions). Feasible at an "
+             f"SLA: the P99 at the offered rate meets it"
              + (f" and the average power stays within {budget_w:g} W" if budget_w else "")
              + ". Energy per unit: per inference, or per output token for generation "
              "streams.")  # fmt: skip
     paths = {"json": out / "serving.json", "markdown": out / "report.md",
              "html": out / "report.html"}  # fmt: skip
-    paths["json"].write_text(json.dumps({"name": name, "records": records}, indent=1))
+    plots = _plots(records, out, budget_w)
+    summary = {"intro": intro, "head": FRONT_HEAD, "frontier_rows": front_rows,
+               "plots": [{"name": k, "file": p.name, "caption": CAPTIONS[k]}
+                         for k, p in plots.items()]}  # fmt: skip
+    paths["json"].write_text(json.dumps({"name": name, "summary": summary, "records": records},
+                                        indent=1))  # fmt: skip
     md = [f"# Serving report: {name}", "", intro, ""] + [f"- {n}" for n in notes or []]
-    md += ["", "## Pareto frontier (feasible points)", "", *_md_table(HEAD, front_rows), "",
+    md += ["", "## Pareto frontier (feasible points)", "", *_md_table(FRONT_HEAD, front_rows), "",
            "## Every operating point", "", *_md_table(HEAD, rows)]  # fmt: skip
     for key, path in plots.items():
         md += ["", f"## {key.replace('_', ' ').capitalize()}", "", CAPTIONS[key], "",
@@ -169,7 +192,7 @@ def write_serving_report(name: str, records: list[dict], out: Path,
     paths["markdown"].write_text("\n".join(md) + "\n")
     body = [f"<h1>Serving report: {html.escape(name)}</h1>", f"<p>{html.escape(intro)}</p>"]
     body += [f"<ul>{''.join(f'<li>{html.escape(n)}</li>' for n in notes or [])}</ul>"]
-    body += ["<h2>Pareto frontier (feasible points)</h2>", _html_table(HEAD, front_rows),
+    body += ["<h2>Pareto frontier (feasible points)</h2>", _html_table(FRONT_HEAD, front_rows),
              "<h2>Every operating point</h2>", _html_table(HEAD, rows)]  # fmt: skip
     for key, path in plots.items():
         png = base64.b64encode(path.read_bytes()).decode()

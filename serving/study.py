@@ -6,8 +6,9 @@ highest rate meeting each SLA, its clamps under the power budget, and whether it
 Each record also holds the latency distribution at the offered rate (percentiles 0 to 100; time to
 first token for generation) and P99 against offered load (:data:`CURVE`).
 
-A point is *feasible* when, at the stream's offered rate, its P99 (generation: P99 time to first
-token) meets the tightest SLA and its average power stays within the budget.
+A point is *feasible* at an SLA when, at the stream's offered rate, its P99 (generation: P99 time
+to first token) meets it and its average power stays within the budget; ``meets_sla_ms`` lists
+those SLAs, and ``broken`` what keeps a point from meeting even the loosest.
 """
 
 from __future__ import annotations
@@ -101,11 +102,12 @@ def _point(config, s: Stream, requests, policy, points, services, idle: IdlePowe
         except TrafficError as e:
             capacity.append({"sla_p99_ms": sla * 1e3, "max_rate_rps": None, "why": str(e)})
     power_w = split.total_pj * 1e-12 / span if span > 0 else 0.0
-    tightest = min(s.sla_p99_s)
+    over_budget = envelope is not None and power_w > envelope.budget_w
+    meets = [] if over_budget else [sla * 1e3 for sla in s.sla_p99_s if p99 <= sla]
     broken = []
-    if p99 > tightest:
-        broken.append(f"P99 {p99 * 1e3:.3g} ms > SLA {tightest * 1e3:g} ms")
-    if envelope and power_w > envelope.budget_w:
+    if p99 > max(s.sla_p99_s):
+        broken.append(f"P99 {p99 * 1e3:.3g} ms > SLA {max(s.sla_p99_s) * 1e3:g} ms")
+    if over_budget:
         broken.append(f"power {power_w:.3g} W > budget {envelope.budget_w:g} W")
     per = split.per_request() if not s.generation else {
         k: v * split.requests / units for k, v in split.per_request().items()}  # fmt: skip
@@ -128,7 +130,8 @@ def _point(config, s: Stream, requests, policy, points, services, idle: IdlePowe
         "capacity": capacity,
         "latency_quantiles_s": [float(q) for q in np.percentile(latency, np.arange(101))],
         "load_curve": curve,
-        "feasible": not broken,
+        "meets_sla_ms": meets,
+        "feasible": bool(meets),
         "broken": broken,
     }
 

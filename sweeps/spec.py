@@ -35,6 +35,8 @@ Validated whole before anything runs; every error names the file, the line and t
     data: random                # operand data: random, zeros, sparse:P
     seed: 0
     coefficients: my.toml       # energy coefficients (default: models/coefficients/horowitz45.toml)
+    serving: serving.yaml       # a serving study (serving/spec.py) to run too; the report gains
+                                # its section (relative to this file)
 """
 
 from __future__ import annotations
@@ -81,7 +83,17 @@ __all__ = [
 PRECISION_NAMES = (*PRECISIONS, "bf16")
 RTL_MODES = ("none", "all", "sample", "pareto")
 
-_TOP_KEYS = ("name", "configs", "workloads", "memory", "evaluate", "data", "seed", "coefficients")
+_TOP_KEYS = (
+    "name",
+    "configs",
+    "workloads",
+    "memory",
+    "evaluate",
+    "data",
+    "seed",
+    "coefficients",
+    "serving",
+)
 _MEMORY_KEYS = ("name", "preset", "gb_per_s", "latency_ns", "max_requests")
 
 #: The memory of a spec that names none.
@@ -132,6 +144,7 @@ class Sweep:
     data: str = "random"
     seed: int = 0
     coefficients: Path | None = None
+    serving: Path | None = None  # a serving study (serving/spec.py) the sweep runs too
     model_only: set[str] = field(default_factory=set)  # workloads marked rtl: false
     rtl_precision: set[str] = field(default_factory=lambda: set(PRECISION_NAMES))
     memories: list[Memory] = field(default_factory=lambda: [Memory.preset(DEFAULT_MEMORY_PRESET)])
@@ -429,6 +442,10 @@ def load_spec(path: str | Path) -> Sweep:
     except ValueError as e:
         raise doc.error(("data",), str(e)) from None
     sweep.seed = integer(doc, raw.get("seed", 0), ("seed",), lo=0)
+    if "serving" in raw:
+        sweep.serving = path.parent / str(raw["serving"])
+        if not sweep.serving.is_file():
+            raise doc.error(("serving",), f"no such serving study: {sweep.serving}")
     if "coefficients" in raw:
         sweep.coefficients = path.parent / str(raw["coefficients"])
         try:

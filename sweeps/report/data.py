@@ -19,7 +19,15 @@ from systolic.models.pipeline import predict_pipeline
 from ..pareto import group_key, objectives_of, pareto_front
 from ..spec import Memory
 
-__all__ = ["ReportData", "Table", "distinct_layers", "layer_pressure", "points_of", "report_data"]
+__all__ = [
+    "SERVING_FOLDER",
+    "ReportData",
+    "Table",
+    "distinct_layers",
+    "layer_pressure",
+    "points_of",
+    "report_data",
+]
 
 
 @dataclass(frozen=True)
@@ -29,6 +37,10 @@ class Table:
     head: list[str]
     rows: list[list[str]]
 
+
+#: The folder, beside the results, that holds a serving study's report (serving.json and plots):
+#: the sweep's report includes its frontier and plots.
+SERVING_FOLDER = "serving"
 
 #: The longest table of points the report shows; every point is in ``points.csv`` beside it.
 TABLE_ROWS = 500
@@ -55,6 +67,9 @@ class ReportData:
     loop_orders: Table | None = None
     synthesis: Table | None = None
     efficiency: Table | None = None
+    serving: Table | None = None  # a serving study's feasible frontier
+    serving_intro: str = ""
+    serving_plots: list[dict] = field(default_factory=list)  # name, file (relative), caption
 
 
 def points_of(records: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -437,7 +452,7 @@ def _efficiency(points: list[dict]) -> Table | None:
                   "inf/J"], rows)  # fmt: skip
 
 
-def report_data(records: list[dict], name: str) -> ReportData:
+def report_data(records: list[dict], name: str, serving: dict | None = None) -> ReportData:
     """The report of a sweep named ``name`` whose results file holds ``records``. Its dataflow
     comparisons are at the first memory of the sweep (the one RTL points run at); the memory
     section and the table of every point cover all memories."""
@@ -530,4 +545,9 @@ def report_data(records: list[dict], name: str) -> ReportData:
         loop_orders=_loop_orders(points),
         synthesis=_synthesis(records),
         efficiency=_efficiency(points),
+        serving=Table(serving["head"], serving["frontier_rows"]) if serving else None,
+        serving_intro=serving["intro"] if serving else "",
+        serving_plots=[p | {"file": f"{SERVING_FOLDER}/{p['file']}"} for p in serving["plots"]]
+        if serving
+        else [],
     )

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import base64
 import csv
+import json
 from pathlib import Path
 
 import jinja2
 
 from ..results import load_results
-from .data import TABLE_ROWS, ReportData, report_data
+from .data import SERVING_FOLDER, TABLE_ROWS, ReportData, report_data
 from .plots import PLOTS, write_plots
 
 __all__ = ["render", "write_report"]
@@ -33,15 +34,20 @@ for _env in _ENV.values():
     _env.globals["table_rows"] = TABLE_ROWS  # the longest table of points shown
 
 
-def render(data: ReportData, plots: dict[str, Path], kind: str) -> str:
-    """The report as ``kind`` (``"md"`` or ``"html"``) text."""
+def render(data: ReportData, plots: dict[str, Path], kind: str, base: Path | None = None) -> str:
+    """The report as ``kind`` (``"md"`` or ``"html"``) text; ``base``: the folder the serving
+    plots' paths are relative to."""
+    base = base or Path(".")
     figures = [
         {"name": name, "title": name.replace("_", " ").capitalize(), "caption": PLOTS[name][1],
          "file": path.name,
          "png": base64.b64encode(path.read_bytes()).decode() if kind == "html" else ""}
         for name, path in plots.items()
     ]  # fmt: skip
-    return _ENV[kind].get_template(f"report.{kind}.j2").render(data=data, figures=figures)
+    serving = [p | {"png": base64.b64encode((base / p["file"]).read_bytes()).decode()
+                    if kind == "html" else ""} for p in data.serving_plots]  # fmt: skip
+    return _ENV[kind].get_template(f"report.{kind}.j2").render(data=data, figures=figures,
+                                                               serving_figures=serving)  # fmt: skip
 
 
 def write_report(results: Path, out: Path | None = None) -> dict[str, Path]:
@@ -52,7 +58,9 @@ def write_report(results: Path, out: Path | None = None) -> dict[str, Path]:
     records = load_results(results)
     if not records:
         raise ValueError(f"{results}: no results to report")
-    data = report_data(records, results.parent.name)
+    study = results.parent / SERVING_FOLDER / "serving.json"
+    serving = json.loads(study.read_text())["summary"] if study.is_file() else None
+    data = report_data(records, results.parent.name, serving)
     plots = write_plots(data, out)
     paths = {"markdown": out / "report.md", "html": out / "report.html", "csv": out / "points.csv"}
     with open(paths["csv"], "w", newline="") as f:
@@ -60,5 +68,5 @@ def write_report(results: Path, out: Path | None = None) -> dict[str, Path]:
         table.writerow(data.points_table.head)
         table.writerows(data.points_table.rows)
     for kind, path in (("md", paths["markdown"]), ("html", paths["html"])):
-        path.write_text(render(data, plots, kind))
+        path.write_text(render(data, plots, kind, results.parent))
     return paths | plots

@@ -6,7 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from systolic.sweeps.report import points_of, write_report
+from systolic.serving.report import write_serving_report
+from systolic.serving.spec import load_serving_spec
+from systolic.serving.study import run_study
+from systolic.sweeps.report import SERVING_FOLDER, points_of, write_report
 from systolic.sweeps.results import load_results
 from systolic.sweeps.run import SweepInterrupted, run_sweep
 from systolic.sweeps.spec import load_spec
@@ -44,6 +47,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     sweep = load_spec(args.spec)  # SpecError (a ValueError) names file, line and key: exit 2
+    study = load_serving_spec(sweep.serving) if sweep.serving else None  # checked before any work
     out = args.out if args.out is not None else Path("results") / sweep.name
     print(f"sweep {sweep.name}: {len(sweep.configs)} configuration(s) x {len(sweep.workloads)} "
           f"workload(s) = {sweep.points} points; RTL: {sweep.rtl}; results in {out}",
@@ -54,6 +58,12 @@ def run(args: argparse.Namespace) -> int:
     except SweepInterrupted as e:
         print(f"systolic sweep: {e}", file=sys.stderr)
         return 3
+    if study is not None:
+        if not args.quiet:
+            print(f"serving study {study.name}: {len(study.streams)} stream(s)", file=sys.stderr)
+        records = run_study(study)
+        write_serving_report(study.name, records, out / SERVING_FOLDER, study.power_budget_w,
+                             study.notes)  # fmt: skip
     paths = write_report(results)
     points, failures = points_of(load_results(results))
     print(f"{len(points)} points, {len(failures)} failed evaluation(s); report: {paths['html']} "
