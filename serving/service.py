@@ -11,14 +11,16 @@ Each distinct ``(kind, b, s)`` is evaluated once and kept.
 from __future__ import annotations
 
 from systolic.contract.config import ArrayConfig
+from systolic.contract.dma import place
+from systolic.models.device import predict_device
 from systolic.models.energy import Coefficients, load_coefficients
-from systolic.sweeps.evaluate import model_record
+from systolic.sweeps.evaluate import gemm_chunk, model_record
 from systolic.sweeps.spec import Memory
 from systolic.sweeps.workloads import CNNS, TRANSFORMERS, Workload, cnn, transformer
 
 from .traffic import Mix, TrafficError
 
-__all__ = ["ModelService", "batch_workload"]
+__all__ = ["GemmService", "ModelService", "batch_workload"]
 
 
 def batch_workload(model: str, batch: int, length: int, phase: str = "prefill") -> Workload:
@@ -68,3 +70,32 @@ def _busy(record: dict) -> tuple[float, float]:
     """A batch's latency and its dynamic energy: leakage is a power, which serving.power
     accounts over the whole time, busy or idle."""
     return record["latency_s"], record["energy_pj"] - record["components_pj"]["leakage"]
+
+
+class GemmService:
+    """Service times of requests that are one GEMM each (``m x k x n``: a layer served alone),
+    from the exact device model: a batch of ``b`` requests is one descriptor of ``b*m x k x n``
+    with the driver's chunks, taking :attr:`models.device.DevicePrediction.measured_cycles`
+    from its acceptance to ``done`` (what the RTL bench counts) at ``clock_mhz``. Energy is not
+    modelled here (0): it is for checking service times against the RTL and serving layers
+    exactly."""
+
+    def __init__(self, config: ArrayConfig, shape: tuple[int, int, int], memory: Memory,
+                 clock_mhz: float):  # fmt: skip
+        self.config, self.shape, self.memory, self.clock_mhz = config, shape, memory, clock_mhz
+        self.dram = memory.at(clock_mhz)
+        self.cycles: dict[int, int] = {}
+
+    def gemm(self, batch: int) -> tuple[int, int, int]:
+        m, k, n = self.shape
+        return batch * m, k, n
+
+    def descriptor(self, batch: int):
+        shape = self.gemm(batch)
+        return place(self.config, *shape, chunk=gemm_chunk(self.config, shape, self.dram))
+
+    def __call__(self, kind: int, batch: int, length: int) -> tuple[float, float]:
+        if batch not in self.cycles:
+            p = predict_device(self.config, self.descriptor(batch), self.dram)
+            self.cycles[batch] = p.measured_cycles
+        return self.cycles[batch] / (self.clock_mhz * 1e6), 0.0
