@@ -87,9 +87,10 @@ class Generated:
     step_clock_mhz: np.ndarray | None = None  # with a throttle: each step's clock and voltage
     step_volts: np.ndarray | None = None
     clamps: int = 0
+    step_replica: np.ndarray | None = None
+    replicas: int = 1
 
-    # the names serving.power.energy_split reads (a step is a batch, one accelerator)
-    replicas = 1
+    # the names serving.power.energy_split reads (a step is a batch)
 
     @property
     def batch_start(self) -> np.ndarray:
@@ -105,7 +106,9 @@ class Generated:
 
     @property
     def batch_replica(self) -> np.ndarray:
-        return np.zeros(len(self.step_start), dtype=np.int64)
+        if self.step_replica is None:
+            return np.zeros(len(self.step_start), dtype=np.int64)
+        return self.step_replica
 
     @property
     def batch_clock_mhz(self) -> np.ndarray | None:
@@ -120,21 +123,47 @@ def _blocks(tokens: int) -> int:
     return -(-tokens // KV_BLOCK) * KV_BLOCK
 
 
-def generate(requests: Requests, policy: GenPolicy, step: Step | None, throttle=None) -> Generated:
-    """Serve the generation ``requests`` (one model: kind 0 of their mix) on one accelerator;
-    with a :class:`serving.power.Throttle` (whose services are step functions), each step at
-    its current operating point (``step`` is then unused)."""
+def generate(requests: Requests, policy: GenPolicy, step: Step | None, throttle=None,
+             replicas: int = 1, throttles: list | None = None) -> Generated:  # fmt: skip
+    """Serve the generation ``requests`` (one model: kind 0 of their mix) on ``replicas``
+    accelerators behind a round-robin router (request ``i`` to replica ``i % replicas``). With
+    a :class:`serving.power.Throttle` (``throttle`` for one replica, or ``throttles``, one per
+    replica; their services are step functions) each step runs at its replica's current
+    operating point (``step`` is then unused)."""
     if requests.output is None or np.any(requests.output < 1):
         raise TrafficError("generation requests need output token counts of at least 1")
     if np.any(requests.kind != requests.kind[0]):
         raise TrafficError("a generation stream serves one model; give each model its own")
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
+        raise TrafficError(f"replicas must be a positive integer, not {replicas!r}")
+    if throttle is not None:
+        throttles = [throttle]
+    if throttles is not None and len(throttles) != replicas:
+        raise TrafficError(f"give one throttle per replica ({replicas}), not {len(throttles)}")
     n = len(requests)
-    arrivals, prompt, output = requests.arrivals, requests.length, requests.output
-    kind = int(requests.kind[0])
     first = np.full(n, math.nan)
     finish = np.full(n, math.nan)
-    steps: list[tuple[float, float, int, int, float]] = []
-    made = np.zeros(n, dtype=np.int64)  # tokens made so far
+    steps: list[tuple] = []
+    for r in range(replicas):
+        _generate_one(requests, list(range(r, n, replicas)), policy, step,
+                      throttles[r] if throttles else None, r, first, finish, steps)  # fmt: skip
+    steps.sort(key=lambda s: s[0])
+    s = np.array(steps)
+    throttled = throttles is not None
+    return Generated(requests, first, finish, s[:, 0], s[:, 1], s[:, 2].astype(np.int64),
+                     s[:, 3].astype(np.int64), s[:, 4], s[:, 6] if throttled else None,
+                     s[:, 7] if throttled else None,
+                     sum(x.clamps for x in throttles) if throttled else 0,
+                     s[:, 5].astype(np.int64), replicas)  # fmt: skip
+
+
+def _generate_one(requests: Requests, mine: list[int], policy: GenPolicy, step, throttle,
+                  replica: int, first, finish, steps) -> None:  # fmt: skip
+    """One accelerator serving the requests ``mine`` (indices in arrival order)."""
+    arrivals, prompt, output = requests.arrivals, requests.length, requests.output
+    kind = int(requests.kind[0])
+    made = np.zeros(len(arrivals), dtype=np.int64)  # tokens made so far
+    n = len(mine)
 
     def run(t: float, batch: list[int], phase: str) -> float:
         if phase == "prefill":
@@ -151,7 +180,8 @@ def generate(requests: Requests, policy: GenPolicy, step: Step | None, throttle=
             point = (p.clock_mhz, p.volts)
             throttle.run(t, t + seconds, energy)
         end = t + seconds
-        steps.append((t, end, len(batch), 0 if phase == "prefill" else 1, energy, *point))
+        steps.append((t, end, len(batch), 0 if phase == "prefill" else 1, energy, replica,
+                      *point))  # fmt: skip
         for i in batch:
             made[i] += 1
             if phase == "prefill":
@@ -160,22 +190,23 @@ def generate(requests: Requests, policy: GenPolicy, step: Step | None, throttle=
                 finish[i] = end
         return end
 
-    t, nxt = 0.0, 0  # nxt: the first request not yet admitted
+    t, nxt = 0.0, 0  # nxt: the first of mine not yet admitted
     if policy.name == "static":
         while nxt < n:
-            batch = list(range(nxt, min(nxt + policy.max_batch, n)))
-            nxt = batch[-1] + 1
+            batch = mine[nxt : nxt + policy.max_batch]
+            nxt += len(batch)
             t = run(max(t, arrivals[batch[-1]]), batch, "prefill")
             while live := [i for i in batch if made[i] < output[i]]:
                 t = run(t, live, "decode")
     else:
         flight: list[int] = []
         while nxt < n or flight:
-            if not flight and arrivals[nxt] > t:
-                t = float(arrivals[nxt])  # idle until the next request
+            if not flight and arrivals[mine[nxt]] > t:
+                t = float(arrivals[mine[nxt]])  # idle until the next request
             joining = []
-            while nxt < n and arrivals[nxt] <= t and len(flight) + len(joining) < policy.max_batch:
-                joining.append(nxt)
+            while (nxt < n and arrivals[mine[nxt]] <= t
+                   and len(flight) + len(joining) < policy.max_batch):  # fmt: skip
+                joining.append(mine[nxt])
                 nxt += 1
             if joining:
                 t = run(t, joining, "prefill")
@@ -183,12 +214,6 @@ def generate(requests: Requests, policy: GenPolicy, step: Step | None, throttle=
             else:
                 t = run(t, flight, "decode")
                 flight = [i for i in flight if made[i] < output[i]]
-    s = np.array(steps)
-    throttled = throttle is not None
-    return Generated(requests, first, finish, s[:, 0], s[:, 1], s[:, 2].astype(np.int64),
-                     s[:, 3].astype(np.int64), s[:, 4], s[:, 5] if throttled else None,
-                     s[:, 6] if throttled else None,
-                     throttle.clamps if throttled else 0)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,8 @@ def frontier(records: list[dict]) -> list[dict]:
 
 
 def _label(r: dict) -> str:
-    return f"{r['config_name'].split('-d')[0]} {r['clock_mhz']:g} MHz {r['policy']}"
+    scale = f" x{r['replicas']}" if r.get("replicas", 1) > 1 else ""
+    return f"{r['config_name'].split('-d')[0]}{scale} {r['clock_mhz']:g} MHz {r['policy']}"
 
 
 def _rows(records: list[dict], front_ids: set) -> list[list[str]]:
@@ -66,7 +67,7 @@ HEAD = ["stream", "operating point", "offered req/s", "P50 ms", "P99 ms",
 
 
 def _key(r: dict) -> tuple:
-    return (r["stream"], r["config_name"], r["clock_mhz"], r["policy"])
+    return (r["stream"], r["config_name"], r["clock_mhz"], r["policy"], r.get("replicas", 1))
 
 
 def _front_rows(front: list[dict]) -> list[list[str]]:

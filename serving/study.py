@@ -58,27 +58,30 @@ def run_study(spec: ServingSpec, progress=None) -> list[dict]:
                         for p in points]  # fmt: skip
             requests = stream(s.process, mix, s.requests, spec.seed + index)
             for start in range(len(points)):  # each clock as the starting (fastest) point
-                for policy in s.policies:
-                    if progress:
-                        progress(f"{config.name} {points[start].clock_mhz:g} MHz {s.name} "
-                                 f"{policy.label}")  # fmt: skip
-                    records.append(_point(config, s, requests, policy, points[start:],
-                                          services[start:], idle, envelope))  # fmt: skip
+                for replicas in spec.replicas:
+                    for policy in s.policies:
+                        if progress:
+                            progress(f"{config.name} {points[start].clock_mhz:g} MHz {s.name} "
+                                     f"{policy.label} x{replicas}")  # fmt: skip
+                        records.append(_point(config, s, requests, policy, points[start:],
+                                              services[start:], idle, envelope,
+                                              replicas))  # fmt: skip
     return records
 
 
 def _point(config, s: Stream, requests, policy, points, services, idle: IdlePower,
-           envelope: Envelope | None) -> dict:  # fmt: skip
+           envelope: Envelope | None, replicas: int = 1) -> dict:  # fmt: skip
     def throttle() -> Throttle:
         fns = [sv.step if s.generation else sv for sv in services]
         return Throttle(points, fns, idle, envelope)
 
     def run(r):
+        throttles = [throttle() for _ in range(replicas)]
         if s.generation:
-            g = generate(r, policy, None, throttle())
+            g = generate(r, policy, None, replicas=replicas, throttles=throttles)
             m = measure_generation(g)
             return g, m, m.ttft_p99_s, m.tokens_per_s / max(1.0, float(np.mean(r.output)))
-        served = serve(r, policy, None, 1, [throttle()])
+        served = serve(r, policy, None, replicas, throttles)
         m = measure(served)
         return served, m, m.p99_s, m.throughput_rps
 
@@ -101,7 +104,7 @@ def _point(config, s: Stream, requests, policy, points, services, idle: IdlePowe
             capacity.append({"sla_p99_ms": sla * 1e3, "max_rate_rps": cap.rate_rps})
         except TrafficError as e:
             capacity.append({"sla_p99_ms": sla * 1e3, "max_rate_rps": None, "why": str(e)})
-    power_w = split.total_pj * 1e-12 / span if span > 0 else 0.0
+    power_w = split.total_pj * 1e-12 / span / replicas if span > 0 else 0.0  # per accelerator
     over_budget = envelope is not None and power_w > envelope.budget_w
     meets = [] if over_budget else [sla * 1e3 for sla in s.sla_p99_s if p99 <= sla]
     broken = []
@@ -120,6 +123,7 @@ def _point(config, s: Stream, requests, policy, points, services, idle: IdlePowe
         "model": s.kind.model,
         "generation": s.generation,
         "policy": policy.label,
+        "replicas": replicas,
         "offered_rps": m.requests / span if span > 0 else 0.0,
         "metrics": m.to_dict(),
         "p99_s": p99,

@@ -21,6 +21,7 @@ configs:
   depth: [1024]
 memory: lpddr4x-4266-x16
 clocks: [1000, 500]
+replicas: [1, 2]
 power_budget_w: 0.5
 streams:
   - name: classify
@@ -47,12 +48,18 @@ def test_a_study_from_spec_to_report(tmp_path):
     r = run_cli("serve", str(write_spec(tmp_path, SPEC)), "--out", str(out), "--quiet")
     assert r.returncode == 0, r.stderr
     records = json.loads((out / "serving.json").read_text())["records"]
-    # 1 configuration x 2 clocks x (2 + 2) policies
-    assert len(records) == 8
-    assert {(x["stream"], x["clock_mhz"], x["policy"]) for x in records} == {
-        (s, c, p) for c in (1000.0, 500.0)
+    # 1 configuration x 2 clocks x 2 replica counts x (2 + 2) policies
+    assert len(records) == 16
+    assert {(x["stream"], x["clock_mhz"], x["replicas"], x["policy"]) for x in records} == {
+        (s, c, n, p) for c in (1000.0, 500.0) for n in (1, 2)
         for s, p in (("classify", "no batching"), ("classify", "dynamic 4, 5 ms"),
                      ("chat", "no batching"), ("chat", "continuous 8"))}  # fmt: skip
+    for one in (x for x in records if x["replicas"] == 1):  # two accelerators sustain more
+        two = next(x for x in records if x["replicas"] == 2 and all(
+            x[k] == one[k] for k in ("stream", "clock_mhz", "policy")))  # fmt: skip
+        for a, b in zip(one["capacity"], two["capacity"], strict=True):
+            if a["max_rate_rps"]:
+                assert b["max_rate_rps"] > 1.5 * a["max_rate_rps"], (one["policy"], a, b)
     for x in records:
         e = x["energy_per_unit_pj"]
         assert e["total_pj"] == pytest.approx(e["busy_pj"] + e["idle_pj"] + e["leakage_pj"])
@@ -78,10 +85,10 @@ def test_a_study_from_spec_to_report(tmp_path):
         (
             "arrival: {poisson: 20}",
             "arrival: {poisson: -5}",
-            r":13: streams.0.arrival.poisson: "
+            r":14: streams.0.arrival.poisson: "
             r"must be a rate per second above 0, not -5",
         ),
-        ("    lengths: [16, 32]\n", "", r":10: streams.0: missing key 'lengths'"),
+        ("    lengths: [16, 32]\n", "", r":11: streams.0: missing key 'lengths'"),
         (
             "policies: [none, {dynamic",
             "policies: [none, {continuous: 4}, {dynamic",
