@@ -21,13 +21,18 @@ from pathlib import Path
 
 from .technology import factor
 
-__all__ = ["CACTI_NODES", "NODES", "SramMacro", "sram_macro"]
+__all__ = ["CACTI_NODES", "MACRO_MAX_WIDTH", "NODES", "SramMacro", "sram_macro", "tiled_memory"]
 
 TABLE = Path(__file__).parent / "coefficients" / "sram_cacti.csv"
 #: Nodes (nm) the table holds.
 CACTI_NODES = (90, 45, 22)
 #: Nodes (nm) a macro can be priced at, and the CACTI node each is scaled from.
 NODES = {180: 90, 90: 90, 45: 45, 22: 22, 7: 22}
+#: The widest word one macro holds. A wider memory is tiled from macros side by side (each a
+#: slice of the word, all on the same address), as memory compilers, whose word width is capped,
+#: have it built: a 512-bit 2r1w memory of 1,024 words from two 256-bit macros reads in 4.1 ns
+#: instead of CACTI's 6.2 ns for one 512-bit array (0.18 um), for 1% more area.
+MACRO_MAX_WIDTH = 256
 _FIGURES = ("read_energy_pJ", "write_energy_pJ", "leakage_mW", "area_mm2", "access_time_ns")
 
 
@@ -114,3 +119,16 @@ def sram_macro(width: int, depth: int, reads: int = 1, node_nm: int = 45) -> Sra
         source += (f", scaled to {node_nm} nm (Stillmaker-Baas; leakage unscaled), "
                    "an estimate")  # fmt: skip
     return SramMacro(width, depth, reads, node_nm, read, write, leak, area * 1e6, access, source)
+
+
+def tiled_memory(width: int, depth: int, reads: int = 1, node_nm: int = 45) -> SramMacro:
+    """A ``depth`` x ``width``-bit memory built from macros of at most :data:`MACRO_MAX_WIDTH`
+    bits side by side: area, energy and leakage add up over the macros; the access time is one
+    macro's."""
+    tiles = -(-width // MACRO_MAX_WIDTH)
+    if tiles == 1:
+        return sram_macro(width, depth, reads, node_nm)
+    one = sram_macro(-(-width // tiles), depth, reads, node_nm)
+    return SramMacro(width, depth, reads, node_nm, one.read_pj * tiles, one.write_pj * tiles,
+                     one.leakage_mw * tiles, one.area_um2 * tiles, one.access_ns,
+                     f"{one.source}; {tiles} macros of {one.width} bits side by side")  # fmt: skip

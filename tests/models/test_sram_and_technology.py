@@ -7,7 +7,7 @@ import math
 
 import pytest
 from systolic.models import sram, technology
-from systolic.models.sram import sram_macro
+from systolic.models.sram import MACRO_MAX_WIDTH, sram_macro, tiled_memory
 from systolic.models.technology import factor, scale
 
 
@@ -78,3 +78,19 @@ def test_bad_macros_are_refused_by_name():
         sram_macro(64, 1024, reads=3)
     with pytest.raises(ValueError, match="depth must be a positive integer, not 0"):
         sram_macro(64, 0)
+
+
+def test_a_memory_wider_than_a_macro_is_tiled_from_macros_side_by_side():
+    assert MACRO_MAX_WIDTH == 256
+    narrow = tiled_memory(256, 1024, reads=2, node_nm=180)
+    assert narrow == sram_macro(256, 1024, reads=2, node_nm=180)  # one macro: as it is
+    wide = tiled_memory(512, 1024, reads=2, node_nm=180)
+    half = sram_macro(256, 1024, reads=2, node_nm=180)
+    assert (wide.width, wide.depth) == (512, 1024)
+    assert wide.area_um2 == pytest.approx(2 * half.area_um2)
+    assert wide.read_pj == pytest.approx(2 * half.read_pj)
+    assert wide.leakage_mw == pytest.approx(2 * half.leakage_mw)
+    assert wide.access_ns == half.access_ns < sram_macro(512, 1024, reads=2, node_nm=180).access_ns
+    assert "2 macros of 256 bits side by side" in wide.source
+    odd = tiled_memory(600, 64, node_nm=45)  # three macros of 200 bits
+    assert odd.area_um2 == pytest.approx(3 * sram_macro(200, 64, node_nm=45).area_um2)

@@ -9,7 +9,7 @@ import re
 import pytest
 from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.contract.memories import memories
-from systolic.models.sram import sram_macro
+from systolic.models.sram import tiled_memory
 from systolic.synth import flow, tools
 from systolic.synth.flow import parse_critical_path, synthesize
 from systolic.synth.liberty import read_cells
@@ -103,7 +103,7 @@ def test_the_device_synthesizes_with_its_srams_as_timed_macros():
     sta_log = (report.directory / "sta.log").read_text()
     assert "Error" not in sta_log and "black box" not in sta_log
     # the macros carry the memory model's area and access time into the report and the timing
-    macros = [sram_macro(s.width, s.depth, s.reads, 180) for s in memories(config)]
+    macros = [tiled_memory(s.width, s.depth, s.reads, 180) for s in memories(config)]
     assert report.sram_area_um2 == pytest.approx(sum(m.area_um2 for m in macros))
     lib = (report.directory / "srams.lib").read_text()
     for m in macros:
