@@ -116,7 +116,18 @@ def _plots(records: list[dict], out: Path, budget_w: float | None) -> dict[str, 
             note = _label(r) if r["feasible"] else f"{_label(r)}: {r['broken'][0]}"
             ax.annotate(note, (r["capacity_rps"], r["energy_unit_pj"] / 1e6), fontsize=5,
                         alpha=style["alpha"])  # fmt: skip
-        unit = "token" if any(r["generation"] for r in records if r["stream"] == s) else "inf."
+        generation = any(r["generation"] for r in records if r["stream"] == s)
+        unit = "token" if generation else "inf."
+        if budget_w and not generation:  # the budget: energy x rate = power, a hyperbola
+            top = max((_at_sla(r, min(c["sla_p99_ms"] for c in r["capacity"]))["capacity_rps"]
+                       for r in records if r["stream"] == s), default=0.0)  # fmt: skip
+            if top > 0:
+                xs = [top * (i + 1) / 50 for i in range(50)]
+                ax.plot(xs, [budget_w / x * 1e6 for x in xs], color="grey", linestyle="--",
+                        linewidth=0.8, label=f"{budget_w:g} W at that rate")  # fmt: skip
+                ax.set_ylim(0, max(r["energy_per_unit_pj"]["total_pj"] for r in records
+                                    if r["stream"] == s) / 1e6 * 2)  # fmt: skip
+                ax.legend(fontsize=7)
         ax.set_xlabel("max sustainable rate at the tightest SLA (req/s)")
         ax.set_ylabel(f"energy per {unit} (uJ)")
         ax.set_title(s + (f" (budget {budget_w:g} W)" if budget_w else ""), fontsize=9)
@@ -156,7 +167,8 @@ CAPTIONS = {
                    "policy; the knee is where queueing takes over. SLAs dashed.",
     "energy_vs_throughput": "Energy per inference (generation: per output token; busy, idle "
                             "and leakage) against the highest rate meeting the tightest SLA; "
-                            "infeasible points faded, with the constraint they break.",
+                            "infeasible points faded, with the constraint they break; dashed, "
+                            "the energy at which that rate draws the power budget.",
 }  # fmt: skip
 
 
