@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.models.energy import EnergyReport, figures_energy
-from systolic.models.technology import factor
+from systolic.models.technology import CELL_LIBRARY_NM, COEFFICIENTS_NM, factor
 from systolic.sim.simulate import SimResult, run_gemms
 from systolic.synth.flow import synthesize
 from systolic.synth.power import PowerReport, gate_power
@@ -36,7 +36,7 @@ PAIRS = {
     "controller": (("controller",), ("control",)),
 }  # fmt: skip
 #: The node the model's coefficients are for, and the flow's.
-MODEL_NM, FLOW_NM = 45, 180
+MODEL_NM, FLOW_NM = COEFFICIENTS_NM, CELL_LIBRARY_NM
 
 
 @dataclass

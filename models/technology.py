@@ -14,7 +14,20 @@ import tomllib
 from functools import cache
 from pathlib import Path
 
-__all__ = ["INTERPOLATED", "NODES", "QUANTITIES", "factor", "scale"]
+__all__ = [
+    "CELL_LIBRARY_NM",
+    "COEFFICIENTS_NM",
+    "INTERPOLATED",
+    "NODES",
+    "QUANTITIES",
+    "factor",
+    "scale",
+]
+
+#: The node synthesis measures at: the OSU 0.18 um standard cells (synth/).
+CELL_LIBRARY_NM = 180
+#: The node the default energy coefficients describe (horowitz45.toml: 45 nm at 0.9 V).
+COEFFICIENTS_NM = 45
 
 SCALING_FILE = Path(__file__).parent / "coefficients" / "stillmaker_baas_2017.toml"
 #: The quantities that scale.

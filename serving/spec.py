@@ -10,6 +10,8 @@ and the key::
     memory: lpddr4x-4266-x16      # one memory (a preset or {gb_per_s, latency_ns, ...})
     clocks: [1000, 500]           # MHz: operating points (voltages from serving.power.VF_POINTS);
                                   # default: the coefficients' clock
+    synth: true                   # cap the clocks at each configuration's synthesized Fmax
+                                  # (0.18 um, scaled to the coefficients' 45 nm: an estimate)
     replicas: [1, 2]              # accelerators behind a round-robin router (crossed; default 1)
     power_budget_w: 2.0           # optional: a sustained budget, the clock steps down past it
     thermal_tau_s: 0.05           # the package's thermal time constant (with a budget)
@@ -62,8 +64,8 @@ from .traffic import OnOff, Poisson, RequestKind, Trace, TrafficError
 
 __all__ = ["ServingSpec", "Stream", "load_serving_spec"]
 
-_TOP = ("name", "configs", "memory", "clocks", "replicas", "power_budget_w", "thermal_tau_s",
-        "streams", "seed", "coefficients")  # fmt: skip
+_TOP = ("name", "configs", "memory", "clocks", "synth", "replicas", "power_budget_w",
+        "thermal_tau_s", "streams", "seed", "coefficients")  # fmt: skip
 _STREAM = ("name", "model", "lengths", "weights", "outputs", "output_weights", "arrival",
            "requests", "sla_p99_ms", "policies")  # fmt: skip
 
@@ -93,6 +95,7 @@ class ServingSpec:
     streams: list[Stream]
     clocks_mhz: list[float] | None = None
     replicas: list[int] = field(default_factory=lambda: [1])
+    synth: bool = False
     power_budget_w: float | None = None
     thermal_tau_s: float = 0.05
     seed: int = 0
@@ -227,6 +230,9 @@ def load_serving_spec(path: str | Path) -> ServingSpec:
     if "clocks" in raw:
         spec.clocks_mhz = [_number(doc, c, ("clocks",), 0, 10_000, "a clock in MHz")
                            for c in as_list(doc, raw["clocks"], ("clocks",))]  # fmt: skip
+    spec.synth = raw.get("synth", False)
+    if not isinstance(spec.synth, bool):
+        raise doc.error(("synth",), f"must be true or false, not {spec.synth!r}")
     if "replicas" in raw:
         spec.replicas = list(_ints(doc, raw["replicas"], ("replicas",)))
         if max(spec.replicas) > 1024:

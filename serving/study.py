@@ -13,12 +13,17 @@ those SLAs, and ``broken`` what keeps a point from meeting even the loosest.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from systolic.models.energy import load_coefficients
+from systolic.models.technology import CELL_LIBRARY_NM, COEFFICIENTS_NM, factor
+from systolic.sweeps.spec import SpecError
+from systolic.synth.flow import synthesize
 
 from .capacity import scaled, search_rate
-from .generation import generate, measure_generation
-from .metrics import measure
+from .generation import _blocks, generate, measure_generation
+from .metrics import measure, queue_depth
 from .power import Envelope, IdlePower, OperatingPoint, Throttle, energy_split, operating_points
 from .service import ModelService
 from .simulate import serve
@@ -31,11 +36,27 @@ __all__ = ["CURVE", "run_study"]
 CURVE = (0.05, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
 
 
-def _points(spec: ServingSpec, nominal_mhz: float) -> list[OperatingPoint]:
-    """The operating points of the study's clocks, fastest first (voltages from the V-f table:
-    a clock between two of its points takes the higher one's voltage)."""
+def _fmax(spec: ServingSpec, coefficients, progress) -> dict[str, float]:
+    """Each configuration's Fmax from synthesis (0.18 um), scaled to the coefficients' node
+    (45 nm) by Stillmaker and Baas' delay factor: an estimate."""
+    out = {}
+    for config in spec.configs:
+        if progress:
+            progress(f"synthesizing {config.name}")
+        report = synthesize(config)
+        out[config.name] = report.fmax_mhz / factor("delay", CELL_LIBRARY_NM, COEFFICIENTS_NM)
+    return out
+
+
+def _points(spec: ServingSpec, nominal_mhz: float,
+            fmax_mhz: float | None = None) -> list[OperatingPoint]:  # fmt: skip
+    """The operating points of the study's clocks at or below ``fmax_mhz``, fastest first
+    (voltages from the V-f table: a clock between two of its points takes the higher one's
+    voltage); with no clock under Fmax, Fmax itself."""
     table = operating_points()
     clocks = spec.clocks_mhz or [nominal_mhz]
+    if fmax_mhz is not None:
+        clocks = [f for f in clocks if f <= fmax_mhz] or [fmax_mhz]
     out = []
     for f in sorted(set(clocks), reverse=True):
         above = [p for p in table if p.clock_mhz >= f]
@@ -44,14 +65,39 @@ def _points(spec: ServingSpec, nominal_mhz: float) -> list[OperatingPoint]:
     return out
 
 
+def check_slas(spec: ServingSpec, fmax: dict | None = None) -> None:
+    """Refuse a stream's SLA below its unloaded latency everywhere: one request of its shortest
+    length alone (generation: its prefill) on the fastest configuration at its fastest clock.
+    :class:`SpecError` names the key."""
+    coefficients = load_coefficients(spec.coefficients)
+    for i, s in enumerate(spec.streams):
+        mix = Mix((s.kind,))
+        length = min(s.kind.lengths) if s.kind.lengths else 0
+        best = math.inf
+        for config in spec.configs:
+            clock = _points(spec, coefficients.clock_mhz, (fmax or {}).get(config.name))[0]
+            service = ModelService(config, mix, spec.memory, coefficients, clock.clock_mhz)
+            seconds = (service.step(0, 1, _blocks(length), "prefill")[0] if s.generation
+                       else service(0, 1, length)[0])  # fmt: skip
+            best = min(best, seconds)
+        for sla in s.sla_p99_s:
+            if sla < best:
+                raise SpecError(
+                    f"{spec.path}: streams.{i}.sla_p99_ms: {sla * 1e3:g} ms is below the "
+                    f"unloaded latency ({best * 1e3:.4g} ms: one request alone on the fastest "
+                    f"configuration and clock); no load meets it")  # fmt: skip
+
+
 def run_study(spec: ServingSpec, progress=None) -> list[dict]:
     """Every operating point's record (see module), in the spec's order."""
     coefficients = load_coefficients(spec.coefficients)
-    points = _points(spec, coefficients.clock_mhz)
+    fmax = _fmax(spec, coefficients, progress) if spec.synth else {}
+    check_slas(spec, fmax)
     envelope = Envelope(spec.power_budget_w, spec.thermal_tau_s) if spec.power_budget_w else None
     records = []
     for config in spec.configs:
         idle = IdlePower.of(config, coefficients)
+        points = _points(spec, coefficients.clock_mhz, fmax.get(config.name))
         for index, s in enumerate(spec.streams):
             mix = Mix((s.kind,))
             services = [ModelService(config, mix, spec.memory, coefficients, p.clock_mhz)
@@ -87,6 +133,16 @@ def _point(config, s: Stream, requests, policy, points, services, idle: IdlePowe
 
     served, m, p99, _ = run(requests)
     latency = (served.first_token if s.generation else served.finish) - requests.arrivals
+    clamp_cost = 0.0
+    if envelope is not None and served.clamps:  # the same stream with no budget
+        free = _point_free(s, requests, policy, services[0], replicas)
+        clamp_cost = p99 - free
+    if s.generation:
+        depth_max = depth_mean = None  # requests wait for a batch slot, not a queue position
+    else:
+        times, depth = queue_depth(served)
+        depth_max = int(depth.max())
+        depth_mean = m.mean_waiting
     split = energy_split(served, idle, points[0])
     base = (len(requests) - 1) / float(requests.arrivals[-1] - requests.arrivals[0])
     saturation = _at(run, scaled(requests, 1e6))[1]
@@ -131,6 +187,9 @@ def _point(config, s: Stream, requests, policy, points, services, idle: IdlePowe
         "unit": "token" if s.generation else "inference",
         "power_w": power_w,
         "clamps": served.clamps,
+        "clamp_cost_p99_s": clamp_cost,  # P99 with the budget less P99 without it
+        "queue_max": depth_max,
+        "queue_mean": depth_mean,
         "capacity": capacity,
         "latency_quantiles_s": [float(q) for q in np.percentile(latency, np.arange(101))],
         "load_curve": curve,
@@ -138,6 +197,14 @@ def _point(config, s: Stream, requests, policy, points, services, idle: IdlePowe
         "feasible": bool(meets),
         "broken": broken,
     }
+
+
+def _point_free(s: Stream, requests, policy, service, replicas: int) -> float:
+    """P99 (generation: of time to first token) at the starting clock with no power budget."""
+    if s.generation:
+        return measure_generation(generate(requests, policy, service.step,
+                                           replicas=replicas)).ttft_p99_s  # fmt: skip
+    return measure(serve(requests, policy, service, replicas)).p99_s
 
 
 def _at(run, r):

@@ -15,14 +15,14 @@ import hashlib
 import json
 
 from systolic.contract.config import ArrayConfig, beyond_rtl
-from systolic.models.technology import factor
+from systolic.models.technology import CELL_LIBRARY_NM, COEFFICIENTS_NM, factor
 from systolic.synth.flow import synthesize
 from systolic.synth.tools import ToolError
 
 __all__ = ["point_fields", "point_clock", "synth_id", "synth_record"]
 
 #: The node synthesis measures at, and the one its area is also estimated at.
-FLOW_NM, ESTIMATE_NM = 180, 45
+FLOW_NM, ESTIMATE_NM = CELL_LIBRARY_NM, COEFFICIENTS_NM
 
 
 def synth_id(config: ArrayConfig) -> str:

@@ -26,6 +26,7 @@ from systolic.contract.config import ArrayConfig, check_buildable
 from systolic.contract.interface import TOPS
 from systolic.contract.memories import memories
 from systolic.models import sram
+from systolic.models.technology import CELL_LIBRARY_NM
 from systolic.rtl.generate import design_config, design_verilog
 
 from . import fanout, tools
@@ -35,7 +36,7 @@ from .liberty import read_cells, sram_liberty
 __all__ = ["COMPONENTS", "CriticalPath", "SynthReport", "component_of", "synthesize", "SYNTH_ROOT"]
 
 #: The node the SRAM macros are priced at: the cell library's.
-SRAM_NODE_NM = 180
+SRAM_NODE_NM = CELL_LIBRARY_NM
 #: The memory model's figures each SRAM of a report carries (models.sram.SramMacro).
 _MACRO = ("area_um2", "access_ns", "read_pj", "write_pj", "leakage_mw")
 

@@ -23,7 +23,7 @@ LAYERS = {
     "tb": ("tb", {"contract", "rtl", "golden", "sim", "tb"}),
     "synth": ("synth", {"contract", "rtl", "models", "synth"}),
     "sweeps": ("sweeps", {"contract", "golden", "models", "sim", "synth", "sweeps"}),
-    "serving": ("serving", {"contract", "golden", "models", "sweeps", "serving"}),
+    "serving": ("serving", {"contract", "golden", "models", "sweeps", "synth", "serving"}),
     "experiments": (
         "experiments", {"contract", "rtl", "golden", "models", "sim", "synth", "experiments"}
     ),

@@ -7,9 +7,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from systolic.contract.config import ArrayConfig
+from systolic.models.technology import factor
 from systolic.serving.report import frontier
 from systolic.serving.spec import load_serving_spec
+from systolic.serving.study import run_study
 from systolic.sweeps.spec import SpecError, load_spec
+from systolic.synth.flow import synthesize
 
 from ..helpers import run_cli, write_spec
 
@@ -167,3 +171,30 @@ def test_a_sweep_naming_a_missing_study_is_refused(tmp_path):
     spec = write_spec(tmp_path, SWEEP.replace("study.yaml", "nowhere.yaml"))
     with pytest.raises(SpecError, match=r":8: serving: no such serving study: .*nowhere.yaml"):
         load_spec(spec)
+
+
+def test_an_sla_below_the_unloaded_latency_names_its_key(tmp_path):
+    text = SPEC.replace("sla_p99_ms: [30, 300]", "sla_p99_ms: [0.001, 300]")
+    with pytest.raises(SpecError, match=r"streams.0.sla_p99_ms: 0.001 ms is below the unloaded "
+                                        r"latency"):  # fmt: skip
+        run_study(load_serving_spec(write_spec(tmp_path, text)))
+
+
+def test_synthesis_caps_the_clocks_at_each_configurations_fmax(tmp_path):
+    """The 2x2 device synthesizes to about 100 MHz at 0.18 um, about 650 MHz scaled to 45 nm:
+    of 1000, 500 and 250 MHz, the study keeps the last two."""
+    text = (
+        SPEC.replace("array: [8x8]", "array: [2x2]")
+        .replace("clocks: [1000, 500]", "clocks: [1000, 500, 250]\nsynth: true")
+        .replace("replicas: [1, 2]\n", "")
+        .replace("[30, 300]", "[5000, 20000]")
+        .replace("[1000]", "[60000]")
+        .replace("requests: 300", "requests: 40")
+    )  # a 2x2 array takes 0.7 s a request
+    records = run_study(load_serving_spec(write_spec(tmp_path, text)))
+    fmax = synthesize(ArrayConfig("ws", 2, 2, a_depth=1024, b_depth=1024, c_depth=1024)).fmax_mhz
+    cap = fmax / factor("delay", 180, 45)
+    assert {r["clock_mhz"] for r in records} == {f for f in (1000.0, 500.0, 250.0) if f <= cap}
+    assert 250.0 <= cap < 1000.0
+    for r in (r for r in records if not r["generation"]):
+        assert r["queue_max"] >= 1 and r["queue_mean"] >= 0
