@@ -60,10 +60,12 @@ def test_a_batch_runs_at_the_services_clock():
 def test_arrival_processes_give_their_mean_rate(seed):
     mix = Mix((RequestKind("bert-base"),))
     for process in (Poisson(500.0), OnOff(2000.0, 100.0, 0.02, 0.05)):
-        r = stream(process, mix, 50_000, seed)
+        # bursts make the on/off count vary: over 40 seeds its rate had a 2.3% standard
+        # deviation at 50,000 requests, about 1.2% at 200,000 (6% is five of them)
+        r = stream(process, mix, 200_000, seed)
         assert np.all(np.diff(r.arrivals) >= 0)
         rate = (len(r) - 1) / (r.arrivals[-1] - r.arrivals[0])
-        assert rate == pytest.approx(process.mean_rate, rel=0.05), process
+        assert rate == pytest.approx(process.mean_rate, rel=0.06), process
 
 
 def test_a_mix_draws_kinds_and_lengths_by_their_weights(seed):
