@@ -57,13 +57,20 @@ def _rows(records: list[dict], front_ids: set) -> list[list[str]]:
                      f"{r['p99_s'] * 1e3:.3g}", rates,
                      f"{e['total_pj'] / 1e6:.4g} ({e['busy_pj'] / 1e6:.3g} / "
                      f"{e['idle_pj'] / 1e6:.3g} / {e['leakage_pj'] / 1e6:.3g})",
-                     f"{r['power_w']:.3g}", str(r["clamps"]), mark])  # fmt: skip
+                     f"{r['power_w']:.3g}", _clamps(r), mark])  # fmt: skip
     return rows
 
 
 HEAD = ["stream", "operating point", "offered req/s", "P50 ms", "P99 ms",
         "max rate at SLA", "uJ per unit (busy / idle / leakage)", "W", "clamps",
         "feasible (SLAs met at the offered rate)"]  # fmt: skip
+
+
+def _clamps(r: dict) -> str:
+    """Clamp events, and what they cost the P99 (against the same stream with no budget)."""
+    if not r["clamps"]:
+        return "0"
+    return f"{r['clamps']} (P99 {r.get('clamp_cost_p99_s', 0.0) * 1e3:+.3g} ms)"
 
 
 def _key(r: dict) -> tuple:
@@ -76,7 +83,7 @@ def _front_rows(front: list[dict]) -> list[list[str]]:
         e = r["energy_per_unit_pj"]["total_pj"]
         rows.append([r["stream"], f"{r['sla_p99_ms']:g}", _label(r), f"{r['capacity_rps']:.3g}",
                      f"{r['p99_s'] * 1e3:.3g}", f"{e / 1e6:.4g} per {r['unit']}",
-                     f"{r['power_w']:.3g}", str(r["clamps"])])  # fmt: skip
+                     f"{r['power_w']:.3g}", _clamps(r)])  # fmt: skip
     return rows
 
 
