@@ -45,16 +45,16 @@ from pathlib import Path
 
 from systolic.contract.checks import is_number
 from systolic.contract.config import ArrayConfig
-from systolic.models.energy import CoefficientsError, load_coefficients
 from systolic.sweeps.spec import (
     Memory,
     SpecDoc,
-    SpecError,
     as_list,
+    coefficients_file,
     integer,
     mapping,
     parse_configs,
     parse_memories,
+    read_spec,
 )
 from systolic.sweeps.workloads import CNNS, TRANSFORMERS
 
@@ -206,15 +206,7 @@ def _stream(doc: SpecDoc, raw, path: tuple, base: Path) -> Stream:
 def load_serving_spec(path: str | Path) -> ServingSpec:
     """Read and validate a serving study (see the module docstring)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise SpecError(f"{path}: cannot read: {e.strerror}") from None
-    doc = SpecDoc(path, text)
-    raw = mapping(doc, doc.data, (), _TOP)
-    for key in ("configs", "streams"):
-        if key not in raw:
-            raise doc.error((), f"missing key {key!r}")
+    doc, raw = read_spec(path, _TOP, ("configs", "streams"))
     memories = parse_memories(doc, raw.get("memory", "lpddr4x-4266-x32"))
     if len(memories) != 1:
         raise doc.error(("memory",), "a serving study runs behind one memory")
@@ -244,10 +236,5 @@ def load_serving_spec(path: str | Path) -> ServingSpec:
         spec.thermal_tau_s = _number(doc, raw["thermal_tau_s"], ("thermal_tau_s",),
                                      what="a time in seconds")  # fmt: skip
     spec.seed = integer(doc, raw.get("seed", 0), ("seed",), lo=0)
-    if "coefficients" in raw:
-        spec.coefficients = path.parent / str(raw["coefficients"])
-        try:
-            load_coefficients(spec.coefficients)
-        except CoefficientsError as e:
-            raise doc.error(("coefficients",), str(e)) from None
+    spec.coefficients = coefficients_file(doc, raw, path.parent)
     return spec

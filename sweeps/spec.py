@@ -380,18 +380,37 @@ def _workloads(doc: SpecDoc, raw, base: Path) -> tuple[list[Workload], set[str]]
     return unique, model_only - simulated
 
 
-def load_spec(path: str | Path) -> Sweep:
-    """Read and validate a sweep specification (see the module docstring)."""
-    path = Path(path)
+def read_spec(path: Path, keys: tuple[str, ...], required: tuple[str, ...]) -> tuple[SpecDoc, dict]:
+    """A YAML specification file, read whole: its document and its top-level mapping, whose keys
+    are among ``keys`` and include ``required``."""
     try:
         text = path.read_text()
     except OSError as e:
         raise SpecError(f"{path}: cannot read: {e.strerror}") from None
     doc = SpecDoc(path, text)
-    raw = mapping(doc, doc.data, (), _TOP_KEYS)
-    for key in ("configs", "workloads"):
+    raw = mapping(doc, doc.data, (), keys)
+    for key in required:
         if key not in raw:
             raise doc.error((), f"missing key {key!r}")
+    return doc, raw
+
+
+def coefficients_file(doc: SpecDoc, raw: dict, base: Path) -> Path | None:
+    """The energy coefficients a specification names (relative to ``base``), checked."""
+    if "coefficients" not in raw:
+        return None
+    path = base / str(raw["coefficients"])
+    try:
+        load_coefficients(path)
+    except CoefficientsError as e:
+        raise doc.error(("coefficients",), str(e)) from None
+    return path
+
+
+def load_spec(path: str | Path) -> Sweep:
+    """Read and validate a sweep specification (see the module docstring)."""
+    path = Path(path)
+    doc, raw = read_spec(path, _TOP_KEYS, ("configs", "workloads"))
     workloads, model_only = _workloads(doc, raw["workloads"], path.parent)
     sweep = Sweep(
         name=str(raw.get("name", path.stem)),
@@ -446,10 +465,5 @@ def load_spec(path: str | Path) -> Sweep:
         sweep.serving = path.parent / str(raw["serving"])
         if not sweep.serving.is_file():
             raise doc.error(("serving",), f"no such serving study: {sweep.serving}")
-    if "coefficients" in raw:
-        sweep.coefficients = path.parent / str(raw["coefficients"])
-        try:
-            load_coefficients(sweep.coefficients)
-        except CoefficientsError as e:
-            raise doc.error(("coefficients",), str(e)) from None
+    sweep.coefficients = coefficients_file(doc, raw, path.parent)
     return sweep
