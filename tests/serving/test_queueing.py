@@ -141,7 +141,10 @@ def test_the_sustainable_rate_at_an_sla_is_theorys_for_md1(seed):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if _md1_wait_quantile(0.99, mid) < (sla - d) / d else (lo, mid)
     assert cap.rate_rps == pytest.approx(lo / d, rel=0.04)
-    assert cap.metrics.p99_s <= sla and cap.unloaded_p99_s == pytest.approx(d, rel=0.05)
+    assert cap.metrics.p99_s <= sla
+    # at 1% load, 1% of requests wait (M/D/1: P(wait > 0) = rho): the P99 sits at the edge of
+    # that atom, at the service time or a little past it
+    assert d <= cap.unloaded_p99_s < 1.2 * d
     # P99 rises with load when nothing is batched, and passes the SLA past the capacity
     curve = latency_curve(requests, Policy("none"), _fixed(d), [0.3 / d, 0.6 / d, 0.9 / d])
     assert curve[0].p99_s < curve[1].p99_s < curve[2].p99_s
