@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .traffic import Requests, TrafficError
+from .traffic import Requests, TrafficError, check_max_batch
 
 __all__ = [
     "GEN_POLICIES",
@@ -59,10 +59,7 @@ class GenPolicy:
         if self.name not in GEN_POLICIES:
             raise TrafficError(f"generation policy must be one of {', '.join(GEN_POLICIES)}, "
                                f"not {self.name!r}")  # fmt: skip
-        if isinstance(self.max_batch, bool) or not isinstance(self.max_batch, int) \
-                or not 1 <= self.max_batch <= 4096:  # fmt: skip
-            raise TrafficError(f"max_batch must be an integer from 1 to 4096, not "
-                               f"{self.max_batch!r}")  # fmt: skip
+        check_max_batch(self.max_batch)
 
     @property
     def label(self) -> str:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .traffic import Requests, TrafficError
+from .traffic import Requests, TrafficError, check_max_batch
 
 __all__ = ["POLICIES", "Policy", "Served", "serve"]
 
@@ -51,10 +51,7 @@ class Policy:
     def __post_init__(self):
         if self.name not in POLICIES:
             raise TrafficError(f"policy must be one of {', '.join(POLICIES)}, not {self.name!r}")
-        if isinstance(self.max_batch, bool) or not isinstance(self.max_batch, int) \
-                or not 1 <= self.max_batch <= 4096:  # fmt: skip
-            raise TrafficError(f"max_batch must be an integer from 1 to 4096, not "
-                               f"{self.max_batch!r}")  # fmt: skip
+        check_max_batch(self.max_batch)
         if self.name == "none" and self.max_batch != 1:
             raise TrafficError("policy none serves one request at a time: max_batch must be 1")
         if not isinstance(self.max_wait_s, (int, float)) or not 0 <= self.max_wait_s < math.inf:

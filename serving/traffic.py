@@ -17,7 +17,17 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Mix", "OnOff", "Poisson", "Requests", "RequestKind", "Trace", "TrafficError", "stream"]
+__all__ = [
+    "check_max_batch",
+    "Mix",
+    "OnOff",
+    "Poisson",
+    "Requests",
+    "RequestKind",
+    "Trace",
+    "TrafficError",
+    "stream",
+]
 
 
 class TrafficError(ValueError):
@@ -29,6 +39,13 @@ def _positive(name: str, value) -> float:
             or value <= 0:  # fmt: skip
         raise TrafficError(f"{name} must be a positive number, not {value!r}")
     return float(value)
+
+
+def check_max_batch(value) -> int:
+    """A batching policy's batch limit: an integer from 1 to 4096."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 4096:
+        raise TrafficError(f"max_batch must be an integer from 1 to 4096, not {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
