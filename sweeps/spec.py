@@ -16,6 +16,10 @@ Validated whole before anything runs; every error names the file, the line and t
       - cnn: resnet50           # resnet50, mobilenet-v1
         batch: [1]
       - scalesim: my_topology.csv   # relative to this file; form: conv | gemm (optional)
+      - onnx: my_model.onnx     # relative to this file: MatMul, Gemm and Conv nodes as GEMMs
+        batch: [1, 8]           # values of the graph's symbolic batch and sequence dimensions
+        seq: [128]
+        dims: {heads: 12}       # any other symbolic dimension, by name
       - gemm: {m: 64, k: 64, n: 64}
         rtl: false              # any workload: never simulate it (model only)
     memory:                     # DRAM behind the device, crossed with the rest (default:
@@ -52,6 +56,7 @@ from systolic.contract.config import PRECISIONS, ArrayConfig
 from systolic.contract.memory import DRAM_PRESETS, Dram
 from systolic.golden.data import DataKind
 from systolic.models.energy import CoefficientsError, load_coefficients
+from systolic.sweeps.onnx_graph import onnx_workload
 from systolic.sweeps.workloads import (
     CNNS,
     PHASES,
@@ -310,7 +315,7 @@ def _workloads(doc: SpecDoc, raw, base: Path) -> tuple[list[Workload], set[str]]
     out: list[Workload] = []
     model_only: set[str] = set()
     simulated: set[str] = set()
-    kinds = ("transformer", "cnn", "scalesim", "gemm")
+    kinds = ("transformer", "cnn", "scalesim", "onnx", "gemm")
     for i, item in enumerate(items):
         path = ("workloads", i)
         if not isinstance(item, dict):
@@ -323,6 +328,7 @@ def _workloads(doc: SpecDoc, raw, base: Path) -> tuple[list[Workload], set[str]]
             "transformer": ("transformer", "batch", "seq", "phase"),
             "cnn": ("cnn", "batch"),
             "scalesim": ("scalesim", "batch", "form"),
+            "onnx": ("onnx", "batch", "seq", "dims"),
             "gemm": ("gemm", "name", "count"),
         }[kind] + ("rtl",)
         mapping(doc, item, path, allowed)
@@ -362,6 +368,18 @@ def _workloads(doc: SpecDoc, raw, base: Path) -> tuple[list[Workload], set[str]]
             elif kind == "scalesim":
                 file = base / str(item["scalesim"])
                 out += [read_scalesim_topology(file, b, item.get("form")) for b in batches]
+            elif kind == "onnx":
+                file = base / str(item["onnx"])
+                seqs = [
+                    integer(doc, s, (*path, "seq"))
+                    for s in as_list(doc, item.get("seq", [None]), (*path, "seq"))
+                    if s is not None
+                ] or [None]
+                given = item.get("dims", {})
+                if not isinstance(given, dict):
+                    raise doc.error((*path, "dims"), "must map symbolic dimension names to values")
+                dims = {str(k): integer(doc, v, (*path, "dims", k)) for k, v in given.items()}
+                out += [onnx_workload(file, b, s, dims) for b in batches for s in seqs]
             else:
                 dims = mapping(doc, item["gemm"], (*path, "gemm"), ("m", "k", "n"))
                 for d in "mkn":

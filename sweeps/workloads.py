@@ -57,10 +57,15 @@ class Workload:
 
     name: str  # e.g. "bert-base b8 s128"
     model: str
-    family: str  # "transformer", "cnn", "scalesim", "gemm"
+    family: str  # "transformer", "cnn", "scalesim", "gemm", "onnx"
     batch: int
     seq: int | None
     gemms: tuple[Gemm, ...] = field(default_factory=tuple)
+    #: Operators that are not array work, ``(op type, nodes)``: an ONNX model's elementwise,
+    #: normalization and shape operators (``host_ops``) and those with multiply-accumulates the
+    #: array does not run (``unsupported_ops``). They cost no array time; reports list them.
+    host_ops: tuple[tuple[str, int], ...] = ()
+    unsupported_ops: tuple[tuple[str, int], ...] = ()
 
     @property
     def macs(self) -> int:
@@ -68,8 +73,12 @@ class Workload:
 
     def summary(self) -> dict:
         """:meth:`to_dict` without the GEMMs."""
-        return {"name": self.name, "model": self.model, "family": self.family,
-                "batch": self.batch, "seq": self.seq}  # fmt: skip
+        out = {"name": self.name, "model": self.model, "family": self.family,
+               "batch": self.batch, "seq": self.seq}  # fmt: skip
+        for key in ("host_ops", "unsupported_ops"):  # only where there are any
+            if getattr(self, key):
+                out[key] = dict(getattr(self, key))
+        return out
 
     def to_dict(self) -> dict:
         return self.summary() | {"gemms": [asdict(g) for g in self.gemms]}

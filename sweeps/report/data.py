@@ -65,6 +65,7 @@ class ReportData:
     weight_bandwidth: Table | None = None
     buffer_pressure: Table | None = None
     loop_orders: Table | None = None
+    operators: Table | None = None  # an ONNX workload's operators that are not array work
     synthesis: Table | None = None
     efficiency: Table | None = None
     serving: Table | None = None  # a serving study's feasible frontier
@@ -414,6 +415,23 @@ def _loop_orders(points: list[dict]) -> Table | None:
     return Table(["configuration", "layer MxKxN"] + list(LOOP_ORDERS), rows)
 
 
+def _operators(points: list[dict]) -> Table | None:
+    """Per model read from a file, the operators that cost no array time (by type and count)."""
+    rows = {}
+    for p in points:
+        w = p["workload"]
+        if w.get("host_ops") or w.get("unsupported_ops"):
+            rows[w["model"]] = [
+                w["model"],
+                ", ".join(f"{op} x{n}" for op, n in w.get("unsupported_ops", {}).items()) or "-",
+                ", ".join(f"{op} x{n}" for op, n in w.get("host_ops", {}).items()) or "-",
+            ]
+    if not rows:
+        return None
+    head = ["model", "unsupported (MACs not counted)", "not array work (elementwise, shape)"]
+    return Table(head, [rows[k] for k in sorted(rows)])
+
+
 def _synthesis(records: list[dict]) -> Table | None:
     """Per synthesized configuration: cells, area (0.18 um, and the 45 nm estimate), Fmax,
     leakage and its three largest components."""
@@ -543,6 +561,7 @@ def report_data(records: list[dict], name: str, serving: dict | None = None) -> 
         weight_bandwidth=_weight_bandwidth(points),
         buffer_pressure=_buffer_pressure(points),
         loop_orders=_loop_orders(points),
+        operators=_operators(every),
         synthesis=_synthesis(records),
         efficiency=_efficiency(points),
         serving=Table(serving["head"], serving["frontier_rows"]) if serving else None,

@@ -1,0 +1,284 @@
+"""ONNX models as workloads: the array's operators (MatMul, Gemm, Conv) lowered to GEMMs, with
+shapes from the graph, and every other operator listed, never dropped.
+
+- **MatMul**: numpy's ``matmul``. A constant (initializer) B of two dimensions is a weight
+  matrix: the rows of every leading dimension of A become M. Otherwise the leading dimensions
+  broadcast and each is one GEMM of the count (attention's ``Q K^T`` per batch and head), with
+  B an activation (``weights=False``) unless it is a constant.
+- **Gemm**: ``op(A) @ op(B)`` with ``transA``/``transB``; its bias ``C`` is not array work.
+- **Conv** (1-D, 2-D, 3-D): im2col, one row per output pixel, with strides, padding (explicit
+  or ``auto_pad``), dilations and groups: ``group`` GEMMs of ``K = Cin/group x kernel``,
+  ``N = Cout/group``; depthwise (``group = Cin``) is ``Cin`` GEMMs of ``N`` = the channel
+  multiplier, as the workload library lowers MobileNet. Its bias is not array work.
+
+Symbolic dimensions (``dim_param``) of the graph's inputs take values from ``dims``; the
+common names of the batch and sequence dimensions take ``batch`` and ``seq``. The other shapes
+come from the file's value info or ONNX shape inference (with data propagation, for the Reshape
+targets that attention computes). Every other node is recorded by operator type: those that
+hold multiply-accumulates the array could run (ConvTranspose, Einsum, recurrent cells, the
+quantized operators) as *unsupported*, the rest as *host* operators; both cost no array time and
+both are reported.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import numpy_helper, shape_inference
+from systolic.sweeps.workloads import Gemm, Workload, WorkloadError
+
+__all__ = [
+    "ARRAY_OPS",
+    "BATCH_NAMES",
+    "SEQ_NAMES",
+    "UNSUPPORTED_OPS",
+    "Graph",
+    "Layer",
+    "onnx_workload",
+    "read_onnx",
+]
+
+ARRAY_OPS = ("MatMul", "Gemm", "Conv")
+#: Operators with multiply-accumulates that are not lowered to the array (reported as such).
+UNSUPPORTED_OPS = frozenset({
+    "ConvTranspose", "Einsum", "LSTM", "GRU", "RNN", "Attention", "MatMulInteger",
+    "QLinearMatMul", "ConvInteger", "QLinearConv", "DeformConv",
+})  # fmt: skip
+#: Names of symbolic dimensions that ``batch`` and ``seq`` fill (lower case; ``dims`` any).
+BATCH_NAMES = frozenset({"batch", "batch_size", "n", "b", "batchsize", "unk__batch"})
+SEQ_NAMES = frozenset({"seq", "seq_len", "sequence", "sequence_length", "seqlen", "tokens",
+                       "num_tokens", "s", "t"})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One array operator of the graph: its node, its GEMM and, when the file holds them, its
+    weights as stored (MatMul/Gemm: ``K x N`` after any transpose; Conv: ``Cout x Cin/group x
+    kernel``) with the Conv attributes the playbook needs."""
+
+    node: str
+    op: str
+    gemm: Gemm
+    weight: np.ndarray | None = None
+    attrs: dict = field(default_factory=dict)
+    inputs: tuple[str, ...] = ()
+    output: str = ""
+
+
+@dataclass
+class Graph:
+    """An ONNX model read for the array: its layers in graph order, the nodes that are not
+    array work by operator type, and the values its symbolic dimensions took."""
+
+    name: str
+    layers: list[Layer]
+    host_ops: Counter
+    unsupported_ops: Counter
+    dims: dict[str, int]
+    model: onnx.ModelProto
+
+    @property
+    def macs(self) -> int:
+        return sum(layer.gemm.macs for layer in self.layers)
+
+
+def _attrs(node) -> dict:
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _load(path: Path) -> onnx.ModelProto:
+    try:
+        return onnx.load(str(path))
+    except FileNotFoundError:
+        raise WorkloadError(f"{path}: no such ONNX file") from None
+    except Exception as e:  # protobuf's DecodeError and friends: not an ONNX model
+        problem = f"{type(e).__name__}: {e}"
+        raise WorkloadError(f"{path}: not a readable ONNX model ({problem})") from None
+
+
+def _bind(model: onnx.ModelProto, path: Path, dims: dict[str, int]) -> dict[str, int]:
+    """Fix the graph inputs' symbolic dimensions in place; the values each name took."""
+    inits = {i.name for i in model.graph.initializer}
+    used: dict[str, int] = {}
+    missing = []
+    for value in model.graph.input:
+        if value.name in inits:
+            continue
+        for d in value.type.tensor_type.shape.dim:
+            if d.HasField("dim_value"):
+                continue
+            name = d.dim_param
+            key = dims.get(name, dims.get(name.lower()))
+            if key is None:
+                missing.append(f"{value.name}:{name or '?'}")
+                continue
+            d.Clear()
+            d.dim_value = key
+            used[name] = key
+    if missing:
+        raise WorkloadError(
+            f"{path}: symbolic input dimensions without a value: {', '.join(missing)} (give "
+            f"batch/seq, or dims: {{NAME: VALUE}})"
+        )
+    return used
+
+
+def _shapes(model: onnx.ModelProto, path: Path) -> dict[str, tuple]:
+    """Every value's shape: the file's, completed by shape inference (``None`` where unknown)."""
+    try:
+        inferred = shape_inference.infer_shapes(model, data_prop=True)
+    except Exception as e:  # onnx's InferenceError: an inconsistent graph
+        raise WorkloadError(f"{path}: ONNX shape inference failed: {e}") from None
+    g = inferred.graph
+    shapes = {}
+    for value in [*g.input, *g.value_info, *g.output]:
+        t = value.type.tensor_type
+        if t.HasField("shape"):
+            shapes[value.name] = tuple(
+                d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim
+            )
+    for init in model.graph.initializer:
+        shapes[init.name] = tuple(init.dims)
+    return shapes
+
+
+def _known(shape, node, which: str, path: Path) -> tuple[int, ...]:
+    if shape is None or any(d is None for d in shape):
+        raise WorkloadError(f"{path}: node {node.name or node.op_type!r} ({node.op_type}): the "
+                            f"shape of its {which} is unknown ({shape}); give the graph value "
+                            f"info or the symbolic dimensions' values")  # fmt: skip
+    return tuple(int(d) for d in shape)
+
+
+def _matmul(node, shapes, weights, path) -> tuple[Gemm, np.ndarray | None]:
+    a = _known(shapes.get(node.input[0]), node, "input A", path)
+    b = _known(shapes.get(node.input[1]), node, "input B", path)
+    a2 = (1, *a) if len(a) == 1 else a
+    b2 = (*b, 1) if len(b) == 1 else b
+    m, k = a2[-2:]
+    kb, n = b2[-2:]
+    if k != kb:
+        raise WorkloadError(f"{path}: MatMul {node.name!r}: inner dimensions differ "
+                            f"(A {a}, B {b})")  # fmt: skip
+    w = weights.get(node.input[1])
+    if len(b2) == 2 and w is not None:  # a weight matrix: every leading row of A is a row of M
+        return Gemm(node.name, math.prod(a2[:-1]), k, n), w.reshape(k, n)
+    try:
+        lead = np.broadcast_shapes(a2[:-2], b2[:-2])
+    except ValueError:
+        raise WorkloadError(f"{path}: MatMul {node.name!r}: batch dimensions of A {a} and B {b} "
+                            f"do not broadcast") from None  # fmt: skip
+    return Gemm(node.name, m, k, n, math.prod(lead), weights=w is not None), w
+
+
+def _gemm(node, shapes, weights, path) -> tuple[Gemm, np.ndarray | None]:
+    at = _attrs(node)
+    a = _known(shapes.get(node.input[0]), node, "input A", path)
+    b = _known(shapes.get(node.input[1]), node, "input B", path)
+    m, k = a[::-1] if at.get("transA", 0) else a
+    kb, n = b[::-1] if at.get("transB", 0) else b
+    if k != kb:
+        flags = f"transA {at.get('transA', 0)}, transB {at.get('transB', 0)}"
+        raise WorkloadError(f"{path}: Gemm {node.name!r}: inner dimensions differ (A {a}, "
+                            f"B {b}, {flags})")  # fmt: skip
+    w = weights.get(node.input[1])
+    if w is not None and at.get("transB", 0):
+        w = w.T
+    return Gemm(node.name, m, k, n, weights=w is not None), w
+
+
+def conv_output(size: int, kernel: int, stride: int, dilation: int, pads: tuple[int, int],
+                auto_pad: str) -> int:  # fmt: skip
+    """One spatial output extent of an ONNX Conv."""
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        return -(-size // stride)
+    if auto_pad == "VALID":
+        pads = (0, 0)
+    return (size + pads[0] + pads[1] - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def _conv(node, shapes, weights, path) -> tuple[Gemm, np.ndarray | None, dict]:
+    at = _attrs(node)
+    x = _known(shapes.get(node.input[0]), node, "input X", path)
+    w_shape = _known(shapes.get(node.input[1]), node, "weights W", path)
+    batch, cin, spatial = x[0], x[1], x[2:]
+    cout, cin_g, kernel = w_shape[0], w_shape[1], w_shape[2:]
+    nd = len(spatial)
+    group = int(at.get("group", 1))
+    strides = tuple(at.get("strides", [1] * nd))
+    dilations = tuple(at.get("dilations", [1] * nd))
+    pads = tuple(at.get("pads", [0] * 2 * nd))
+    auto_pad = at.get("auto_pad", b"NOTSET")
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else str(auto_pad)
+    if cin % group or cout % group or cin // group != cin_g:
+        raise WorkloadError(f"{path}: Conv {node.name!r}: {cin} input and {cout} output channels "
+                            f"do not split into {group} groups of weights {w_shape}")  # fmt: skip
+    out = tuple(conv_output(spatial[i], kernel[i], strides[i], dilations[i],
+                            (pads[i], pads[i + nd]), auto_pad) for i in range(nd))  # fmt: skip
+    if min(out) < 1:
+        raise WorkloadError(f"{path}: Conv {node.name!r}: kernel {kernel} with dilation "
+                            f"{dilations} does not fit input {spatial}, pads {pads}")  # fmt: skip
+    gemm = Gemm(node.name, batch * math.prod(out), cin_g * math.prod(kernel), cout // group, group)
+    attrs = {"strides": strides, "dilations": dilations, "pads": pads, "auto_pad": auto_pad,
+             "group": group, "out": out}  # fmt: skip
+    return gemm, weights.get(node.input[1]), attrs
+
+
+def read_onnx(path: str | Path, batch: int | None = None, seq: int | None = None,
+              dims: dict[str, int] | None = None) -> Graph:  # fmt: skip
+    """Read ``path`` with its symbolic input dimensions bound (see module)."""
+    path = Path(path)
+    model = _load(path)
+    values: dict[str, int] = {}
+    if batch is not None:
+        values |= dict.fromkeys(BATCH_NAMES, batch)
+    if seq is not None:
+        values |= dict.fromkeys(SEQ_NAMES, seq)
+    values |= dict(dims or {})
+    bound = _bind(model, path, values)
+    shapes = _shapes(model, path)
+    weights = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    for node in model.graph.node:  # Constant nodes hold weights too
+        if node.op_type == "Constant" and node.output:
+            value = _attrs(node).get("value")
+            if value is not None:
+                weights[node.output[0]] = numpy_helper.to_array(value)
+    layers, host, unsupported = [], Counter(), Counter()
+    for i, node in enumerate(model.graph.node):
+        if not node.name:
+            node.name = f"{node.op_type.lower()}_{i}"
+        attrs: dict = {}
+        if node.op_type == "MatMul":
+            gemm, w = _matmul(node, shapes, weights, path)
+        elif node.op_type == "Gemm":
+            gemm, w = _gemm(node, shapes, weights, path)
+        elif node.op_type == "Conv":
+            gemm, w, attrs = _conv(node, shapes, weights, path)
+        else:
+            if node.op_type != "Constant":
+                (unsupported if node.op_type in UNSUPPORTED_OPS else host)[node.op_type] += 1
+            continue
+        layers.append(Layer(node.name, node.op_type, gemm, w, attrs, tuple(node.input),
+                            node.output[0]))  # fmt: skip
+    if not layers:
+        raise WorkloadError(f"{path}: no MatMul, Gemm or Conv node: nothing runs on the array")
+    return Graph(model.graph.name or path.stem, layers, host, unsupported, bound, model)
+
+
+def onnx_workload(path: str | Path, batch: int = 1, seq: int | None = None,
+                  dims: dict[str, int] | None = None) -> Workload:  # fmt: skip
+    """The GEMMs of one inference of an ONNX model (see module); the operators that are not
+    array work are in the workload's ``host_ops`` and ``unsupported_ops``."""
+    path = Path(path)
+    graph = read_onnx(path, batch, seq, dims)
+    uses_seq = any(name.lower() in SEQ_NAMES for name in graph.dims)
+    name = f"{path.stem} b{batch}" + (f" s{seq}" if uses_seq and seq is not None else "")
+    return Workload(name, path.stem, "onnx", batch, seq if uses_seq else None,
+                    tuple(layer.gemm for layer in graph.layers),
+                    host_ops=tuple(sorted(graph.host_ops.items())),
+                    unsupported_ops=tuple(sorted(graph.unsupported_ops.items())))  # fmt: skip

@@ -1,0 +1,225 @@
+"""ONNX models as workloads: graphs built here with onnx.helper, their GEMMs against shapes and
+MAC totals worked out by hand from the layers' definitions."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from systolic.sweeps.onnx_graph import conv_output, onnx_workload, read_onnx
+from systolic.sweeps.results import load_results
+from systolic.sweeps.spec import SpecError, load_spec
+from systolic.sweeps.workloads import WorkloadError
+
+from ..helpers import run_cli
+
+
+def _init(name, shape, rng=None):
+    data = (rng or np.random.default_rng(0)).standard_normal(shape).astype(np.float32)
+    return numpy_helper.from_array(data, name)
+
+
+def _save(tmp_path, name, nodes, inputs, outputs, inits, value_info=()):
+    graph = helper.make_graph(nodes, name, inputs, outputs, inits, value_info=list(value_info))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.fixture
+def small_cnn(tmp_path):
+    """3x32x32 images: a strided conv, a depthwise conv, a grouped dilated conv, a SAME-padded
+    strided pointwise conv, global pooling and a Gemm classifier with a bias."""
+    f = TensorProto.FLOAT
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", strides=[2, 2],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "wdw"], ["c2"], name="dw", group=16, pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["c2", "wg"], ["c3"], name="grouped", group=4,
+                         dilations=[2, 2], pads=[2, 2, 2, 2]),
+        helper.make_node("Conv", ["c3", "wp"], ["c4"], name="pw", strides=[2, 2],
+                         auto_pad="SAME_UPPER"),
+        helper.make_node("ConvTranspose", ["c4", "wt"], ["c5"], name="up"),
+        helper.make_node("GlobalAveragePool", ["c4"], ["p"]),
+        helper.make_node("Flatten", ["p"], ["f"]),
+        helper.make_node("Gemm", ["f", "wfc", "bfc"], ["y"], name="fc", transB=1),
+    ]  # fmt: skip
+    inits = [_init("w1", (16, 3, 3, 3)), _init("wdw", (16, 1, 3, 3)), _init("wg", (32, 4, 3, 3)),
+             _init("wp", (32, 32, 1, 1)), _init("wt", (32, 8, 2, 2)), _init("wfc", (10, 32)),
+             _init("bfc", (10,))]  # fmt: skip
+    x = helper.make_tensor_value_info("x", f, ["N", 3, 32, 32])
+    y = helper.make_tensor_value_info("y", f, ["N", 10])
+    return _save(tmp_path, "small_cnn", nodes, [x], [y], inits)
+
+
+def test_cnn_gemms_by_hand(small_cnn):
+    w = onnx_workload(small_cnn, batch=2)
+    got = {g.name: (g.m, g.k, g.n, g.count, g.weights) for g in w.gemms}
+    # conv1: (32 + 2 - 3) // 2 + 1 = 16 a side; K = 3 channels x 3 x 3
+    # dw: 16 channels, one 3x3 filter each: 16 GEMMs of K 9, N 1
+    # grouped: dilation 2 spans 5 pixels, pads 2: (16 + 4 - 5) + 1 = 16; 4 groups of 4 -> 8
+    # pw: SAME_UPPER at stride 2: ceil(16 / 2) = 8 a side
+    # fc: 32 -> 10, B stored transposed
+    assert got == {
+        "conv1": (2 * 16 * 16, 27, 16, 1, True),
+        "dw": (2 * 16 * 16, 9, 1, 16, True),
+        "grouped": (2 * 16 * 16, 36, 8, 4, True),
+        "pw": (2 * 8 * 8, 32, 32, 1, True),
+        "fc": (2, 32, 10, 1, True),
+    }
+    macs = 512 * 27 * 16 + 512 * 9 * 16 + 512 * 36 * 8 * 4 + 128 * 32 * 32 + 2 * 32 * 10
+    assert w.macs == macs
+    # every other node is listed, never dropped: ConvTranspose has MACs the array does not run
+    assert dict(w.unsupported_ops) == {"ConvTranspose": 1}
+    assert dict(w.host_ops) == {"Flatten": 1, "GlobalAveragePool": 1, "Relu": 1}
+    assert w.family == "onnx" and w.name == "small_cnn b2" and w.seq is None
+
+
+def test_weights_are_read_in_k_by_n_layout(small_cnn):
+    graph = read_onnx(small_cnn, batch=1)
+    model = onnx.load(str(small_cnn))
+    stored = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    fc = next(layer for layer in graph.layers if layer.node == "fc")
+    np.testing.assert_array_equal(fc.weight, stored["wfc"].T)  # transB: K x N
+    conv = next(layer for layer in graph.layers if layer.node == "grouped")
+    np.testing.assert_array_equal(conv.weight, stored["wg"])
+    assert conv.attrs["group"] == 4 and conv.attrs["out"] == (16, 16)
+
+
+def _block(tmp_path, d=64, heads=4, ffn=256, dims=("batch", "seq")):
+    """One pre-norm-free transformer encoder block with symbolic batch and sequence."""
+    dh = d // heads
+    f = TensorProto.FLOAT
+    shape = helper.make_tensor
+    nodes = [
+        helper.make_node("MatMul", ["x", "wq"], ["q"], name="q_proj"),
+        helper.make_node("MatMul", ["x", "wk"], ["k"], name="k_proj"),
+        helper.make_node("MatMul", ["x", "wv"], ["v"], name="v_proj"),
+        helper.make_node("Reshape", ["q", "heads"], ["q4"]),
+        helper.make_node("Reshape", ["k", "heads"], ["k4"]),
+        helper.make_node("Reshape", ["v", "heads"], ["v4"]),
+        helper.make_node("Transpose", ["q4"], ["qh"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["k4"], ["kt"], perm=[0, 2, 3, 1]),
+        helper.make_node("Transpose", ["v4"], ["vh"], perm=[0, 2, 1, 3]),
+        helper.make_node("MatMul", ["qh", "kt"], ["s"], name="scores"),
+        helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "vh"], ["ctx"], name="context"),
+        helper.make_node("Transpose", ["ctx"], ["ct"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["ct", "merged"], ["cm"]),
+        helper.make_node("MatMul", ["cm", "wo"], ["o"], name="out_proj"),
+        helper.make_node("Add", ["o", "x"], ["res"]),
+        helper.make_node("LayerNormalization", ["res", "gamma", "beta"], ["ln"], axis=-1),
+        helper.make_node("MatMul", ["ln", "w1"], ["h"], name="ffn_up"),
+        helper.make_node("Relu", ["h"], ["hr"]),
+        helper.make_node("MatMul", ["hr", "w2"], ["y"], name="ffn_down"),
+    ]  # fmt: skip
+    inits = [_init(n, (d, d)) for n in ("wq", "wk", "wv", "wo")] + [
+        _init("w1", (d, ffn)), _init("w2", (ffn, d)), _init("gamma", (d,)), _init("beta", (d,)),
+        shape("heads", TensorProto.INT64, [4], [0, 0, heads, dh]),
+        shape("merged", TensorProto.INT64, [3], [0, 0, d]),
+    ]  # fmt: skip
+    x = helper.make_tensor_value_info("x", f, [dims[0], dims[1], d])
+    y = helper.make_tensor_value_info("y", f, [dims[0], dims[1], d])
+    return _save(tmp_path, "block", nodes, [x], [y], inits)
+
+
+def test_transformer_block_by_hand(tmp_path):
+    b, s, d, h, ffn = 2, 24, 64, 4, 256
+    w = onnx_workload(_block(tmp_path, d, h, ffn), batch=b, seq=s)
+    got = [(g.name, g.m, g.k, g.n, g.count, g.weights) for g in w.gemms]
+    tokens, dh = b * s, d // h
+    assert got == [
+        ("q_proj", tokens, d, d, 1, True),
+        ("k_proj", tokens, d, d, 1, True),
+        ("v_proj", tokens, d, d, 1, True),
+        ("scores", s, dh, s, b * h, False),  # Q K^T per sequence and head
+        ("context", s, s, dh, b * h, False),
+        ("out_proj", tokens, d, d, 1, True),
+        ("ffn_up", tokens, d, ffn, 1, True),
+        ("ffn_down", tokens, ffn, d, 1, True),
+    ]
+    assert w.macs == 4 * tokens * d * d + 2 * b * h * s * s * dh + 2 * tokens * d * ffn
+    assert w.name == "block b2 s24" and w.seq == s
+    assert dict(w.host_ops) == {"Add": 1, "LayerNormalization": 1, "Relu": 1, "Reshape": 4,
+                                "Softmax": 1, "Transpose": 4}  # fmt: skip
+
+
+def test_symbolic_dimensions_need_values(tmp_path):
+    path = _block(tmp_path, dims=("batch", "ctx_len"))
+    with pytest.raises(WorkloadError, match=r"x:ctx_len.*dims"):
+        onnx_workload(path, batch=1, seq=16)
+    w = onnx_workload(path, batch=1, dims={"ctx_len": 16})
+    assert w.gemms[3].shape == (16, 16, 16)
+
+
+def test_bad_files_are_named(tmp_path):
+    with pytest.raises(WorkloadError, match="no such ONNX file"):
+        onnx_workload(tmp_path / "missing.onnx")
+    junk = tmp_path / "junk.onnx"
+    junk.write_bytes(b"\x00not a protobuf\xff" * 8)
+    with pytest.raises(WorkloadError, match="junk.onnx"):
+        onnx_workload(junk)
+
+
+@pytest.mark.parametrize(
+    "size, kernel, stride, dilation, pads, auto, expected",
+    [
+        (32, 3, 2, 1, (1, 1), "NOTSET", 16),
+        (7, 3, 1, 3, (0, 0), "NOTSET", 1),  # dilated kernel spans 7
+        (10, 3, 3, 1, (5, 5), "VALID", 3),  # VALID ignores pads: (10 - 3) // 3 + 1
+        (15, 5, 4, 1, (0, 0), "SAME_LOWER", 4),  # ceil(15 / 4)
+    ],
+)
+def test_conv_output_extent(size, kernel, stride, dilation, pads, auto, expected):
+    assert conv_output(size, kernel, stride, dilation, pads, auto) == expected
+
+
+def test_spec_takes_onnx_workloads(tmp_path, small_cnn):
+    _block(tmp_path)
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "configs: {dataflow: [ws], array: [4x4], precision: [int8]}\n"
+        "workloads:\n"
+        "  - onnx: small_cnn.onnx\n    batch: [1, 4]\n"
+        "  - onnx: block.onnx\n    batch: 2\n    seq: [8, 16]\n"
+    )
+    sweep = load_spec(spec)
+    assert [w.name for w in sweep.workloads] == [
+        "small_cnn b1", "small_cnn b4", "block b2 s8", "block b2 s16"]  # fmt: skip
+    spec.write_text(
+        "configs: {dataflow: [ws], array: [4x4], precision: [int8]}\n"
+        "workloads:\n"
+        "  - onnx: block.onnx\n    batch: 2\n    dims: {seq: 0}\n"
+    )
+    with pytest.raises(SpecError, match=r"s.yaml:5: workloads.0.dims.seq: must be an integer"):
+        load_spec(spec)
+    spec.write_text(
+        "configs: {dataflow: [ws], array: [4x4], precision: [int8]}\n"
+        "workloads:\n  - onnx: nothere.onnx\n"
+    )
+    with pytest.raises(SpecError, match=r"workloads.0: .*no such ONNX file"):
+        load_spec(spec)
+
+
+def test_sweep_reports_the_operators_off_the_array(tmp_path, small_cnn):
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "configs: {dataflow: [ws, os], array: [4x4], precision: [int8]}\n"
+        "workloads:\n  - onnx: small_cnn.onnx\n    batch: [1]\n"
+        "evaluate: {rtl: none}\n"
+    )
+    out = tmp_path / "out"
+    r = run_cli("sweep", str(spec), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    records = load_results(out / "results.jsonl")
+    assert len(records) == 2
+    expected = onnx_workload(small_cnn, batch=1).macs
+    for rec in records:
+        assert rec["status"] == "ok" and rec["macs"] == expected
+    md = (out / "report.md").read_text()
+    assert "## Operators not on the array" in md
+    assert "| small_cnn | ConvTranspose x1 | Flatten x1, GlobalAveragePool x1, Relu x1 |" in md
