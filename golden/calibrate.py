@@ -86,8 +86,8 @@ def choose_scale(
     if method in ("mse", "entropy"):
         columns = x.reshape(-1, x.shape[-1]).T if per_channel else [x.ravel()]
         search = _mse_factor if method == "mse" else _entropy_factor
-        factor = np.array([search(c, l, h, bits, signed, symmetric)
-                           for c, l, h in zip(columns, np.atleast_1d(lo), np.atleast_1d(hi),
+        factor = np.array([search(c, a, b, bits, signed, symmetric)
+                           for c, a, b in zip(columns, np.atleast_1d(lo), np.atleast_1d(hi),
                                               strict=True)])  # fmt: skip
         factor = factor if per_channel else factor[0]
         lo, hi = lo * factor, hi * factor
