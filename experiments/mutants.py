@@ -40,6 +40,7 @@ _SUBPACKAGES = (
     "experiments",
     "sweeps",
     "synth",
+    "quant",
 )
 
 
@@ -219,6 +220,35 @@ MUTANTS = (
            "from systolic.contract.config import ArrayConfig, Dataflow\n",
            "from systolic.contract.config import ArrayConfig, Dataflow\nimport systolic.rtl.pe\n",
            ("tests/test_architecture.py",)),
+    Mutant("ONNX Conv ignores dilation", "sweeps/onnx_graph.py",
+           "return (size + pads[0] + pads[1] - dilation * (kernel - 1) - 1) // stride + 1",
+           "return (size + pads[0] + pads[1] - (kernel - 1) - 1) // stride + 1",
+           ("tests/sweeps/test_onnx_graph.py",)),
+    Mutant("ONNX grouped Conv counted as one group", "sweeps/onnx_graph.py",
+           "cout // group, group)", "cout, 1)",
+           ("tests/sweeps/test_onnx_graph.py",)),
+    Mutant("ONNX attention MatMul loses its head count", "sweeps/onnx_graph.py",
+           "return Gemm(node.name, m, k, n, math.prod(lead), weights=w is not None), w",
+           "return Gemm(node.name, m, k, n, 1, weights=w is not None), w",
+           ("tests/sweeps/test_onnx_graph.py",)),
+    Mutant("MSE calibration searches only half the grid", "golden/calibrate.py",
+           "MSE_GRID = np.linspace(0.2, 1.0, 81)", "MSE_GRID = np.linspace(0.6, 1.0, 41)",
+           ("tests/golden/test_calibrate.py",)),
+    Mutant("entropy calibration drops the clipped outliers", "golden/calibrate.py",
+           "p[-1] += hist[i:].sum()", "p[-1] += 0",
+           ("tests/golden/test_calibrate.py",)),
+    Mutant("integer im2col pads with 0, not the zero point", "quant/pipeline.py",
+           "return im2col(h, kh, kw, layer.stride, layer.pad, pad_value)",
+           "return im2col(h, kh, kw, layer.stride, layer.pad, 0)",
+           ("tests/quant/test_pipeline.py",)),
+    Mutant("the straight-through estimator passes clipped gradients", "quant/pipeline.py",
+           "return _in_range(value, self._scale(i, kind, value)).astype(np.float64)",
+           "return np.ones_like(value)",
+           ("tests/quant/test_nets.py",)),
+    Mutant("the rounding check explains any one-step difference", "quant/checks.py",
+           "explained += int((diff & (np.abs(got - fake) == 1) & near_tie).sum())",
+           "explained += int((diff & (np.abs(got - fake) <= 2)).sum())",
+           ("tests/quant/test_pipeline.py",)),
 )  # fmt: skip
 
 

@@ -24,11 +24,12 @@ LAYERS = {
     "synth": ("synth", {"contract", "rtl", "models", "synth"}),
     "sweeps": ("sweeps", {"contract", "golden", "models", "sim", "synth", "sweeps"}),
     "serving": ("serving", {"contract", "golden", "models", "sweeps", "synth", "serving"}),
+    "quant": ("quant", {"contract", "golden", "models", "sim", "sweeps", "quant"}),
     "experiments": (
         "experiments", {"contract", "rtl", "golden", "models", "sim", "synth", "experiments"}
     ),
     "cli": ("systolic", {"contract", "rtl", "golden", "models", "sim", "synth", "sweeps",
-                         "serving", "experiments", "cli"}),
+                         "serving", "quant", "experiments", "cli"}),
 }  # fmt: skip
 
 

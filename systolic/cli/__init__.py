@@ -15,6 +15,7 @@ from . import (
     generate,
     model,
     options,
+    quantize,
     regress,
     report,
     serve,
@@ -26,7 +27,7 @@ from . import (
 __all__ = ["build_parser", "main"]
 
 #: The subcommands, in the order ``systolic --help`` lists them.
-COMMANDS = (generate, sim, regress, synth, model, compare, sweep, serve, report, accuracy)
+COMMANDS = (generate, sim, regress, synth, model, compare, sweep, serve, report, quantize, accuracy)
 
 
 def build_parser() -> options.Parser:

@@ -1,0 +1,109 @@
+"""Networks to and from ONNX: the playbook writes each trained network as an ONNX file and reads
+it back through the workload importer (``sweeps/onnx_graph.py``), so the model it quantizes is
+the one a user's ONNX file would be, weights included; a user's own sequential model of the same
+operators can be quantized the same way (``systolic quantize --onnx FILE``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from systolic.sweeps.onnx_graph import read_onnx
+from systolic.sweeps.workloads import WorkloadError
+
+from .nets import Conv, Dense, Flatten, Net, Relu
+
+__all__ = ["OPSET", "net_from_onnx", "write_onnx"]
+
+OPSET = 17
+#: Operators :func:`net_from_onnx` takes: a chain of these, nothing else.
+SEQUENTIAL_OPS = ("Conv", "MatMul", "Gemm", "Relu", "Flatten")
+
+
+def write_onnx(net: Net, path: str | Path) -> Path:
+    """``net`` as an ONNX model with a symbolic batch dimension and float32 weights."""
+    nodes, inits = [], []
+    value = "x"
+    for i, layer in enumerate(net.layers):
+        out = f"t{i}"
+        if isinstance(layer, Dense):
+            inits.append(numpy_helper.from_array(layer.w.astype(np.float32), f"w{i}"))
+            nodes.append(helper.make_node("MatMul", [value, f"w{i}"], [out], name=f"dense{i}"))
+        elif isinstance(layer, Conv):
+            inits.append(numpy_helper.from_array(layer.w.astype(np.float32), f"w{i}"))
+            p = layer.pad
+            nodes.append(helper.make_node("Conv", [value, f"w{i}"], [out], name=f"conv{i}",
+                                          strides=[layer.stride] * 2, pads=[p] * 4,
+                                          kernel_shape=list(layer.w.shape[2:])))  # fmt: skip
+        elif isinstance(layer, Relu):
+            nodes.append(helper.make_node("Relu", [value], [out], name=f"relu{i}"))
+        else:
+            nodes.append(helper.make_node("Flatten", [value], [out], name=f"flatten{i}", axis=1))
+        value = out
+    nodes[-1].output[0] = "logits"
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", *net.input_shape])
+    y = helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", None])
+    graph = helper.make_graph(nodes, net.name, [x], [y], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    onnx.checker.check_model(model)
+    path = Path(path)
+    onnx.save(model, str(path))
+    return path
+
+
+def net_from_onnx(path: str | Path) -> Net:
+    """The sequential network of an ONNX file whose nodes are a chain of Conv (square stride,
+    symmetric padding, no dilation or groups, no bias), MatMul or Gemm (a constant B, no bias),
+    Relu and Flatten; a clear error names any other node or attribute."""
+    path = Path(path)
+    graph = read_onnx(path, batch=1)
+    by_output = {layer.output: layer for layer in graph.layers}
+    model = graph.model
+    constants = {i.name for i in model.graph.initializer}
+    inputs = [v for v in model.graph.input if v.name not in constants]
+    if len(inputs) != 1:
+        raise WorkloadError(f"{path}: the playbook takes one input tensor, not {len(inputs)}")
+    dims = inputs[0].type.tensor_type.shape.dim
+    input_shape = tuple(d.dim_value for d in dims[1:])
+    layers = []
+    value = inputs[0].name
+    for node in model.graph.node:
+        where = f"{path}: node {node.name!r} ({node.op_type})"
+        if node.op_type not in SEQUENTIAL_OPS:
+            raise WorkloadError(f"{where}: the playbook takes chains of "
+                                f"{', '.join(SEQUENTIAL_OPS)} only")  # fmt: skip
+        if node.input[0] != value:
+            raise WorkloadError(f"{where}: not a chain (its input is {node.input[0]!r}, the "
+                                f"previous node's output {value!r})")  # fmt: skip
+        value = node.output[0]
+        if node.op_type == "Relu":
+            layers.append(Relu())
+        elif node.op_type == "Flatten":
+            layers.append(Flatten())
+        else:
+            layer = by_output[node.output[0]]
+            if layer.weight is None:
+                raise WorkloadError(f"{where}: its weights are not constants in the file")
+            if len(node.input) > 2 and node.input[2]:
+                raise WorkloadError(f"{where}: has a bias; the array has no bias adder")
+            if node.op_type == "Conv":
+                a = layer.attrs
+                pads, strides = set(a["pads"]), set(a["strides"])
+                plain = (
+                    a["group"] == 1
+                    and set(a["dilations"]) == {1}
+                    and a["auto_pad"] in ("NOTSET", "")
+                )
+                if not plain or len(pads) > 1 or len(strides) > 1:
+                    raise WorkloadError(f"{where}: the playbook takes convolutions of one stride "
+                                        f"and padding, no groups or dilation, not {a}")  # fmt: skip
+                layers.append(Conv(np.asarray(layer.weight, dtype=np.float64), strides.pop(),
+                                   pads.pop()))  # fmt: skip
+            else:
+                if {a.name: helper.get_attribute_value(a) for a in node.attribute}.get("transA"):
+                    raise WorkloadError(f"{where}: transA is not supported")
+                layers.append(Dense(np.asarray(layer.weight, dtype=np.float64)))
+    return Net(graph.name, input_shape, layers)

@@ -1,0 +1,95 @@
+"""``systolic quantize``: the quantization playbook (quant/playbook.py) on real data, ending in
+a report with its deployment checks."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from systolic.quant.playbook import Options, run_playbook
+from systolic.quant.report import write_report
+from systolic.quant.tasks import MODELS
+
+from .options import positive
+
+KNOWN = tuple(f"{t}:{m}" for t, ms in MODELS.items() for m in ms)
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1], not {text!r}")
+    return value
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "quantize",
+        help="quantization playbook: calibration, QAT, mixed precision and deployment checks "
+        "through the RTL, on real data",
+        description="Train each network in float on scikit-learn's bundled data (or read yours "
+        "from ONNX), write it as ONNX and read it back, then measure calibration choices "
+        "(min/max, percentile, MSE, entropy; per tensor or per channel; calibration-set size; "
+        "clipping of outliers), post-training quantization against quantization-aware "
+        "training at int8 and int4, per-layer sensitivity and every mix of int8, int4 and "
+        "bf16 against the energy model; choose the cheapest mix above the accuracy floor and "
+        "check its deployment, through the simulated RTL. Writes quantize.md, quantize.html, "
+        "quantize.json, plots and the ONNX files to OUT; exit 1 if a check fails.",
+    )
+    p.add_argument("--models", nargs="+", choices=KNOWN, default=list(KNOWN), metavar="TASK:MODEL",
+                   help=f"networks to run (default: all of {', '.join(KNOWN)})")  # fmt: skip
+    p.add_argument("--onnx", type=Path, metavar="FILE",
+                   help="quantize this ONNX network (a chain of Conv, MatMul/Gemm, Relu, "
+                   "Flatten, no biases) on the task of the one model given, instead of "
+                   "training")  # fmt: skip
+    p.add_argument("--out", type=Path, default=Path("results/quantize"), metavar="DIR",
+                   help="report folder (results/quantize)")  # fmt: skip
+    p.add_argument(
+        "--floor",
+        type=_fraction,
+        default=0.99,
+        help="the least test accuracy retention a deployment may have (0.99)",
+    )
+    p.add_argument("--rtl-samples", type=int, default=16, metavar="N",
+                   help="test samples run through the simulated RTL (16; 0: none)")  # fmt: skip
+    p.add_argument("--qat-epochs", type=positive, default=10, help="QAT epochs (10)")
+    p.add_argument("--rows", type=positive, default=8, help="array rows = cols (8)")
+    p.add_argument("--seed", type=int, default=0, help="training and sampling seed (0)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="shorter training and fewer calibration draws (a smoke run)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.onnx is not None and len(args.models) != 1:
+        raise ValueError("--onnx needs exactly one --models TASK:MODEL (whose task it runs on)")
+    if args.rtl_samples < 0:
+        raise ValueError(f"--rtl-samples must be >= 0, not {args.rtl_samples}")
+    opts = Options(
+        models=tuple(args.models), out=args.out, floor=args.floor, qat_epochs=args.qat_epochs,
+        rtl_samples=args.rtl_samples, rows=args.rows, seed=args.seed, onnx=args.onnx,
+        log=(lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr)),
+    )  # fmt: skip
+    if args.quick:
+        opts.epochs_scale, opts.cal_draws, opts.cal_sizes = 0.5, 2, (8, 64, 512)
+        opts.qat_epochs = min(opts.qat_epochs, 3)
+    records = run_playbook(opts)
+    md, page = write_report(records, opts.out)
+    for r in records:
+        print(f"{r['model']} ({r['name']}): float {100 * r['float']['test']:.2f}%")
+        for row in r["retention"][1:]:
+            energy = "" if row["energy_pj"] is None else f", {row['energy_pj'] / 1e3:,.1f} nJ"
+            print(f"  {row['name']}: {100 * row['test']:.2f}% "
+                  f"(retention {100 * row['retention']:.2f}%{energy})")  # fmt: skip
+        for c in r["checks"]:
+            print(f"  {'PASS' if c['passed'] else 'FAIL'} {c['name']}: {c['detail']}")
+    print(f"report: {md} and {page}")
+    return 0 if all(c["passed"] for r in records for c in r["checks"]) else 1

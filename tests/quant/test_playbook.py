@@ -1,0 +1,89 @@
+"""The playbook end to end (a short run through the RTL), and networks to and from ONNX."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from systolic.quant.nets import Conv, Dense, Flatten, Net, Relu
+from systolic.quant.onnx_io import net_from_onnx, write_onnx
+from systolic.sweeps.onnx_graph import onnx_workload
+from systolic.sweeps.workloads import WorkloadError
+
+from ..helpers import run_cli
+
+
+def test_short_playbook_run_passes_its_checks(tmp_path):
+    out = tmp_path / "q"
+    r = run_cli("quantize", "--models", "digits:mlp", "--quick", "--rtl-samples", "4",
+                "--out", str(out))  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    (record,) = json.loads((out / "quantize.json").read_text())
+    checks = {c["name"]: c for c in record["checks"]}
+    assert set(checks) == {"RTL equals golden/", "fake-quant model = integer pipeline",
+                           "per-layer SQNR against float", "requantization parameters in range",
+                           "accuracy retention guard"}  # fmt: skip
+    assert all(c["passed"] for c in checks.values()), checks
+    assert checks["RTL equals golden/"]["detail"].count("bit-exact") == 2
+    assert record["onnx_identical"]
+    # the file the playbook quantized is a workload too: 64-64-10 per sample
+    assert record["gemms"] == [["dense1", 1, 64, 64], ["dense3", 1, 64, 10]]
+    # every mix of three precisions over two layers, with energy from the model
+    assert len(record["mixes"]) == 9 and all(m["energy_pj"] > 0 for m in record["mixes"])
+    by = {m["energy_pj"]: m["precisions"] for m in record["mixes"]}
+    uniform = {tuple(p): e for e, p in by.items() if len(set(p)) == 1}
+    assert uniform[("int4", "int4")] < uniform[("int8", "int8")] < uniform[("bf16", "bf16")]
+    chosen = record["chosen"]
+    assert chosen["val"] >= record["floor"] * record["float"]["val"]
+    assert not any(m["val"] >= chosen["val"] and m["energy_pj"] < chosen["energy_pj"]
+                   for m in record["mixes"])  # fmt: skip
+    md = (out / "quantize.md").read_text()
+    for heading in ("## Summary", "### Calibration", "### Mixed precision",
+                    "### Deployment checks (chosen mix)"):  # fmt: skip
+        assert heading in md
+    html = (out / "quantize.html").read_text()
+    assert "data:image/png;base64," in html and "FAIL" not in html
+    assert "PASS RTL equals golden/" in r.stdout
+
+
+def _model(tmp_path, nodes, inits, shape=(1, 4)):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", *shape[1:]])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", None])
+    g = helper.make_graph(nodes, "m", [x], [y], inits)
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_networks_round_trip_through_onnx(tmp_path, seed):
+    rng = np.random.default_rng(seed)
+    net = Net("rt", (2, 6, 6), [
+        Conv(rng.standard_normal((3, 2, 3, 3)).astype(np.float32).astype(float), 2, 1), Relu(),
+        Flatten(), Dense(rng.standard_normal((27, 5)).astype(np.float32).astype(float)),
+    ])  # fmt: skip
+    path = write_onnx(net, tmp_path / "rt.onnx")
+    back = net_from_onnx(path)
+    x = rng.standard_normal((4, 72))
+    np.testing.assert_array_equal(back.forward(x), net.forward(x))
+    assert [g.shape for g in onnx_workload(path, batch=4).gemms] == [(36, 18, 3), (4, 27, 5)]
+
+
+def test_onnx_networks_the_playbook_cannot_take_are_named(tmp_path):
+    w = numpy_helper.from_array(np.ones((4, 3), np.float32), "w")
+    bias = numpy_helper.from_array(np.ones(3, np.float32), "b")
+    path = _model(tmp_path, [helper.make_node("Gemm", ["x", "w", "b"], ["y"], name="fc")],
+                  [w, bias])  # fmt: skip
+    with pytest.raises(WorkloadError, match="'fc' .*bias"):
+        net_from_onnx(path)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="fc"),
+             helper.make_node("Softmax", ["h"], ["y"], name="sm")]  # fmt: skip
+    path = _model(tmp_path, nodes, [w])
+    with pytest.raises(WorkloadError, match="'sm' \\(Softmax\\)"):
+        net_from_onnx(path)
+    path = _model(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["h"], name="a"),
+                             helper.make_node("Relu", ["x"], ["y"], name="b")], [w])  # fmt: skip
+    with pytest.raises(WorkloadError, match="not a chain"):
+        net_from_onnx(path)
