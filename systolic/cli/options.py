@@ -260,6 +260,27 @@ def positive(text: str) -> int:
     return value
 
 
+def non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, not {text!r}")
+    return value
+
+
+def fraction(text: str) -> float:
+    """A share in (0, 1], such as an accuracy floor."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1], not {text!r}")
+    return value
+
+
 def _data_kind(text: str) -> DataKind:
     try:
         return DataKind(text)

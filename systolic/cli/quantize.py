@@ -11,19 +11,9 @@ from systolic.quant.playbook import Options, run_playbook
 from systolic.quant.report import write_report
 from systolic.quant.tasks import MODELS
 
-from .options import positive
+from .options import fraction, non_negative, positive
 
 KNOWN = tuple(f"{t}:{m}" for t, ms in MODELS.items() for m in ms)
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1], not {text!r}")
-    return value
 
 
 def add_parser(sub) -> None:
@@ -50,11 +40,11 @@ def add_parser(sub) -> None:
                    help="report folder (results/quantize)")  # fmt: skip
     p.add_argument(
         "--floor",
-        type=_fraction,
+        type=fraction,
         default=0.99,
         help="the least test accuracy retention a deployment may have (0.99)",
     )
-    p.add_argument("--rtl-samples", type=int, default=16, metavar="N",
+    p.add_argument("--rtl-samples", type=non_negative, default=16, metavar="N",
                    help="test samples run through the simulated RTL (16; 0: none)")  # fmt: skip
     p.add_argument("--qat-epochs", type=positive, default=10, help="QAT epochs (10)")
     p.add_argument("--rows", type=positive, default=8, help="array rows = cols (8)")
@@ -71,8 +61,6 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.onnx is not None and len(args.models) != 1:
         raise ValueError("--onnx needs exactly one --models TASK:MODEL (whose task it runs on)")
-    if args.rtl_samples < 0:
-        raise ValueError(f"--rtl-samples must be >= 0, not {args.rtl_samples}")
     opts = Options(
         models=tuple(args.models), out=args.out, floor=args.floor, qat_epochs=args.qat_epochs,
         rtl_samples=args.rtl_samples, rows=args.rows, seed=args.seed, onnx=args.onnx,

@@ -87,3 +87,20 @@ def test_onnx_networks_the_playbook_cannot_take_are_named(tmp_path):
                              helper.make_node("Relu", ["x"], ["y"], name="b")], [w])  # fmt: skip
     with pytest.raises(WorkloadError, match="not a chain"):
         net_from_onnx(path)
+
+
+def test_a_users_onnx_network_is_quantized_as_given(tmp_path, seed):
+    from systolic.quant.playbook import Options, run_model
+
+    rng = np.random.default_rng(seed)
+    user = Net("user", (64,), [Dense(rng.standard_normal((64, 32)) * 0.2), Relu(),
+                               Dense(rng.standard_normal((32, 10)) * 0.2)])  # fmt: skip
+    path = write_onnx(user, tmp_path / "user.onnx")
+    opts = Options(models=("digits:mlp",), out=tmp_path / "q", onnx=path, rtl_samples=0,
+                   qat_epochs=1, cal_draws=1, cal_sizes=(16,), log=lambda text: None)  # fmt: skip
+    record = run_model("digits:mlp", opts)
+    assert record["source"] == f"read from {path}"
+    assert record["gemms"] == [["dense0", 1, 64, 32], ["dense2", 1, 32, 10]]
+    assert len(record["mixes"]) == 9
+    # untrained weights: the float accuracy is chance, and the guard still reports honestly
+    assert record["float"]["test"] < 0.5
