@@ -100,14 +100,19 @@ def _model_blocks(r: dict, out: Path) -> list:
     b.append(("p", f"Each activation range method, weights per tensor or per channel (min/max, "
                    f"symmetric), on {min(512, r['splits'][0])} training samples. Chosen on "
                    f"validation: int8 [{r['recipes'][8]}], int4 [{r['recipes'][4]}]."))  # fmt: skip
-    b.append(("table", ["bits", "recipe", "validation", "test"],
-              [[str(c["bits"]), c["recipe"], _pct(c["val"]), _pct(c["test"])]
-               for c in r["calibration"]]))  # fmt: skip
+    f_test = r["float"]["test"]
+
+    def kept(acc) -> str:  # retention against float
+        return _pct(acc / f_test) if f_test else "-"
+
+    b.append(("table", ["bits", "recipe", "validation", "test", "retention"],
+              [[str(c["bits"]), c["recipe"], _pct(c["val"]), _pct(c["test"]),
+                kept(c["test"])] for c in r["calibration"]]))  # fmt: skip
     b.append(("p", "Calibration-set size: test accuracy over random draws of the set, with the "
                    "chosen recipe."))  # fmt: skip
-    b.append(("table", ["bits", "samples", "mean", "min", "max"],
+    b.append(("table", ["bits", "samples", "mean", "min", "max", "mean retention"],
               [[str(s["bits"]), str(s["samples"]), _pct(s["mean"]), _pct(s["min"]),
-                _pct(s["max"])] for s in r["cal_sizes"]]))  # fmt: skip
+                _pct(s["max"]), kept(s["mean"])] for s in r["cal_sizes"]]))  # fmt: skip
     o = r["outliers"]
     kurt = ", ".join(f"{k:.1f}" for k in o["kurtosis"])
     b.append(("p", f"Outliers: the array layers' inputs have excess kurtosis {kurt}; layer "
@@ -115,9 +120,10 @@ def _model_blocks(r: dict, out: Path) -> list:
                    f"percentile {o['p99_99']:.3g}). Its range by each method, the share of test "
                    f"values clipped, that tensor's SQNR, and test accuracy with only this "
                    f"layer's range changed:"))  # fmt: skip
-    b.append(("table", ["bits", "method", "range max", "clipped", "SQNR dB", "test"],
+    b.append(("table", ["bits", "method", "range max", "clipped", "SQNR dB", "test", "retention"],
               [[str(x["bits"]), x["method"], f"{x['range_max']:.3g}", _pct(x["clipped"]),
-                _db(x["sqnr_db"]), _pct(x["test"])] for x in o["rows"]]))  # fmt: skip
+                _db(x["sqnr_db"]), _pct(x["test"]), kept(x["test"])]
+               for x in o["rows"]]))  # fmt: skip
     b.append(("h3", "Mixed precision"))
     b.append(("p", f"Sensitivity: validation accuracy change (points) with one layer at int4 or "
                    f"bf16 and the rest int8 (all int8: {_pct(r['base_val'])})."))  # fmt: skip
