@@ -25,9 +25,10 @@ help:
 
 # Debian packages beside the Python ones: Icarus Verilog (the second simulator the tests run
 # the generated Verilog on), lz4's headers (Verilator's FST waveforms), OpenSTA and the OSU
-# 0.18 um standard cells (`systolic synth`). apt-get installs whichever is missing (the
-# machines run as root; sudo otherwise).
-DEBS     := iverilog liblz4-dev opensta qflow-tech-osu018
+# 0.18 um standard cells (`systolic synth`), and Chromium (the report's browser test and
+# `systolic report --screenshot`). apt-get installs whichever is missing (the machines run as
+# root; sudo otherwise).
+DEBS     := iverilog liblz4-dev opensta qflow-tech-osu018 chromium
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEB_STAMP := build/.debian-packages
 

@@ -249,6 +249,20 @@ MUTANTS = (
            "explained += int((diff & (np.abs(got - fake) == 1) & near_tie).sum())",
            "explained += int((diff & (np.abs(got - fake) <= 2)).sum())",
            ("tests/quant/test_pipeline.py",)),
+    Mutant("who-wins cells pick the runner-up", "sweeps/report/answers.py",
+           "(win, best), rest = ranked[0], ranked[1:]",
+           "(win, best), rest = ranked[-1], ranked[:-1]",
+           ("tests/sweeps/test_report.py",)),
+    Mutant("coinciding series are never merged", "sweeps/report/interactive.py",
+           "key = (tuple(xs), tuple(round(y, 12) if isinstance(y, float) else y for y in ys))",
+           "key = (label, tuple(xs))", ("tests/sweeps/test_report.py",)),
+    Mutant("the report's tables sort backwards", "sweeps/report/templates/report.html.j2",
+           "return (x < y ? -1 : x > y ? 1 : 0) * (up ? 1 : -1);",
+           "return (x < y ? -1 : x > y ? 1 : 0) * (up ? -1 : 1);",
+           ("tests/sweeps/test_report_browser.py",)),
+    Mutant("the browser test misses uncaught exceptions", "sweeps/report/browser.py",
+           'elif e["method"] == "Runtime.exceptionThrown":', 'elif e["method"] == "none":',
+           ("tests/sweeps/test_report_browser.py::test_console_errors_are_caught",)),
 )  # fmt: skip
 
 

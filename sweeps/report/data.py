@@ -18,6 +18,7 @@ from systolic.models.pipeline import predict_pipeline
 
 from ..pareto import group_key, objectives_of, pareto_front
 from ..spec import Memory
+from .answers import Answer, Matrix, answers, matrices
 
 __all__ = [
     "SERVING_FOLDER",
@@ -43,7 +44,7 @@ class Table:
 SERVING_FOLDER = "serving"
 
 #: The longest table of points the report shows; every point is in ``points.csv`` beside it.
-TABLE_ROWS = 500
+TABLE_ROWS = 300
 
 
 @dataclass
@@ -53,7 +54,7 @@ class ReportData:
 
     title: str
     intro: str
-    summary: list[str]
+    summary: list[str]  # further findings, below the answers and matrices
     precision: Table | None
     front: Table
     points_table: Table  # every point; in the report itself when it has TABLE_ROWS rows at most
@@ -71,6 +72,8 @@ class ReportData:
     serving: Table | None = None  # a serving study's feasible frontier
     serving_intro: str = ""
     serving_plots: list[dict] = field(default_factory=list)  # name, file (relative), caption
+    answers: list[Answer] = field(default_factory=list)  # the first screen
+    matrices: list[Matrix] = field(default_factory=list)  # who wins where, per objective
 
 
 def points_of(records: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -98,50 +101,9 @@ def points_of(records: list[dict]) -> tuple[list[dict], list[dict]]:
     return points, failures
 
 
-def _winners_by_array(points: list[dict], figure: str, what: str) -> list[str]:
-    """Per model and array size, the dataflow with the lowest ``figure`` at each batch and
-    sequence, runs of the same winner merged: where the answer changes, and at which batch."""
-    groups = defaultdict(lambda: defaultdict(list))
-    for p in points:
-        w = p["workload"]
-        groups[(w["model"], p["array"], p["precision"])][(w.get("seq") or 0, w["batch"])].append(p)
-    lines = []
-    for (model, array, precision), instances in sorted(groups.items()):
-        if len(instances) < 2:
-            continue
-        runs: list[tuple[str, list[str]]] = []
-        for (seq, batch), pts in sorted(instances.items()):
-            winner = min(pts, key=lambda p: p[figure])["dataflow"].upper()
-            label = f"b{batch}" + (f" s{seq}" if seq else "")
-            if runs and runs[-1][0] == winner:
-                runs[-1][1].append(label)
-            else:
-                runs.append((winner, [label]))
-        text = "; ".join(f"{w} at {', '.join(labels)}" for w, labels in runs)
-        lines.append(f"Lowest {what}, {model} on {array} {precision}: {text}.")
-    return lines
-
-
 def _summary(points: list[dict]) -> list[str]:
-    """Which dataflow wins where, from the data."""
+    """Findings beside the answers: weight reuse and PE utilization per dataflow."""
     lines = []
-    by_workload = defaultdict(list)
-    for p in points:
-        w = p["workload"]
-        by_workload[(w["family"], w["name"])].append(p)
-    for figure, what in (
-        ("energy_per_inference_pj", "energy per inference"),
-        ("latency_s", "latency"),
-    ):
-        wins = defaultdict(Counter)
-        for (family, _), pts in by_workload.items():
-            best = min(pts, key=lambda p: p[figure])
-            wins[family][best["dataflow"]] += 1
-        for family, counter in sorted(wins.items()):
-            total = sum(counter.values())
-            parts = ", ".join(f"{d.upper()} on {n} of {total}" for d, n in counter.most_common())
-            lines.append(f"Lowest {what}, {family} workloads: {parts}.")
-        lines += _winners_by_array(points, figure, what)
     # weight reuse across batch: per dataflow, the range of weight reuse into the array
     reuse = defaultdict(list)
     for p in points:
@@ -470,6 +432,31 @@ def _efficiency(points: list[dict]) -> Table | None:
                   "inf/J"], rows)  # fmt: skip
 
 
+def _serving_line(serving: dict | None) -> str | None:
+    """Per stream and SLA, the highest sustainable rate on the frontier and where."""
+    if not serving or not serving.get("frontier_rows"):
+        return None
+    head = serving["head"]
+    at = {name: head.index(name) for name in ("stream", "SLA ms", "operating point",
+                                               "max req/s at SLA", "uJ")}  # fmt: skip
+    best = {}
+    rate = at["max req/s at SLA"]
+    for row in serving["frontier_rows"]:
+        key = (row[at["stream"]], row[at["SLA ms"]])
+        if key not in best or float(row[rate]) > float(best[key][rate]):
+            best[key] = row
+    parts = []
+    for (stream, sla), row in best.items():
+        value, _, per = row[at["uJ"]].partition(" ")  # "5.627e+04 per inference"
+        try:
+            energy = f"{float(value) / 1e3:.3g} mJ {per}"
+        except ValueError:
+            energy = row[at["uJ"]]
+        parts.append(f"{stream} at P99 <= {sla} ms: {row[rate]} req/s on "
+                     f"{row[at['operating point']]} ({energy})")  # fmt: skip
+    return "; ".join(parts) + "."
+
+
 def report_data(records: list[dict], name: str, serving: dict | None = None) -> ReportData:
     """The report of a sweep named ``name`` whose results file holds ``records``. Its dataflow
     comparisons are at the first memory of the sweep (the one RTL points run at); the memory
@@ -490,15 +477,33 @@ def report_data(records: list[dict], name: str, serving: dict | None = None) -> 
     rtl = [p for p in points if p["evaluated"] == "rtl"]
     summary = _summary(points)
     precision_head, precision_rows, precision_lines = _precision_table(points)
-    summary += precision_lines
+    rtl_line = None
     if rtl:
         worst = max(rtl, key=lambda p: abs(p["model_diff"]["energy_percent"]))
         cycles_equal = sum(p["model_diff"]["cycles"] == 0 for p in rtl)
-        summary.append(
+        exact = sum(bool(p.get("bit_exact")) for p in rtl)
+        rtl_line = (
             f"Device model against RTL on {len(rtl)} simulated point(s): cycles equal on "
             f"{cycles_equal}; energy within "
-            f"{abs(worst['model_diff']['energy_percent']):.2f}%; C bit-exact on all."
+            f"{abs(worst['model_diff']['energy_percent']):.2f}%; C bit-exact on {exact}."
         )
+    grids = matrices(points)
+    synthesis = _synthesis(records)
+    synthesis_line = None
+    if synthesis:
+        fmax = [float(row[7]) for row in synthesis.rows]
+        areas = [float(row[5]) for row in synthesis.rows]
+        synthesis_line = (f"{len(synthesis.rows)} configuration(s) synthesized (0.18 um): "
+                          f"{min(areas):.3g} to {max(areas):.3g} mm^2, Fmax {min(fmax):.1f} to "
+                          f"{max(fmax):.1f} MHz.")  # fmt: skip
+    found = answers(
+        points,
+        grids,
+        precision_lines=precision_lines,
+        rtl_line=rtl_line,
+        serving_line=_serving_line(serving),
+        synthesis_line=synthesis_line,
+    )
     front_rows = [
         [
             f"{p['workload']['model']} s{p['workload'].get('seq') or '-'}",
@@ -562,10 +567,12 @@ def report_data(records: list[dict], name: str, serving: dict | None = None) -> 
         buffer_pressure=_buffer_pressure(points),
         loop_orders=_loop_orders(points),
         operators=_operators(every),
-        synthesis=_synthesis(records),
+        synthesis=synthesis,
         efficiency=_efficiency(points),
         serving=Table(serving["head"], serving["frontier_rows"]) if serving else None,
         serving_intro=serving["intro"] if serving else "",
+        answers=found,
+        matrices=grids,
         serving_plots=[p | {"file": f"{SERVING_FOLDER}/{p['file']}"} for p in serving["plots"]]
         if serving
         else [],

@@ -1,7 +1,9 @@
 """Write the report: markdown and a self-contained HTML page from one set of templates.
 
-The templates (templates/report.md.j2, report.html.j2) lay out a :class:`ReportData`; the PNG
-plots are embedded in the HTML as data URLs.
+The templates (templates/report.md.j2, report.html.j2) lay out a :class:`ReportData`. The
+HTML opens with the answers and the who-wins matrices, draws the main plots with Plotly
+(interactive; plotly.js embedded once, so the page needs no network) and embeds the other
+plots as PNG data URLs; the Markdown keeps every plot as a PNG file beside it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import jinja2
 
 from ..results import load_results
 from .data import SERVING_FOLDER, TABLE_ROWS, ReportData, report_data
+from .interactive import PLOTLY_JS, interactive_plots
 from .plots import PLOTS, write_plots
 
 __all__ = ["render", "write_report"]
@@ -32,22 +35,54 @@ _ENV = {
 }
 for _env in _ENV.values():
     _env.globals["table_rows"] = TABLE_ROWS  # the longest table of points shown
+    _env.globals["zip"] = zip
+
+#: PNG plots the HTML replaces by an interactive one.
+_REPLACED = {"pareto": "pareto_interactive", "weights": "weights_interactive"}
+
+
+def sections(data: ReportData, interactive: list[dict], figures: list[dict]) -> list[tuple]:
+    """``(anchor, title)`` of each section the report has, in page order (the contents)."""
+    present = [
+        ("answers", "Answers", True),
+        ("who-wins", "Who wins where", bool(data.matrices)),
+        ("pareto", "Pareto front", True),
+        ("memory", "Memory", bool(data.memory_lines)),
+        ("weight-bandwidth", "Weight bandwidth", data.weight_bandwidth is not None),
+        ("refetch", "Refetch", data.buffer_pressure is not None),
+        ("area", "Area and clock", data.synthesis is not None),
+        ("efficiency", "Efficiency", data.efficiency is not None),
+        ("serving", "Serving", data.serving is not None),
+        ("precision", "Precision", data.precision is not None),
+        ("loop-order", "Loop order", data.loop_orders is not None),
+        ("operators", "Operators", data.operators is not None),
+        ("plots", "More plots", bool(figures)),
+        ("findings", "More findings", bool(data.summary)),
+        ("points", "Every point", True),
+        ("failures", "Failures", data.failures is not None),
+    ]
+    return [(anchor, title) for anchor, title, shown in present if shown]
 
 
 def render(data: ReportData, plots: dict[str, Path], kind: str, base: Path | None = None) -> str:
     """The report as ``kind`` (``"md"`` or ``"html"``) text; ``base``: the folder the serving
     plots' paths are relative to."""
     base = base or Path(".")
+    interactive = interactive_plots(data.points, data.front_ids) if kind == "html" else []
+    drawn = {f["name"] for f in interactive}
     figures = [
         {"name": name, "title": name.replace("_", " ").capitalize(), "caption": PLOTS[name][1],
          "file": path.name,
          "png": base64.b64encode(path.read_bytes()).decode() if kind == "html" else ""}
-        for name, path in plots.items()
+        for name, path in plots.items() if _REPLACED.get(name) not in drawn
     ]  # fmt: skip
     serving = [p | {"png": base64.b64encode((base / p["file"]).read_bytes()).decode()
                     if kind == "html" else ""} for p in data.serving_plots]  # fmt: skip
-    return _ENV[kind].get_template(f"report.{kind}.j2").render(data=data, figures=figures,
-                                                               serving_figures=serving)  # fmt: skip
+    memory = next(iter(p.get("memory", {}).get("name") for p in data.points), "-")
+    return _ENV[kind].get_template(f"report.{kind}.j2").render(
+        data=data, figures=figures, serving_figures=serving, interactive=interactive,
+        plotly_js=PLOTLY_JS() if interactive else "", first_memory=memory,
+        sections=sections(data, interactive, figures))  # fmt: skip
 
 
 def write_report(results: Path, out: Path | None = None) -> dict[str, Path]:

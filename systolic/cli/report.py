@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from systolic.sweeps.report import write_report
+from systolic.sweeps.report.browser import Browser
 
 from .options import UsageError
 
@@ -19,6 +20,9 @@ def add_parser(sub) -> None:
     )
     p.add_argument("results", type=Path, help="a results.jsonl written by systolic sweep")
     p.add_argument("--out", type=Path, metavar="DIR", help="where to write the report")
+    p.add_argument("--screenshot", type=Path, metavar="PNG",
+                   help="also open report.html in headless Chromium and save its first screen "
+                   "(1280x800) as PNG; exit 1 if the page logs an error")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -28,4 +32,14 @@ def run(args: argparse.Namespace) -> int:
     paths = write_report(args.results, args.out)
     print(f"report: {paths['html']} (and {paths['markdown'].name}, "
           f"{len(paths) - 2} plot(s))")  # fmt: skip
-    return 0
+    if args.screenshot is None:
+        return 0
+    with Browser() as browser:
+        browser.open(paths["html"])
+        browser.settle("document.querySelectorAll('.js-plotly-plot .main-svg').length > 0", 5)
+        browser.screenshot(args.screenshot)
+        problems = browser.problems()
+    for line in problems:
+        print(f"report.html: {line}")
+    print(f"first screen: {args.screenshot}")
+    return 1 if problems else 0

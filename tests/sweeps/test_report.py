@@ -45,7 +45,19 @@ def test_report_data_says_what_the_records_hold(model_sweep):
     assert data.front.rows and {row[1] for row in data.front.rows} <= {
         r["config_name"] for r in records
     }
-    assert any("Lowest energy per inference" in line for line in data.summary)
+    # the answers come first, each pointing at a section the page has
+    assert [a.topic for a in data.answers][:2] == ["Lowest energy per inference", "Lowest latency"]
+    # who wins where: each cell the best dataflow of the records, its margin the runner-up's
+    points = [r for r in records if r["kind"] == "model"]
+    for m in data.matrices:
+        lower = m.figure in ("energy_per_inference_pj", "latency_s")
+        assert m.columns == ["2x2 int8"] and sorted(m.rows) == ["gemm 3x9x4", "gemm 8x6x5"]
+        for name, (cell,) in zip(m.rows, m.cells, strict=True):
+            values = {r["dataflow"]: r[m.figure] for r in points if r["workload"]["name"] == name}
+            ranked = sorted(values, key=values.get, reverse=not lower)
+            assert cell.winner == ranked[0] and cell.runner_up == ranked[1]
+            ratio = values[ranked[1]] / values[ranked[0]]
+            assert cell.margin == pytest.approx(ratio - 1 if lower else 1 / ratio - 1)
     # the markdown shows exactly that data: the same rows, in the same order
     md = render(data, {}, "md")
     for row in data.points_table.rows:
@@ -53,7 +65,11 @@ def test_report_data_says_what_the_records_hold(model_sweep):
     html = render(data, {}, "html")
     tables = [data.front, data.points_table, data.weight_bandwidth, data.buffer_pressure,
               data.loop_orders]  # fmt: skip
-    assert html.count("<tr>") == sum(1 + len(t.rows) for t in tables)
+    matrix_rows = sum(1 + len(m.rows) for m in data.matrices)
+    assert html.count("<tr>") == sum(1 + len(t.rows) for t in tables) + matrix_rows
+    for a in data.answers:
+        assert f'id="{a.anchor}"' in html, a
+    assert html.count('class="plot"') == 1  # the interactive Pareto (no batch profile here)
 
 
 def test_weight_bandwidth_buffer_pressure_and_loop_order_tables(model_sweep):
@@ -108,3 +124,15 @@ def test_a_long_table_of_points_goes_to_a_csv_file(model_sweep, tmp_path):
         html = paths["html"].read_text()
         linked = "points.csv" in html and "too many to read here" in html
         assert linked == (count > TABLE_ROWS), count
+
+
+def test_identical_series_are_drawn_once():
+    from systolic.sweeps.report.interactive import merge_series
+
+    series = {"WS 8x8 int8": ([1, 2, 4], [3.0, 2.0, 1.0]),
+              "OS 8x8 int8": ([1, 2, 4], [3.0, 2.5, 1.0]),
+              "WS 16x16 int8": ([1, 2, 4], [3.0, 2.0, 1.0])}  # fmt: skip
+    merged = merge_series(series)
+    assert [labels for labels, _, _ in merged] == [["WS 8x8 int8", "WS 16x16 int8"],
+                                                   ["OS 8x8 int8"]]  # fmt: skip
+    assert merged[1][2] == [3.0, 2.5, 1.0]

@@ -1,0 +1,242 @@
+"""The report's first screen: short answers to the questions a sweep can answer, each with its
+numbers, the points they come from and the section that holds the evidence; and the "who wins
+where" matrices (workload rows against array x precision columns, each cell the winning
+dataflow and its margin over the runner-up), one per objective."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+__all__ = ["OBJECTIVES", "Answer", "Matrix", "answers", "family_of", "matrices"]
+
+#: The matrices' objectives: figure, what it is, whether lower is better, unit, scale.
+OBJECTIVES = (
+    ("energy_per_inference_pj", "energy per inference", True),
+    ("latency_s", "latency", True),
+    ("throughput_inf_s", "throughput", False),
+    ("throughput_per_mm2", "throughput per mm^2", False),
+)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One line of the summary: the question, the answer with its numbers, and the anchor of
+    the section with the evidence."""
+
+    topic: str
+    text: str
+    anchor: str
+
+
+@dataclass(frozen=True)
+class Cell:
+    winner: str  # "ws", "os", "is"; "" where the sweep has no point
+    margin: float | None  # runner-up's figure over the winner's, minus one (None: one dataflow)
+    value: float = 0.0
+    runner_up: str = ""
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """Who wins where for one objective."""
+
+    figure: str
+    title: str
+    anchor: str
+    columns: list[str]  # "8x8 int8", ...
+    rows: list[str]  # workload names
+    cells: list[list[Cell]]
+
+    def wins(self) -> Counter:
+        return Counter(c.winner for row in self.cells for c in row if c.winner)
+
+
+def family_of(p: dict) -> str:
+    """The workload family a reader asks about: transformer prefill and decode apart."""
+    w = p["workload"]
+    if w["family"] == "transformer":
+        return "decode" if "decode" in w["name"] else "prefill"
+    return w["family"]
+
+
+def _row_key(p: dict):
+    w = p["workload"]
+    return (family_of(p), w["model"], w.get("seq") or 0, w["batch"], w["name"])
+
+
+def _column_key(p: dict):
+    order = {"int4": 0, "int8": 1, "int16": 2, "bf16": 3}
+    return (p["pes"], p["array"], order.get(p["precision"], 9), p["precision"])
+
+
+def matrices(points: list[dict]) -> list[Matrix]:
+    """One :class:`Matrix` per objective the points carry."""
+    out = []
+    rows = sorted({_row_key(p) for p in points})
+    columns = sorted({_column_key(p) for p in points})
+    for figure, title, lower in OBJECTIVES:
+        if not any(figure in p for p in points):
+            continue
+        grid = defaultdict(dict)
+        for p in points:
+            if figure in p:
+                grid[(_row_key(p), _column_key(p))][p["dataflow"]] = p[figure]
+        cells = []
+        for r in rows:
+            line = []
+            for c in columns:
+                by = grid.get((r, c), {})
+                ranked = sorted(by.items(), key=lambda kv: kv[1] if lower else -kv[1])
+                if not ranked:
+                    line.append(Cell("", None))
+                    continue
+                (win, best), rest = ranked[0], ranked[1:]
+                margin = None
+                if rest and best:
+                    second = rest[0][1]
+                    if lower:
+                        margin = second / best - 1
+                    elif second:
+                        margin = best / second - 1
+                line.append(Cell(win, margin, best, rest[0][0] if rest else ""))
+            cells.append(line)
+        names = [f"{c[1]} {c[3]}" for c in columns]
+        anchor = f"wins-{figure}"
+        out.append(Matrix(figure, title, anchor, names, [r[-1] for r in rows], cells))
+    return out
+
+
+def _energy(pj: float) -> str:
+    for unit, scale in (("J", 1e12), ("mJ", 1e9), ("uJ", 1e6), ("nJ", 1e3)):
+        if pj >= scale:
+            return f"{pj / scale:.3g} {unit}"
+    return f"{pj:.3g} pJ"
+
+
+def _config(p: dict) -> str:
+    return f"{p['dataflow'].upper()} {p['array']} {p['precision']}"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _mb(b: float) -> str:
+    return f"{b / 1e6:.3g} MB"
+
+
+def _dataflow_answers(points: list[dict], grids: list[Matrix]) -> list[Answer]:
+    out = []
+    families = defaultdict(set)
+    for p in points:
+        families[family_of(p)].add(p["workload"]["name"])
+    for m in grids[:2]:  # energy and latency; throughput at a fixed batch follows latency
+        parts = []
+        for family in sorted(families):
+            wins, margins = Counter(), []
+            for name, row in zip(m.rows, m.cells, strict=True):
+                if name not in families[family]:
+                    continue
+                for c in row:
+                    if c.winner:
+                        wins[c.winner] += 1
+                        if c.margin is not None:
+                            margins.append(c.margin)
+            if not wins:
+                continue
+            total = sum(wins.values())
+            (top, n), *others = wins.most_common()
+            rest = ", ".join(f"{d.upper()} {k}" for d, k in others)
+            median = f", median margin {_pct(statistics.median(margins))}" if margins else ""
+            parts.append(f"{family}: {top.upper()} in {n} of {total} cells"
+                         f"{f' ({rest})' if rest else ''}{median}")  # fmt: skip
+        if parts:
+            out.append(Answer(f"Lowest {m.title}", "; ".join(parts) + ".", m.anchor))
+    return out
+
+
+def _best_configuration(points: list[dict]) -> list[Answer]:
+    """Per family, the configuration that is best on energy most often, with an example."""
+    out = []
+    by_family = defaultdict(lambda: defaultdict(list))
+    for p in points:
+        by_family[family_of(p)][p["workload"]["name"]].append(p)
+    parts = []
+    for family, workloads in sorted(by_family.items()):
+        winners = Counter()
+        example = None
+        for pts in workloads.values():
+            best = min(pts, key=lambda p: p["energy_per_inference_pj"])
+            winners[_config(best)] += 1
+            if example is None or best["workload"]["batch"] > example["workload"]["batch"]:
+                example = best
+        name, n = winners.most_common(1)[0]
+        parts.append(f"{family}: {name} ({n} of {len(workloads)} workloads; e.g. "
+                     f"{example['workload']['name']} at "
+                     f"{_energy(example['energy_per_inference_pj'])})")  # fmt: skip
+    if parts:
+        out.append(Answer("Best configuration on energy", "; ".join(parts) + ".", "pareto"))
+    return out
+
+
+def _weight_answers(points: list[dict]) -> list[Answer]:
+    best: dict[str, dict] = {}
+    for p in points:
+        w = p.get("weight_bytes_per_inference")
+        if w and (p["workload"]["name"] not in best or
+                  w < best[p["workload"]["name"]]["weight_bytes_per_inference"]):  # fmt: skip
+            best[p["workload"]["name"]] = p
+    if not best:
+        return []
+    by_model = defaultdict(lambda: defaultdict(list))
+    for p in best.values():
+        w = p["workload"]
+        by_model[(family_of(p), w["model"])][w.get("seq") or 0].append(p)
+    parts = []
+    for _, by_seq in sorted(by_model.items()):
+        pts = next((v for _, v in sorted(by_seq.items()) if len(v) > 1), None)  # shortest seq
+        if pts is None:
+            continue
+        lo = min(pts, key=lambda p: p["workload"]["batch"])
+        hi = max(pts, key=lambda p: p["workload"]["batch"])
+        gbps = lo["memory"]["gb_per_s"]
+        cap = gbps * 1e9 / lo["weight_bytes_per_inference"]
+        parts.append(f"{lo['workload']['name']} reads {_mb(lo['weight_bytes_per_inference'])} of "
+                     f"weights per inference (at {gbps:g} GB/s that alone caps "
+                     f"{cap:,.0f} inf/s), {hi['workload']['name']} "
+                     f"{_mb(hi['weight_bytes_per_inference'])}")  # fmt: skip
+    if not parts:
+        return []
+    return [Answer("Off-array weight bandwidth", "; ".join(parts[:4]) + ".", "weight-bandwidth")]
+
+
+def _bound_answers(points: list[dict]) -> list[Answer]:
+    counts = defaultdict(lambda: [0, 0])
+    for p in points:
+        counts[family_of(p)][0] += p.get("bound") == "memory"
+        counts[family_of(p)][1] += 1
+    if not counts:
+        return []
+    memory = points[0].get("memory", {}).get("name", "the first memory")
+    text = ", ".join(f"{f} {b} of {n}" for f, (b, n) in sorted(counts.items()))
+    return [Answer("Memory- or compute-bound",
+                   f"Points memory-bound behind {memory}: {text}.", "memory")]  # fmt: skip
+
+
+def answers(points: list[dict], grids: list[Matrix], *, precision_lines: list[str],
+            rtl_line: str | None, serving_line: str | None,
+            synthesis_line: str | None) -> list[Answer]:  # fmt: skip
+    """The summary, in the order a reader asks (see module)."""
+    out = _dataflow_answers(points, grids) + _best_configuration(points)
+    out += _weight_answers(points) + _bound_answers(points)
+    if serving_line:
+        out.append(Answer("Serving at the SLA", serving_line, "serving"))
+    if precision_lines:
+        out.append(Answer("What lower precision buys", " ".join(precision_lines), "precision"))
+    if synthesis_line:
+        out.append(Answer("Area and Fmax", synthesis_line, "area"))
+    if rtl_line:
+        out.append(Answer("Model against RTL", rtl_line, "points"))
+    return out
