@@ -250,24 +250,23 @@ def config_from_args(args: argparse.Namespace) -> ArrayConfig:
     return ArrayConfig.from_dict(values)
 
 
-def positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, not {value}")
-    return value
+def _integer_at_least(lo: int, what: str):
+    """An argparse type: an integer of at least ``lo`` (``what`` names it in the error)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {what}, not {text!r}") from None
+        if value < lo:
+            raise argparse.ArgumentTypeError(f"must be {what}, not {value}")
+        return value
+
+    return parse
 
 
-def non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, not {text!r}")
-    return value
+positive = _integer_at_least(1, "a positive integer")
+non_negative = _integer_at_least(0, "an integer >= 0")
 
 
 def fraction(text: str) -> float:
