@@ -70,11 +70,12 @@ def cluster(tmp_path):
         for p in procs:
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGTERM)
-        for p in procs:
+        for p in procs:  # a worker mid-task can take 20 s to leave on SIGTERM: 5 s, then KILL
             try:
-                p.wait(timeout=20)
+                p.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
         for log in logs:
             log.close()
 
