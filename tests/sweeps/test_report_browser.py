@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 from systolic.sweeps.report import report_data
 from systolic.sweeps.report.browser import Browser
 from systolic.sweeps.results import load_results
@@ -20,19 +23,33 @@ configs:
   array: [2x2, 4x4]
   depth: [256]
 workloads:
-  - transformer: gpt2-small
-    phase: decode
+  - onnx: mlp.onnx              # a batch profile, and operators off the array to list
     batch: [1, 4]
-    seq: [16]
   - gemm: {m: 8, k: 6, n: 5}
 evaluate:
   rtl: none
 """
 
 
+def _mlp(path) -> None:
+    """A two-layer MLP with a symbolic batch dimension."""
+    rng = np.random.default_rng(0)
+    w1 = numpy_helper.from_array(rng.standard_normal((16, 32)).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array(rng.standard_normal((32, 8)).astype(np.float32), "w2")
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
+             helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("MatMul", ["r", "w2"], ["y"], name="fc2"),
+             helper.make_node("Softmax", ["y"], ["p"])]  # fmt: skip
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])
+    p = helper.make_tensor_value_info("p", TensorProto.FLOAT, ["batch", 8])
+    graph = helper.make_graph(nodes, "mlp", [x], [p], [w1, w2])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+
+
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("browser")
+    _mlp(tmp / "mlp.onnx")
     out = tmp / "out"
     r = run_cli("sweep", str(write_spec(tmp, SPEC)), "--out", str(out))
     assert r.returncode == 0, r.stderr
@@ -58,6 +75,8 @@ def test_the_report_renders_in_chromium(sweep):
         assert plots == 3
         assert browser.evaluate("document.querySelectorAll('.js-plotly-plot .scatterlayer "
                                 ".trace').length") > 0  # fmt: skip
+        # the ONNX model's operators that are not array work are listed
+        assert browser.evaluate("document.getElementById('operators') !== null")
         # the first thing on the page: the answers, then the matrices
         assert browser.evaluate("document.querySelectorAll('#answers + ul li').length") == len(
             data.answers
