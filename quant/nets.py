@@ -176,9 +176,10 @@ class Net:
         ``ste(i, kind, value)`` gives the straight-through mask of a fake-quantized value."""
         trace: list = []
         logits = self.forward(x, hook, trace)
-        p = np.exp(logits - logits.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
-        loss = float(-np.mean(np.log(p[np.arange(len(x)), labels] + 1e-12)))
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        log_p = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))  # log-softmax
+        loss = float(-np.mean(log_p[np.arange(len(x)), labels]))  # exact where p underflows
+        p = np.exp(log_p)
         g = p
         g[np.arange(len(x)), labels] -= 1
         g /= len(x)

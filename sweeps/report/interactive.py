@@ -13,14 +13,15 @@ from plotly.offline import get_plotlyjs
 
 from ..pareto import group_key
 
-__all__ = ["PLOTLY_JS", "interactive_plots", "merge_series"]
+__all__ = ["interactive_plots", "merge_series", "plotly_js"]
 
 COLORS = {"ws": "#1f77b4", "os": "#ff7f0e", "is": "#2ca02c"}
 SYMBOLS = ["circle", "square", "diamond", "triangle-up", "cross", "x"]
 DASHES = {"int4": "dot", "int8": "solid", "int16": "dash", "bf16": "dashdot"}
 
 
-def PLOTLY_JS() -> str:  # noqa: N802 (a constant, computed on demand: 4 MB of JavaScript)
+def plotly_js() -> str:
+    """plotly.js (about 4 MB of JavaScript), to embed once in a page of these plots."""
     return get_plotlyjs()
 
 
@@ -171,7 +172,7 @@ INTERACTIVE = {
 
 def interactive_plots(points: list[dict], front_ids: set) -> list[dict]:
     """Each interactive plot the points allow: ``{name, title, caption, html}`` (a ``div``
-    that needs :func:`PLOTLY_JS` on the page)."""
+    that needs :func:`plotly_js` on the page)."""
     figures = {
         "pareto_interactive": _pareto(points, front_ids),
         "weights_interactive": _against_batch(points, "weight_bytes_per_inference", 1e-6,

@@ -17,7 +17,7 @@ import jinja2
 
 from ..results import load_results
 from .data import SERVING_FOLDER, TABLE_ROWS, ReportData, report_data
-from .interactive import PLOTLY_JS, interactive_plots
+from .interactive import interactive_plots, plotly_js
 from .plots import PLOTS, write_plots
 
 __all__ = ["render", "write_report"]
@@ -81,7 +81,7 @@ def render(data: ReportData, plots: dict[str, Path], kind: str, base: Path | Non
     memory = next(iter(p.get("memory", {}).get("name") for p in data.points), "-")
     return _ENV[kind].get_template(f"report.{kind}.j2").render(
         data=data, figures=figures, serving_figures=serving, interactive=interactive,
-        plotly_js=PLOTLY_JS() if interactive else "", first_memory=memory,
+        plotly_js=plotly_js() if interactive else "", first_memory=memory,
         sections=sections(data, interactive, figures))  # fmt: skip
 
 
