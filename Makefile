@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: setup sweep test bench bench-model bench-sweep bench-synth bench-power mutants lint format clean help
+.PHONY: setup sweep test bench bench-model bench-sweep bench-synth bench-power mutants seeds lint format clean help
 
 help:
 	@echo "make sweep   the default design-space sweep and its report (results/default/report.html)"
@@ -16,6 +16,8 @@ help:
 	@echo "make test    run the test suite (Verilator simulations included), in parallel"
 	@echo "make bench   cycles, utilization, simulation speed and energy on large GEMMs (not a test)"
 	@echo "make mutants injected bugs, one at a time, that the tests must catch (a benchmark)"
+	@echo "make seeds   every seeded test without a simulator build over 200 seeds: failures and"
+	@echo "             each checked statistic's worst value against its bound (a benchmark)"
 	@echo "make bench-model  the model on a 100,800-point design space: points/s locally and on Dask"
 	@echo "make bench-sweep  a larger sweep (more RTL points, 32x32 arrays, int16): a benchmark, ~1 h"
 	@echo "make bench-synth  area and Fmax of every dataflow's mesh from 2x2 to 16x16 (synthesis)"
@@ -62,6 +64,9 @@ test: $(STAMP) $(DEB_STAMP)
 
 mutants: $(STAMP)
 	$(BIN)/python -m systolic.experiments.mutants $(MUTANTS_ARGS)
+
+seeds: $(STAMP)
+	$(BIN)/python -m systolic.experiments.seeds $(SEEDS_ARGS)
 
 bench-synth: $(STAMP) $(DEB_STAMP)
 	$(BIN)/python -m systolic.experiments.synth_bench $(BENCH_ARGS)

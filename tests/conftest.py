@@ -1,5 +1,7 @@
 """One random seed for the whole run, the same in every xdist worker, printed so that a run (or
-one test) can be replayed; and one build cache for every test."""
+one test) can be replayed; one build cache for every test; and ``--seeds FIRST-LAST`` (``make
+seeds``), which runs every test that takes the ``seed`` fixture once per seed of the range and
+deselects the others."""
 
 from __future__ import annotations
 
@@ -22,10 +24,61 @@ os.environ.setdefault("SYSTOLIC_SEED", str(random.SystemRandom().randrange(2**31
 SEED = int(os.environ["SYSTOLIC_SEED"])
 
 
-def replay(nodeid: str | None = None) -> str:
+def replay(nodeid: str | None = None, seed: int = SEED) -> str:
     """The command that replays this run's data (one test's, with ``nodeid``)."""
     only = f" PYTEST_ARGS='{nodeid}'" if nodeid else ""
-    return f"SYSTOLIC_SEED={SEED} make test{only}"
+    return f"SYSTOLIC_SEED={seed} make test{only}"
+
+
+def base_nodeid(nodeid: str) -> str:
+    """``nodeid`` without the seed parameter ``--seeds`` gave it: the test's id in a plain run."""
+    out = re.sub(r"\[seed\d+\]$", "", nodeid)
+    return re.sub(r"-seed\d+(?=\])|(?<=\[)seed\d+-", "", out)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--seeds", metavar="FIRST-LAST", default=None,
+                     help="run each test that takes the seed fixture once per seed of the "
+                          "range (make seeds); deselect every other test")  # fmt: skip
+    parser.addoption("--seeds-exclude", metavar="FILE", default=None,
+                     help="with --seeds: a file of test ids (one a line, without the seed "
+                          "parameter) to leave out")  # fmt: skip
+
+
+def seed_range(text: str) -> range:
+    """``"FIRST-LAST"`` (inclusive) or ``"N"`` (seeds 1 to N) as a range."""
+    first, _, last = text.partition("-")
+    try:
+        lo, hi = (int(first), int(last)) if last else (1, int(first))
+    except ValueError:
+        raise pytest.UsageError(f"--seeds takes FIRST-LAST or a count, not {text!r}") from None
+    if not 0 <= lo <= hi:
+        raise pytest.UsageError(f"--seeds: FIRST-LAST with 0 <= FIRST <= LAST, not {text!r}")
+    return range(lo, hi + 1)
+
+
+def pytest_generate_tests(metafunc):
+    seeds = metafunc.config.getoption("--seeds")
+    if seeds and "seed" in metafunc.fixturenames:
+        metafunc.parametrize("seed", list(seed_range(seeds)), ids=lambda s: f"seed{s}")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.getoption("--seeds"):
+        return
+    excluded = set()
+    if config.getoption("--seeds-exclude"):
+        excluded = set(Path(config.getoption("--seeds-exclude")).read_text().split())
+    keep = [i for i in items if "seed" in getattr(i, "fixturenames", ())
+            and base_nodeid(i.nodeid) not in excluded]  # fmt: skip
+    config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+    items[:] = keep
+
+
+def item_seed(item) -> int:
+    """The seed ``item`` runs with: its ``--seeds`` parameter, else the run's."""
+    callspec = getattr(item, "callspec", None)
+    return callspec.params["seed"] if callspec and "seed" in callspec.params else SEED
 
 
 def pytest_report_header(config):
@@ -62,7 +115,10 @@ def pytest_runtest_makereport(item, call):
     :data:`WAVES_ON_FAIL`, where the waveform is)."""
     report = yield
     if report.failed:
-        report.sections.append(("systolic seed", f"seed {SEED}; replay: {replay(item.nodeid)}"))
+        s = item_seed(item)
+        report.sections.append(
+            ("systolic seed", f"seed {s}; replay: {replay(base_nodeid(item.nodeid), s)}")
+        )
     where = os.environ.get(WAVES_ON_FAIL)
     if where and report.failed and report.when == "call":
         path = Path(where) / (re.sub(r"[^\w.-]+", "_", item.nodeid) + ".fst")
@@ -74,5 +130,6 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture
 def seed() -> int:
+    """The run's seed (``--seeds`` parametrizes this name over its range instead)."""
     print(f"SYSTOLIC_SEED={SEED}")
     return SEED

@@ -3,6 +3,7 @@ sweep specs."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,6 +18,8 @@ from systolic.models.energy import DEFAULT_COEFFICIENTS
 
 __all__ = [
     "TINY",
+    "at_least",
+    "at_most",
     "check_against_model",
     "coefficients_with",
     "run_cli",
@@ -106,3 +109,32 @@ def coefficients_with(tmp_path: Path, old: str, new: str) -> Path:
     path = tmp_path / "coefficients.toml"
     path.write_text(text.replace(old, new))
     return path
+
+
+#: ``make seeds`` sets this to a folder: every :func:`at_most`/:func:`at_least` check appends its
+#: statistic there (one JSON line), so the runner prints each test's worst value beside its bound.
+STATISTICS = "SYSTOLIC_STATISTICS"
+
+
+def _record(what: str, value: float, bound: float, sense: str) -> None:
+    folder = os.environ.get(STATISTICS)
+    if not folder:
+        return
+    test = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" (", 1)[0]
+    line = {"test": test, "what": what, "value": float(value), "bound": float(bound),
+            "sense": sense}  # fmt: skip
+    with open(Path(folder) / f"{os.getpid()}.jsonl", "a") as f:
+        f.write(json.dumps(line) + "\n")
+
+
+def at_most(value: float, bound: float, what: str) -> None:
+    """Assert a sampled statistic ``value <= bound`` (``what`` names it); its bound must come
+    from the statistic's measured spread over seeds (``make seeds`` prints the worst)."""
+    _record(what, value, bound, "<=")
+    assert value <= bound, f"{what}: {value:.6g} > {bound:.6g}"
+
+
+def at_least(value: float, bound: float, what: str) -> None:
+    """Assert a sampled statistic ``value >= bound``, like :func:`at_most`."""
+    _record(what, value, bound, ">=")
+    assert value >= bound, f"{what}: {value:.6g} < {bound:.6g}"

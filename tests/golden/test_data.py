@@ -5,6 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ..helpers import at_most
+
+#: The fraction of zeros of 200,000 draws has a standard deviation of at most 0.0011; bound set
+#: from its spread over seeds 1-200 (make seeds).
+ZEROS_TOLERANCE = 0.01
+
 
 def test_data_kinds(seed):
     from systolic.golden.data import DataKind
@@ -15,7 +21,7 @@ def test_data_kinds(seed):
         m = DataKind(f"sparse:{p}").matrix(rng, (400, 500), 8, True)
         # Zeros: the fraction P, plus the 1/256 of the rest that a uniform 8-bit draw makes zero.
         expected = p + (1 - p) / 256
-        assert abs(np.mean(m == 0) - expected) < 0.01, (p, np.mean(m == 0))
+        at_most(abs(np.mean(m == 0) - expected), ZEROS_TOLERANCE, f"|zeros - expected| at {p}")
         assert m.min() >= -128 and m.max() <= 127
 
 

@@ -12,6 +12,11 @@ from systolic.quant.checks import deployment_checks, rounding_disagreements
 from systolic.quant.nets import Conv, Dense, Flatten, Net, Relu
 from systolic.quant.pipeline import Recipe, make_plan, run_integer
 
+from ..helpers import at_least
+
+#: A bound from the spread over seeds 1-200 (make seeds).
+MIXED_AGREEMENT = 0.9
+
 
 def _net(rng):
     return Net("t", (2, 6, 6), [
@@ -82,7 +87,11 @@ def test_mixed_precision_boundaries(seed):
     assert plan.requant(0) is None and plan.requant(1) is None
     run = run_integer(plan, x)
     ref = net.forward(x)
-    assert np.mean(np.argmax(run.logits, 1) == np.argmax(ref, 1)) >= 0.9
+    at_least(
+        np.mean(np.argmax(run.logits, 1) == np.argmax(ref, 1)),
+        MIXED_AGREEMENT,
+        "share of predictions equal to float's",
+    )
     with pytest.raises(ValueError, match="one per array layer"):
         make_plan(net, x, ["int8", "int8"])
     with pytest.raises(ValueError, match="layer precision must be one of"):

@@ -13,7 +13,10 @@ from systolic.quant.onnx_io import net_from_onnx, write_onnx
 from systolic.sweeps.onnx_graph import onnx_workload
 from systolic.sweeps.workloads import WorkloadError
 
-from ..helpers import run_cli
+from ..helpers import at_most, run_cli
+
+#: Chance is 0.1 on ten digits; a bound from the spread over seeds 1-200 (make seeds).
+UNTRAINED_ACCURACY = 0.5
 
 
 def test_short_playbook_run_passes_its_checks(tmp_path):
@@ -104,4 +107,4 @@ def test_a_users_onnx_network_is_quantized_as_given(tmp_path, seed):
     assert record["gemms"] == [["dense0", 1, 64, 32], ["dense2", 1, 32, 10]]
     assert len(record["mixes"]) == 9
     # untrained weights: the float accuracy is chance, and the guard still reports honestly
-    assert record["float"]["test"] < 0.5
+    at_most(record["float"]["test"], UNTRAINED_ACCURACY, "untrained network's test accuracy")

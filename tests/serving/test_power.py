@@ -21,8 +21,13 @@ from systolic.serving.power import (
 from systolic.serving.simulate import Policy, serve
 from systolic.serving.traffic import Mix, Poisson, RequestKind, Requests, stream
 
+from ..helpers import at_most
+
 ONE = Mix((RequestKind("bert-base"),))
 NOMINAL = OperatingPoint(1000.0, 0.9)
+#: A bound from the spread over seeds 1-200 (make seeds): the clamp comes at the first batch
+#: boundary (0.1 ms apart) after tau ln 2, once the first arrival has started the batches.
+CLAMP_TOLERANCE_S = 2e-4
 
 
 def test_energy_splits_into_busy_idle_and_leakage_by_hand():
@@ -67,7 +72,9 @@ def test_the_first_clamp_comes_when_the_thermal_model_says(seed):
     throttle = _throttle(0.5)
     served = serve(requests, Policy("none"), None, 1, [throttle])
     first_clamp = throttle.log[0][0]
-    assert first_clamp == pytest.approx(0.05 * math.log(2), abs=2e-4)  # a batch is 0.1 ms
+    at_most(
+        abs(first_clamp - 0.05 * math.log(2)), CLAMP_TOLERANCE_S, "|first clamp - tau ln 2| (s)"
+    )
     assert throttle.log[0][1] == 750.0 and served.clamps >= 1
     assert {1000.0, 750.0} <= set(served.batch_clock_mhz)  # ran at both, at least
     assert np.all(served.batch_clock_mhz[served.batch_finish <= first_clamp] == 1000.0)

@@ -23,7 +23,13 @@ from systolic.sweeps.evaluate import model_record
 from systolic.sweeps.spec import Memory
 from systolic.sweeps.workloads import transformer
 
+from ..helpers import at_least, at_most
+
 CONFIG = ArrayConfig("ws", 8, 8)
+#: Bounds of sampled statistics, from their spread over seeds 1-200 (make seeds).
+IDLE_SHARE = 0.9
+RATE_TOLERANCE = 0.06
+MIX_TOLERANCE = 0.01
 MEMORY = Memory.preset("lpddr4x-4266-x16")
 
 
@@ -38,7 +44,7 @@ def test_one_request_at_a_time_at_low_load_takes_the_models_single_batch_latency
     # a request that finds the device idle (nearly all: ~22 ms of work every 100 s) takes
     # exactly one batch's time
     alone_ones = served.wait == 0
-    assert alone_ones.mean() > 0.9
+    at_least(alone_ones.mean(), IDLE_SHARE, "share of requests that found the device idle")
     np.testing.assert_allclose(served.latency[alone_ones], alone["latency_s"], rtol=1e-9)
     m = measure(served)
     assert m.p50_s == pytest.approx(alone["latency_s"], rel=1e-9)
@@ -65,15 +71,19 @@ def test_arrival_processes_give_their_mean_rate(seed):
         r = stream(process, mix, 200_000, seed)
         assert np.all(np.diff(r.arrivals) >= 0)
         rate = (len(r) - 1) / (r.arrivals[-1] - r.arrivals[0])
-        assert rate == pytest.approx(process.mean_rate, rel=0.06), process
+        at_most(
+            abs(rate / process.mean_rate - 1),
+            RATE_TOLERANCE,
+            f"|rate / mean rate - 1| of {type(process).__name__}",
+        )
 
 
 def test_a_mix_draws_kinds_and_lengths_by_their_weights(seed):
     mix = Mix((RequestKind("bert-base", 3, (16, 128), (1, 3)), RequestKind("gpt2-small", 1)))
     r = stream(Poisson(100.0), mix, 40_000, seed)
-    assert np.mean(r.kind == 0) == pytest.approx(0.75, abs=0.01)
+    at_most(abs(np.mean(r.kind == 0) - 0.75), MIX_TOLERANCE, "|share of kind 0 - 0.75|")
     lengths = r.length[r.kind == 0]
-    assert np.mean(lengths == 128) == pytest.approx(0.75, abs=0.01)
+    at_most(abs(np.mean(lengths == 128) - 0.75), MIX_TOLERANCE, "|share of length 128 - 0.75|")
     assert np.all(r.length[r.kind == 1] == 0)
 
 
