@@ -9,7 +9,17 @@ import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-__all__ = ["OBJECTIVES", "Answer", "Matrix", "answers", "family_of", "matrices"]
+__all__ = [
+    "OBJECTIVES",
+    "TIE",
+    "Answer",
+    "Cell",
+    "Matrix",
+    "answers",
+    "family_of",
+    "matrices",
+    "tally",
+]
 
 #: The matrices' objectives: figure, what it is, whether lower is better, unit, scale.
 OBJECTIVES = (
@@ -30,6 +40,10 @@ class Answer:
     anchor: str
 
 
+#: A cell whose runner-up is within this fraction of the winner is a tie.
+TIE = 0.005
+
+
 @dataclass(frozen=True)
 class Cell:
     winner: str  # "ws", "os", "is"; "" where the sweep has no point
@@ -37,20 +51,29 @@ class Cell:
     value: float = 0.0
     runner_up: str = ""
 
+    @property
+    def tie(self) -> bool:
+        """The runner-up is within :data:`TIE` of the winner: neither wins."""
+        return self.margin is not None and self.margin < TIE
+
 
 @dataclass(frozen=True)
 class Matrix:
-    """Who wins where for one objective."""
+    """Who wins where for one objective: a cell per workload and column, where a column is an
+    array and precision at one value of every other axis the points vary on (``settings``
+    names those axes), so that each point is in exactly one cell."""
 
     figure: str
     title: str
     anchor: str
-    columns: list[str]  # "8x8 int8", ...
+    columns: list[str]  # "8x8 int8", "8x8 int8 depth 4096", ...
     rows: list[str]  # workload names
     cells: list[list[Cell]]
+    settings: tuple[str, ...] = ()
+    duplicates: int = 0  # points equal to another on every axis, counted once
 
     def wins(self) -> Counter:
-        return Counter(c.winner for row in self.cells for c in row if c.winner)
+        return Counter(c.winner for row in self.cells for c in row if c.winner and not c.tie)
 
 
 def family_of(p: dict) -> str:
@@ -71,40 +94,92 @@ def _column_key(p: dict):
     return (p["pes"], p["array"], order.get(p["precision"], 9), p["precision"])
 
 
+#: Configuration fields that the row, the column and the dataflow already tell apart.
+_PLACED = ("dataflow", "rows", "cols")
+
+
+def _axes(p: dict) -> dict:
+    """Every value of a point that could tell it from another in the same cell and dataflow:
+    its configuration (beyond the array and dataflow) and its clock."""
+    return {k: v for k, v in p["config"].items() if k not in _PLACED} | {
+        "clock_mhz": p["clock_mhz"]}  # fmt: skip
+
+
+def _settings(points: list[dict]) -> tuple[str, ...]:
+    """The axes on which points of one row, column and dataflow differ: each must split the
+    columns, or the points would share a cell."""
+    seen: dict[tuple, dict] = {}
+    varying: set[str] = set()
+    for p in points:
+        key = (_row_key(p), _column_key(p), p["dataflow"])
+        axes = _axes(p)
+        if key in seen:
+            varying |= {k for k in axes if axes[k] != seen[key].get(k)}
+        else:
+            seen[key] = axes
+    return tuple(sorted(varying))
+
+
+def _setting_label(p: dict, settings: tuple[str, ...]) -> str:
+    axes = _axes(p)
+    parts = []
+    depths = [k for k in ("a_depth", "b_depth", "c_depth") if k in settings]
+    if len(depths) == 3 and len({axes[k] for k in depths}) == 1:
+        parts.append(f"depth {axes['a_depth']}")
+    else:
+        depths = []
+    for k in settings:
+        if k not in depths:
+            name = "clock" if k == "clock_mhz" else k.replace("_", " ")
+            unit = " MHz" if k == "clock_mhz" else ""
+            parts.append(f"{name} {axes[k]:g}{unit}" if isinstance(axes[k], float)
+                         else f"{name} {axes[k]}")  # fmt: skip
+    return " ".join(parts)
+
+
+def _rank(by: dict[str, float], lower: bool) -> Cell:
+    """The cell of one workload and column: the best dataflow, its runner-up and margin."""
+    ranked = sorted(by.items(), key=lambda kv: kv[1] if lower else -kv[1])
+    if not ranked:
+        return Cell("", None)
+    (win, best), rest = ranked[0], ranked[1:]
+    margin = None
+    if rest and best:
+        second = rest[0][1]
+        if lower:
+            margin = second / best - 1
+        elif second:
+            margin = best / second - 1
+    return Cell(win, margin, best, rest[0][0] if rest else "")
+
+
 def matrices(points: list[dict]) -> list[Matrix]:
-    """One :class:`Matrix` per objective the points carry."""
+    """One :class:`Matrix` per objective the points carry; every point is in one cell."""
     out = []
+    settings = _settings(points)
     rows = sorted({_row_key(p) for p in points})
-    columns = sorted({_column_key(p) for p in points})
+
+    def column(p: dict):
+        values = tuple(str(_axes(p)[k]) for k in settings)
+        return (*_column_key(p), values, _setting_label(p, settings))
+
+    columns = sorted({column(p) for p in points})
     for figure, title, lower in OBJECTIVES:
         if not any(figure in p for p in points):
             continue
         grid = defaultdict(dict)
+        duplicates = 0
         for p in points:
             if figure in p:
-                grid[(_row_key(p), _column_key(p))][p["dataflow"]] = p[figure]
-        cells = []
-        for r in rows:
-            line = []
-            for c in columns:
-                by = grid.get((r, c), {})
-                ranked = sorted(by.items(), key=lambda kv: kv[1] if lower else -kv[1])
-                if not ranked:
-                    line.append(Cell("", None))
+                by = grid[(_row_key(p), column(p))]
+                if p["dataflow"] in by:  # the same point twice (equal on every axis): once
+                    duplicates += 1
                     continue
-                (win, best), rest = ranked[0], ranked[1:]
-                margin = None
-                if rest and best:
-                    second = rest[0][1]
-                    if lower:
-                        margin = second / best - 1
-                    elif second:
-                        margin = best / second - 1
-                line.append(Cell(win, margin, best, rest[0][0] if rest else ""))
-            cells.append(line)
-        names = [f"{c[1]} {c[3]}" for c in columns]
-        anchor = f"wins-{figure}"
-        out.append(Matrix(figure, title, anchor, names, [r[-1] for r in rows], cells))
+                by[p["dataflow"]] = p[figure]
+        cells = [[_rank(grid.get((r, c), {}), lower) for c in columns] for r in rows]
+        names = [" ".join(x for x in (f"{c[1]} {c[3]}", c[5]) if x) for c in columns]
+        out.append(Matrix(figure, title, f"wins-{figure}", names, [r[-1] for r in rows], cells,
+                          settings, duplicates))  # fmt: skip
     return out
 
 
@@ -115,8 +190,9 @@ def _energy(pj: float) -> str:
     return f"{pj:.3g} pJ"
 
 
-def _config(p: dict) -> str:
-    return f"{p['dataflow'].upper()} {p['array']} {p['precision']}"
+def _config(p: dict, settings: tuple[str, ...] = ()) -> str:
+    label = _setting_label(p, settings)
+    return f"{p['dataflow'].upper()} {p['array']} {p['precision']}" + (f" {label}" if label else "")
 
 
 def _pct(x: float) -> str:
@@ -127,6 +203,25 @@ def _mb(b: float) -> str:
     return f"{b / 1e6:.3g} MB"
 
 
+def tally(m: Matrix, workloads: set[str]) -> tuple[Counter, int, list[float]]:
+    """Over the cells of ``workloads``' rows: wins per dataflow (ties apart), the ties, and the
+    margins of the cells each dataflow wins."""
+    wins, ties, margins = Counter(), 0, defaultdict(list)
+    for name, row in zip(m.rows, m.cells, strict=True):
+        if name not in workloads:
+            continue
+        for c in row:
+            if not c.winner:
+                continue
+            if c.tie:
+                ties += 1
+            else:
+                wins[c.winner] += 1
+                if c.margin is not None:
+                    margins[c.winner].append(c.margin)
+    return wins, ties, margins
+
+
 def _dataflow_answers(points: list[dict], grids: list[Matrix]) -> list[Answer]:
     out = []
     families = defaultdict(set)
@@ -135,31 +230,33 @@ def _dataflow_answers(points: list[dict], grids: list[Matrix]) -> list[Answer]:
     for m in grids[:2]:  # energy and latency; throughput at a fixed batch follows latency
         parts = []
         for family in sorted(families):
-            wins, margins = Counter(), []
-            for name, row in zip(m.rows, m.cells, strict=True):
-                if name not in families[family]:
-                    continue
-                for c in row:
-                    if c.winner:
-                        wins[c.winner] += 1
-                        if c.margin is not None:
-                            margins.append(c.margin)
-            if not wins:
+            wins, ties, margins = tally(m, families[family])
+            total = sum(wins.values()) + ties
+            if not total:
                 continue
-            total = sum(wins.values())
+            tied = f"tie in {ties}" if ties else ""
+            if not wins:
+                parts.append(f"{family}: a tie in all {total} cells")
+                continue
             (top, n), *others = wins.most_common()
-            rest = ", ".join(f"{d.upper()} {k}" for d, k in others)
-            median = f", median margin {_pct(statistics.median(margins))}" if margins else ""
+            rest = ", ".join([*(f"{d.upper()} {k}" for d, k in others), *([tied] if tied else [])])
+            median = (f", median margin of its wins {_pct(statistics.median(margins[top]))}"
+                      if margins[top] else "")  # fmt: skip
             parts.append(f"{family}: {top.upper()} in {n} of {total} cells"
                          f"{f' ({rest})' if rest else ''}{median}")  # fmt: skip
         if parts:
-            out.append(Answer(f"Lowest {m.title}", "; ".join(parts) + ".", m.anchor))
+            where = f" Cells split by {', '.join(m.settings)}." if m.settings else ""
+            if m.duplicates:
+                where += (f" {m.duplicates} point(s) equal to another on every axis counted "
+                          f"once.")  # fmt: skip
+            out.append(Answer(f"Lowest {m.title}", "; ".join(parts) + "." + where, m.anchor))
     return out
 
 
 def _best_configuration(points: list[dict]) -> list[Answer]:
     """Per family, the configuration that is best on energy most often, with an example."""
     out = []
+    settings = _settings(points)
     by_family = defaultdict(lambda: defaultdict(list))
     for p in points:
         by_family[family_of(p)][p["workload"]["name"]].append(p)
@@ -169,7 +266,7 @@ def _best_configuration(points: list[dict]) -> list[Answer]:
         example = None
         for pts in workloads.values():
             best = min(pts, key=lambda p: p["energy_per_inference_pj"])
-            winners[_config(best)] += 1
+            winners[_config(best, settings)] += 1
             if example is None or best["workload"]["batch"] > example["workload"]["batch"]:
                 example = best
         name, n = winners.most_common(1)[0]

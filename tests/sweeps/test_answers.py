@@ -1,0 +1,147 @@
+"""sweeps/report/answers.py: the who-wins matrices and the answers built on them count every
+point of every swept axis once, checked against a brute-force recomputation from the records."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter, defaultdict
+
+import numpy as np
+import pytest
+from systolic.models.energy import load_coefficients
+from systolic.sweeps.evaluate import model_record, point_id
+from systolic.sweeps.report import report_data
+from systolic.sweeps.spec import load_spec
+
+from ..helpers import write_spec
+
+OBJECTIVES = {"energy per inference": ("energy_per_inference_pj", True),
+              "latency": ("latency_s", True)}  # fmt: skip
+
+
+def _random_sweep(rng, tmp_path) -> list[dict]:
+    """A sweep with two or more values on every axis (dataflow, array, precision, depth,
+    workload batch and sequence, memory), evaluated by the model as `systolic sweep` orders it;
+    some cells get a dataflow equal to another (a tie) or within the tie margin."""
+    arrays = rng.choice(["2x2", "4x4", "8x4", "8x8"], 2, replace=False)
+    precisions = rng.choice(["int4", "int8", "int16", "bf16"], 2, replace=False)
+    depths = sorted(int(d) for d in rng.choice([256, 1024, 4096], 2, replace=False))
+    m, k, n = (int(v) for v in rng.integers(4, 80, 3))
+    spec = write_spec(
+        tmp_path,
+        f"""
+        name: random
+        configs:
+          dataflow: [ws, os, is]
+          array: [{", ".join(arrays)}]
+          precision: [{", ".join(precisions)}]
+          depth: {depths}
+        workloads:
+          - transformer: bert-base
+            batch: [1, {int(rng.integers(2, 5))}]
+            seq: [16, 32]
+          - transformer: gpt2-small
+            phase: decode
+            batch: [1, 4]
+            seq: [64]
+          - gemm: {{m: {m}, k: {k}, n: {n}}}
+        memory: [lpddr4x-4266-x16, lpddr5-6400-x64]
+        """,
+    )
+    sweep = load_spec(spec)
+    coefficients = load_coefficients()
+    records = []
+    for memory in sweep.memories:
+        for config in sweep.configs:
+            for w in sweep.workloads:
+                r = model_record(config, w, memory, coefficients, "random", 0)
+                records.append(r | {"id": point_id(config, w, memory), "kind": "model",
+                                    "status": "ok"})  # fmt: skip
+    by_cell = defaultdict(list)
+    for r in records:
+        by_cell[_cell(r)].append(r)
+    for rs in by_cell.values():  # ties: equal figures, or within the margin
+        if rng.random() < 0.3:
+            a, b = rng.choice(len(rs), 2, replace=False)
+            for figure in ("energy_per_inference_pj", "latency_s"):
+                rs[b][figure] = rs[a][figure] * (1 + rng.choice([0.0, 0.003]))
+    return records
+
+
+def _cell(r: dict) -> tuple:
+    """What tells one cell from another: everything about a point but its dataflow."""
+    c = {k: v for k, v in r["config"].items() if k != "dataflow"}
+    return (r["workload"]["name"], r["memory"]["name"], tuple(sorted(c.items())))
+
+
+def _family(r: dict) -> str:
+    w = r["workload"]
+    return ("decode" if "decode" in w["name"] else "prefill") if w["family"] == "transformer" \
+        else w["family"]  # fmt: skip
+
+
+def _brute_force(records: list[dict], figure: str, lower: bool) -> list[tuple]:
+    """Every cell at the sweep's first memory, ordered: (workload, margin, value, the dataflows
+    that may be named the winner, those that may be named the runner-up); dataflows with equal
+    figures may be named in either order."""
+    first = records[0]["memory"]["name"]
+    cells = defaultdict(dict)
+    for r in records:
+        if r["memory"]["name"] == first:
+            cells[_cell(r)][r["dataflow"]] = r[figure]
+    out = []
+    for key, by in cells.items():
+        values = sorted(set(by.values()), reverse=not lower)
+        best = values[0]
+        winners = {d for d, v in by.items() if v == best}
+        second = best if len(winners) > 1 else values[1]
+        runners = winners if second == best else {d for d, v in by.items() if v == second}
+        margin = second / best - 1 if lower else best / second - 1
+        out.append((key[0], margin, best, winners, runners))
+    return sorted(out, key=lambda e: e[:3])
+
+
+def test_every_point_is_counted_once_in_the_matrices_and_answers(seed, tmp_path):
+    rng = np.random.default_rng(seed)
+    for trial in range(3):
+        records = _random_sweep(rng, tmp_path)
+        data = report_data(records, "random")
+        family = {r["workload"]["name"]: _family(r) for r in records}
+        for m in data.matrices[:2]:
+            figure, lower = OBJECTIVES[m.title]
+            expected = _brute_force(records, figure, lower)
+            got = sorted(((name, c.margin, c.value, c.winner, c.runner_up)
+                          for name, row in zip(m.rows, m.cells, strict=True) for c in row
+                          if c.winner), key=lambda g: g[:3])  # fmt: skip
+            assert len(m.columns) == len(set(m.columns)), m.columns
+            assert len(got) == len(expected), (trial, m.title, len(got), len(expected))
+            for g, e in zip(got, expected, strict=True):
+                assert g[0] == e[0] and g[1] == pytest.approx(e[1], abs=1e-12) and g[2] == e[2]
+                assert g[3] in e[3] and g[4] in e[4] and g[3] != g[4], (trial, m.title, g, e)
+            _check_answer(data, m, got, family)
+
+
+def _check_answer(data, m, cells: list[tuple], family: dict) -> None:
+    """The answer's counts per family, recounted from the cells (checked above)."""
+    answer = next(a for a in data.answers if a.topic == f"Lowest {m.title}")
+    assert "Cells split by a_depth, b_depth, c_depth." in answer.text
+    for fam in {family[c[0]] for c in cells}:
+        mine = [c for c in cells if family[c[0]] == fam]
+        ties = sum(c[1] < 0.005 for c in mine)
+        wins = Counter(c[3] for c in mine if c[1] >= 0.005)
+        if not wins:
+            assert f"{fam}: a tie in all {len(mine)} cells" in answer.text
+            continue
+        found = re.search(rf"{fam}: (WS|OS|IS) in (\d+) of (\d+) cells(?: \(([^)]*)\))?"
+                          rf"(?:, median margin of its wins (\d+)%)?", answer.text)  # fmt: skip
+        assert found, (fam, answer.text)
+        top, rest = found.group(1).lower(), found.group(4) or ""
+        assert wins[top] == max(wins.values()) == int(found.group(2)), answer.text
+        assert int(found.group(3)) == len(mine), answer.text
+        others = {d.lower(): int(k) for d, k in re.findall(r"(WS|OS|IS) (\d+)", rest)}
+        assert others == {d: k for d, k in wins.items() if d != top}, answer.text
+        tied = re.search(r"tie in (\d+)", rest)
+        assert (int(tied.group(1)) if tied else 0) == ties, answer.text
+        margins = [c[1] for c in mine if c[3] == top and c[1] >= 0.005]
+        assert int(found.group(5)) == round(100 * statistics.median(margins)), answer.text
