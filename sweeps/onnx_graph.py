@@ -12,9 +12,13 @@ shapes from the graph, and every other operator listed, never dropped.
   multiplier, as the workload library lowers MobileNet. Its bias is not array work.
 
 Symbolic dimensions (``dim_param``) of the graph's inputs take values from ``dims``; the
-common names of the batch and sequence dimensions take ``batch`` and ``seq``. The other shapes
-come from the file's value info or ONNX shape inference (with data propagation, for the Reshape
-targets that attention computes). Every other node is recorded by operator type: those that
+common names of the batch and sequence dimensions take ``batch`` and ``seq``, and so does the
+leading dimension of the batch inputs (:func:`batch_inputs`) whatever its name. A batch input
+whose leading dimension is fixed at another size is re-shaped to ``batch`` and the graph's shapes
+inferred again, if its work then scales with the batch exactly; otherwise the file is refused,
+naming the input and its size: a workload's batch is always the batch its GEMMs carry. The other
+shapes come from the file's value info or ONNX shape inference (with data propagation, for the
+Reshape targets that attention computes). Every other node is recorded by operator type: those that
 hold multiply-accumulates the array could run (ConvTranspose, Einsum, recurrent cells, the
 quantized operators) as *unsupported*, the rest as *host* operators; both cost no array time and
 both are reported.
@@ -38,6 +42,7 @@ __all__ = [
     "SEQ_NAMES",
     "UNSUPPORTED_OPS",
     "Graph",
+    "batch_inputs",
     "Layer",
     "onnx_workload",
     "read_onnx",
@@ -126,6 +131,56 @@ def _bind(model: onnx.ModelProto, path: Path, dims: dict[str, int]) -> dict[str,
             f"batch/seq, or dims: {{NAME: VALUE}})"
         )
     return used
+
+
+def batch_inputs(model: onnx.ModelProto) -> list:
+    """The graph inputs that carry the batch: data inputs (not initializers) of two or more
+    dimensions whose leading dimension is the first such input's (the same name or size)."""
+    inits = {i.name for i in model.graph.initializer}
+    data = [v for v in model.graph.input
+            if v.name not in inits and len(v.type.tensor_type.shape.dim) >= 2]  # fmt: skip
+    if not data:
+        return []
+    lead = data[0].type.tensor_type.shape.dim[0]
+
+    def same(d) -> bool:
+        if lead.HasField("dim_value"):
+            return d.HasField("dim_value") and d.dim_value == lead.dim_value
+        return not d.HasField("dim_value") and d.dim_param == lead.dim_param
+
+    return [v for v in data if same(v.type.tensor_type.shape.dim[0])]
+
+
+def _fixed_batch(model: onnx.ModelProto) -> int | None:
+    """The batch inputs' leading size when it is fixed, else None."""
+    inputs = batch_inputs(model)
+    lead = inputs[0].type.tensor_type.shape.dim[0] if inputs else None
+    return lead.dim_value if lead is not None and lead.HasField("dim_value") else None
+
+
+def _rebatch(model: onnx.ModelProto, fixed: int, batch: int) -> None:
+    """Give the batch inputs a leading size of ``batch`` instead of ``fixed``, and so the
+    constant targets of Reshape nodes that lead with ``fixed`` (a classifier's flatten to
+    ``[1, features]``); forget every inferred shape. The caller checks that the work scales."""
+    for value in batch_inputs(model):
+        value.type.tensor_type.shape.dim[0].dim_value = batch
+    targets = {n.input[1] for n in model.graph.node if n.op_type == "Reshape" and len(n.input) > 1}
+    tensors = [i for i in model.graph.initializer if i.name in targets]
+    tensors += [a.t for n in model.graph.node if n.op_type == "Constant" and n.output[0] in targets
+                for a in n.attribute if a.name == "value"]  # fmt: skip
+    for tensor in tensors:
+        shape = numpy_helper.to_array(tensor).copy()
+        if shape.ndim == 1 and shape.size and shape[0] == fixed:
+            shape[0] = batch
+            tensor.CopyFrom(numpy_helper.from_array(shape, tensor.name))
+    del model.graph.value_info[:]
+    for value in model.graph.output:
+        value.type.tensor_type.ClearField("shape")
+
+
+def _dims_text(value) -> str:
+    return "x".join(str(d.dim_value) if d.HasField("dim_value") else d.dim_param or "?"
+                    for d in value.type.tensor_type.shape.dim)  # fmt: skip
 
 
 def _shapes(model: onnx.ModelProto, path: Path) -> dict[str, tuple]:
@@ -237,11 +292,28 @@ def read_onnx(path: str | Path, batch: int | None = None, seq: int | None = None
     values: dict[str, int] = {}
     if batch is not None:
         values |= dict.fromkeys(BATCH_NAMES, batch)
+        for value in batch_inputs(model):  # the leading dimension, whatever its name
+            lead = value.type.tensor_type.shape.dim[0]
+            if not lead.HasField("dim_value") and lead.dim_param:
+                values[lead.dim_param] = batch
     if seq is not None:
         values |= dict.fromkeys(SEQ_NAMES, seq)
     values |= dict(dims or {})
+    fixed = _fixed_batch(model)
+    rebatched = batch is not None and fixed is not None and fixed != batch
+    if rebatched:
+        first = batch_inputs(model)[0]
+        refusal = (f"{path}: input {first.name!r} has a fixed batch of {fixed} (shape "
+                   f"{_dims_text(first)}); re-shaped to batch {batch},")  # fmt: skip
+        _rebatch(model, fixed, batch)
     bound = _bind(model, path, values)
-    shapes = _shapes(model, path)
+    try:
+        shapes = _shapes(model, path)
+    except WorkloadError as e:
+        if rebatched:
+            raise WorkloadError(f"{refusal} its shapes do not infer ({e}); export it with a "
+                                f"symbolic batch, or sweep batch: [{fixed}]") from None  # fmt: skip
+        raise
     weights = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
     for node in model.graph.node:  # Constant nodes hold weights too
         if node.op_type == "Constant" and node.output:
@@ -267,15 +339,25 @@ def read_onnx(path: str | Path, batch: int | None = None, seq: int | None = None
                             node.output[0]))  # fmt: skip
     if not layers:
         raise WorkloadError(f"{path}: no MatMul, Gemm or Conv node: nothing runs on the array")
-    return Graph(model.graph.name or path.stem, layers, host, unsupported, bound, model)
+    graph = Graph(model.graph.name or path.stem, layers, host, unsupported, bound, model)
+    if rebatched:  # the re-shaped graph must do exactly batch / fixed times the file's work
+        as_is = read_onnx(path, fixed, seq, dims)
+        if graph.macs * fixed != as_is.macs * batch:
+            raise WorkloadError(f"{refusal} its work does not scale with the batch ({graph.macs:,} "
+                                f"MACs against {as_is.macs:,} at batch {fixed}); export it with a "
+                                f"symbolic batch, or sweep batch: [{fixed}]")  # fmt: skip
+    return graph
 
 
-def onnx_workload(path: str | Path, batch: int = 1, seq: int | None = None,
+def onnx_workload(path: str | Path, batch: int | None = None, seq: int | None = None,
                   dims: dict[str, int] | None = None) -> Workload:  # fmt: skip
-    """The GEMMs of one inference of an ONNX model (see module); the operators that are not
-    array work are in the workload's ``host_ops`` and ``unsupported_ops``."""
+    """The GEMMs of one inference of an ONNX model at ``batch`` (None: the file's fixed batch)
+    (see module); the operators that are not array work are in the workload's ``host_ops`` and
+    ``unsupported_ops``."""
     path = Path(path)
     graph = read_onnx(path, batch, seq, dims)
+    if batch is None:
+        batch = _fixed_batch(graph.model) or 1
     uses_seq = any(name.lower() in SEQ_NAMES for name in graph.dims)
     name = f"{path.stem} b{batch}" + (f" s{seq}" if uses_seq and seq is not None else "")
     return Workload(name, path.stem, "onnx", batch, seq if uses_seq else None,

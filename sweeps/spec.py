@@ -336,10 +336,16 @@ def _workloads(doc: SpecDoc, raw, base: Path) -> tuple[list[Workload], set[str]]
         if not isinstance(rtl, bool):
             raise doc.error((*path, "rtl"), f"must be true or false, not {rtl!r}")
         first = len(out)
-        batches = [
-            integer(doc, b, (*path, "batch"))
-            for b in as_list(doc, item.get("batch", 1), (*path, "batch"))
-        ]
+        # an ONNX model's batch defaults to the file's own (onnx_graph.onnx_workload)
+        default = None if kind == "onnx" else 1
+        batches = (
+            [
+                integer(doc, b, (*path, "batch"))
+                for b in as_list(doc, item.get("batch", default), (*path, "batch"))
+            ]
+            if "batch" in item
+            else [default]
+        )
         try:
             if kind == "transformer":
                 if item["transformer"] not in TRANSFORMERS:

@@ -3,6 +3,8 @@ MAC totals worked out by hand from the layers' definitions."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnx
 import pytest
@@ -10,7 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 from systolic.sweeps.onnx_graph import conv_output, onnx_workload, read_onnx
 from systolic.sweeps.results import load_results
 from systolic.sweeps.spec import SpecError, load_spec
-from systolic.sweeps.workloads import WorkloadError
+from systolic.sweeps.workloads import WorkloadError, cnn
 
 from ..helpers import run_cli
 
@@ -223,3 +225,49 @@ def test_sweep_reports_the_operators_off_the_array(tmp_path, small_cnn):
     md = (out / "report.md").read_text()
     assert "## Operators not on the array" in md
     assert "| small_cnn | ConvTranspose x1 | Flatten x1, GlobalAveragePool x1, Relu x1 |" in md
+
+
+LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+
+
+def test_a_fixed_batch_file_is_re_shaped_to_the_batch_it_is_named_for():
+    """light_resnet50 (the onnx wheel's, input 1x3x224x224) at batch 4: its flatten's constant
+    [1, 2048] follows the batch, and the GEMMs are the workload library's ResNet-50 at batch 4
+    (written from the paper's layer table, not from the file), MAC for MAC."""
+    path = LIGHT / "light_resnet50.onnx"
+    one, four = onnx_workload(path), onnx_workload(path, batch=4)
+    assert (one.name, one.batch, four.name, four.batch) == (
+        "light_resnet50 b1", 1, "light_resnet50 b4", 4)  # fmt: skip
+    reference = cnn("resnet50", 4)
+    assert four.macs == reference.macs == 4 * one.macs
+    fc = [g for g in four.gemms if g.n == 1000]
+    assert [(g.m, g.k) for g in fc] == [(4, 2048)]
+
+
+def test_a_fixed_batch_that_cannot_be_re_shaped_is_refused_naming_the_input(tmp_path):
+    """A Reshape to a constant [2, 4] pins the rows of the next MatMul whatever the batch: at
+    batch 3 the work would not scale, so the file is refused in one line naming its input."""
+    f = TensorProto.FLOAT
+    shape = numpy_helper.from_array(np.array([2, 4], dtype=np.int64), "shape")
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["r"]),
+             helper.make_node("MatMul", ["r", "w"], ["y"], name="mm")]  # fmt: skip
+    x = helper.make_tensor_value_info("x", f, [1, 8])
+    y = helper.make_tensor_value_info("y", f, [2, 3])
+    path = _save(tmp_path, "pinned", nodes, [x], [y], [shape, _init("w", (4, 3))])
+    assert onnx_workload(path).gemms[0].shape == (2, 4, 3)
+    with pytest.raises(WorkloadError) as e:
+        onnx_workload(path, batch=3)
+    assert str(e.value) == (
+        f"{path}: input 'x' has a fixed batch of 1 (shape 1x8); re-shaped to batch 3, its work "
+        f"does not scale with the batch (24 MACs against 24 at batch 1); export it with a "
+        f"symbolic batch, or sweep batch: [1]")  # fmt: skip
+
+
+def test_a_symbolic_leading_dimension_takes_the_batch_whatever_its_name(tmp_path):
+    f = TensorProto.FLOAT
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")]
+    x = helper.make_tensor_value_info("x", f, ["dyn_0", 8])
+    y = helper.make_tensor_value_info("y", f, ["dyn_0", 3])
+    path = _save(tmp_path, "anyname", nodes, [x], [y], [_init("w", (8, 3))])
+    w = onnx_workload(path, batch=5)
+    assert (w.name, w.batch, w.gemms[0].shape) == ("anyname b5", 5, (5, 8, 3))
