@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .axi import BUS_WIDTHS, MAX_BURST_BYTES
-from .checks import check_bool, check_integer, is_integer
+from .checks import ValueTypeError, check_bool, check_integer, is_integer
 
 __all__ = [
     "DEFAULT_DEPTH",
@@ -19,6 +19,7 @@ __all__ = [
     "ArrayConfig",
     "Dataflow",
     "beyond_rtl",
+    "beyond_rtl_value",
     "check_buildable",
     "value_range",
 ]
@@ -88,17 +89,28 @@ def value_range(width: int, signed: bool) -> tuple[int, int]:
     return 0, (1 << width) - 1
 
 
+def beyond_rtl_value(name: str, value: Any) -> str | None:
+    """Why the RTL generator does not build ``name = value`` (past :data:`RTL_LIMITS`, named
+    with both ranges), or None (also for a name the RTL does not limit, or a non-integer)."""
+    if name not in RTL_LIMITS or not is_integer(value):
+        return None
+    lo, hi = RTL_LIMITS[name]
+    if lo <= value <= hi:
+        return None
+    return (
+        f"{name} = {value} is beyond what the RTL generator builds ({lo} to {hi}); "
+        f"the analytical model (systolic model, model-only sweep points) takes up to "
+        f"{LIMITS[name][1]}"
+    )
+
+
 def beyond_rtl(config: ArrayConfig) -> str | None:
     """Why the RTL generator does not build ``config`` (a parameter past :data:`RTL_LIMITS`,
     named with both ranges), or None when it does."""
-    for name, (lo, hi) in RTL_LIMITS.items():
-        value = getattr(config, name)
-        if not lo <= value <= hi:
-            return (
-                f"{name} = {value} is beyond what the RTL generator builds ({lo} to {hi}); "
-                f"the analytical model (systolic model, model-only sweep points) takes up to "
-                f"{LIMITS[name][1]}"
-            )
+    for name in RTL_LIMITS:
+        problem = beyond_rtl_value(name, getattr(config, name))
+        if problem is not None:
+            return problem
     return None
 
 
@@ -296,7 +308,9 @@ class ArrayConfig:
     def from_dict(cls, d: dict[str, Any]) -> ArrayConfig:
         """Build from a dictionary, rejecting unknown and missing keys by name."""
         if not isinstance(d, dict):
-            raise TypeError(f"an ArrayConfig must be given as a mapping, not {type(d).__name__}")
+            raise ValueTypeError(
+                f"an ArrayConfig must be given as a mapping, not {type(d).__name__}"
+            )
         fields = {f.name: f for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - set(fields))
         if unknown:

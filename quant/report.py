@@ -13,6 +13,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from systolic.sweeps.report.markdown import md_escape  # noqa: E402
 
 __all__ = ["write_report"]
 
@@ -146,15 +147,15 @@ def _markdown(blocks) -> str:
     lines = []
     for kind, *rest in blocks:
         if kind in ("h1", "h2", "h3"):
-            lines += ["#" * int(kind[1]) + " " + rest[0], ""]
+            lines += ["#" * int(kind[1]) + " " + md_escape(rest[0]), ""]
         elif kind == "p":
-            lines += [rest[0], ""]
+            lines += [md_escape(rest[0]), ""]
         elif kind == "list":
-            lines += [f"- {item}" for item in rest[0]] + [""]
+            lines += [f"- {md_escape(item)}" for item in rest[0]] + [""]
         elif kind == "table":
             head, rows = rest
-            lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-            lines += ["| " + " | ".join(row) + " |" for row in rows] + [""]
+            lines += ["| " + " | ".join(map(md_escape, head)) + " |", "|" + "---|" * len(head)]
+            lines += ["| " + " | ".join(map(md_escape, row)) + " |" for row in rows] + [""]
         elif kind == "img":
             lines += [f"![{rest[1]}]({rest[0]})", ""]
     return "\n".join(lines)

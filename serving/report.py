@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from systolic.sweeps.pareto import pareto_front
+from systolic.sweeps.report.markdown import md_escape
 
 __all__ = ["frontier", "write_serving_report"]
 
@@ -203,7 +204,8 @@ def write_serving_report(name: str, records: list[dict], out: Path,
                          for k, p in plots.items()]}  # fmt: skip
     paths["json"].write_text(json.dumps({"name": name, "summary": summary, "records": records},
                                         indent=1))  # fmt: skip
-    md = [f"# Serving report: {name}", "", intro, ""] + [f"- {n}" for n in notes or []]
+    md = [f"# Serving report: {md_escape(name)}", "", md_escape(intro), ""]
+    md += [f"- {md_escape(n)}" for n in notes or []]
     md += ["", "## Pareto frontier (feasible points)", "", *_md_table(FRONT_HEAD, front_rows), "",
            "## Every operating point", "", *_md_table(HEAD, rows)]  # fmt: skip
     for key, path in plots.items():
@@ -229,8 +231,8 @@ def write_serving_report(name: str, records: list[dict], out: Path,
 
 
 def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
-            *("| " + " | ".join(row) + " |" for row in rows)]  # fmt: skip
+    return ["| " + " | ".join(map(md_escape, head)) + " |", "|" + "---|" * len(head),
+            *("| " + " | ".join(map(md_escape, row)) + " |" for row in rows)]  # fmt: skip
 
 
 def _html_table(head: list[str], rows: list[list[str]]) -> str:

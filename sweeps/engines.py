@@ -22,7 +22,14 @@ import re
 from collections.abc import Callable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 
-__all__ = ["CONNECT_TIMEOUT", "RESTARTS", "Engine", "EngineError", "open_engine"]
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "RESTARTS",
+    "Engine",
+    "EngineError",
+    "check_address",
+    "open_engine",
+]
 
 #: Seconds to wait for a Dask scheduler to answer (``SYSTOLIC_SCHEDULER_TIMEOUT``).
 CONNECT_TIMEOUT = 10.0
@@ -109,8 +116,7 @@ class DaskCluster(Engine):
             from distributed import Client
         except ImportError:  # pragma: no cover - distributed is a pinned dependency
             raise EngineError("--scheduler needs the 'distributed' package") from None
-        if not re.fullmatch(r"(tcp|tls)://[^/:\s]+:\d+", address):
-            raise EngineError(f"--scheduler must be tcp://HOST:PORT (or tls://), not {address!r}")
+        check_address(address)
         self.address = address
         try:
             self.client = Client(address, timeout=timeout, set_as_default=False)
@@ -148,6 +154,13 @@ class DaskCluster(Engine):
 
     def close(self):
         self.client.close()
+
+
+def check_address(address: str) -> str:
+    """A Dask scheduler's address, ``tcp://HOST:PORT`` (or ``tls://``): ``ValueError`` if not."""
+    if not re.fullmatch(r"(tcp|tls)://[^/:\s]+:\d+", address):
+        raise ValueError(f"--scheduler must be tcp://HOST:PORT (or tls://), not {address!r}")
+    return address
 
 
 def open_engine(scheduler: str | None, jobs: int | None, tasks: int) -> Engine:

@@ -13,7 +13,10 @@ import os
 import signal
 from pathlib import Path
 
-__all__ = ["append_records", "load_results"]
+__all__ = ["SPEC_COPY", "append_records", "load_results"]
+
+#: The spec a results folder was made from, copied beside its results file by the first run.
+SPEC_COPY = "spec.yaml"
 
 
 def load_results(path: Path) -> list[dict]:

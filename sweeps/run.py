@@ -33,18 +33,70 @@ from systolic.sim.simulate import SimulationError, run_gemms
 from .engines import EngineError, open_engine
 from .evaluate import driver_workload, gemm_chunk, model_record, point_id, rtl_operands, rtl_record
 from .pareto import objectives_of, pareto_front
-from .results import append_records, load_results
+from .results import SPEC_COPY, append_records, load_results
 from .spec import Memory, Sweep
 from .synthesis import point_clock, point_fields, synth_id, synth_record
 from .workloads import Workload
 
-__all__ = ["SweepInterrupted", "run_sweep", "select_rtl"]
+__all__ = ["EngineUnavailable", "ResultsConflict", "SweepInterrupted", "run_sweep", "select_rtl"]
 
 RESULTS = "results.jsonl"
 
 
 class SweepInterrupted(RuntimeError):
     """The sweep stopped before every point finished; what finished is saved."""
+
+
+class EngineUnavailable(RuntimeError):
+    """No engine could be had for the sweep's tasks (a Dask scheduler that did not answer, or
+    has no workers); what finished before is saved."""
+
+
+class ResultsConflict(ValueError):
+    """The results folder holds another run's results: without ``resume``, or from a spec
+    that differs from this one (named by what differs); nothing was run or written."""
+
+
+def _differences(old, new, path: str = "") -> list[str]:
+    """The dotted paths where two parsed YAML documents differ."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for key in list(old) + [k for k in new if k not in old]:
+            here = f"{path}.{key}" if path else str(key)
+            out += ([here] if (key in old) != (key in new)
+                    else _differences(old[key], new[key], here))  # fmt: skip
+        return out
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [d for i, (a, b) in enumerate(zip(old, new, strict=True))
+                for d in _differences(a, b, f"{path}[{i}]")]  # fmt: skip
+    return [] if old == new else [path or "(the whole file)"]
+
+
+def _check_resumable(sweep: Sweep, out: Path, existing: list[dict], ids: set[str]) -> None:
+    """Refuse to mix this sweep's results with another's in ``out`` (see ResultsConflict)."""
+    import yaml
+
+    results = out / RESULTS
+    copy = out / SPEC_COPY
+    if copy.is_file():
+        try:
+            before = yaml.safe_load(copy.read_text())
+        except yaml.YAMLError:
+            before = None
+        differ = _differences(before, yaml.safe_load(sweep.path.read_text()))
+        if differ:
+            shown = ", ".join(differ[:6]) + (f" and {len(differ) - 6} more" if len(differ) > 6
+                                             else "")  # fmt: skip
+            raise ResultsConflict(
+                f"{results} holds the results of another spec: {sweep.path} differs from "
+                f"{copy} in {shown}; choose another --out (nothing was run)"
+            )
+    strangers = sorted({r["id"] for r in existing if r["kind"] != "synth"} - ids)
+    if strangers:
+        raise ResultsConflict(
+            f"{results} holds {len(strangers)} point(s) that {sweep.path} does not make (such "
+            f"as {strangers[0]}); choose another --out (nothing was run)"
+        )
 
 
 @dataclass
@@ -269,19 +321,20 @@ def run_sweep(
     """Evaluate every point of ``sweep`` into ``out/results.jsonl`` (see module) on a local pool
     of ``jobs`` workers, or on the Dask cluster whose scheduler is at ``scheduler``; return the
     file."""
-    out.mkdir(parents=True, exist_ok=True)
     results = out / RESULTS
     existing = load_results(results)
     if existing and not resume:
-        raise SweepInterrupted(
+        raise ResultsConflict(
             f"{results} already holds {len(existing)} result(s): continue "
-            f"with --resume, or choose another --out"
+            f"with --resume, or choose another --out (nothing was run)"
         )
-    (out / "spec.yaml").write_text(sweep.path.read_text())
-    coefficients = load_coefficients(sweep.coefficients)
-    done = {(r["id"], r["kind"]) for r in existing}
     points = [_Point(point_id(c, w, m), c, w, m) for m in sweep.memories for c in sweep.configs
               for w in sweep.workloads]  # fmt: skip
+    _check_resumable(sweep, out, existing, {p.id for p in points})
+    out.mkdir(parents=True, exist_ok=True)
+    (out / SPEC_COPY).write_text(sweep.path.read_text())
+    coefficients = load_coefficients(sweep.coefficients)
+    done = {(r["id"], r["kind"]) for r in existing}
 
     models = {r["id"]: r for r in existing if r["kind"] == "model" and r["status"] == "ok"}
     failed = sum(r["status"] == "failed" for r in existing if r["kind"] != "synth")
@@ -380,7 +433,7 @@ class _engine:
         try:
             self.engine = open_engine(*self.args)
         except EngineError as e:
-            raise SweepInterrupted(str(e)) from None
+            raise EngineUnavailable(str(e)) from None
         return self.engine
 
     def __exit__(self, kind, error, trace):

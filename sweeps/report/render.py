@@ -14,10 +14,12 @@ import json
 from pathlib import Path
 
 import jinja2
+import yaml
 
-from ..results import load_results
+from ..results import SPEC_COPY, load_results
 from .data import SERVING_FOLDER, TABLE_ROWS, ReportData, report_data
 from .interactive import interactive_plots, plotly_js
+from .markdown import md_escape
 from .plots import PLOTS, write_plots
 
 __all__ = ["render", "write_report"]
@@ -33,6 +35,7 @@ _ENV = {
     )
     for kind in ("md", "html")
 }
+_ENV["md"].filters["md"] = md_escape  # what came from a spec or a result, in Markdown
 for _env in _ENV.values():
     _env.globals["table_rows"] = TABLE_ROWS  # the longest table of points shown
     _env.globals["zip"] = zip
@@ -85,6 +88,16 @@ def render(data: ReportData, plots: dict[str, Path], kind: str, base: Path | Non
         sections=sections(data, interactive, figures))  # fmt: skip
 
 
+def _sweep_name(results: Path) -> str:
+    """The name of the spec the results come from (its copy beside them), else their folder's."""
+    copy = results.parent / SPEC_COPY
+    try:
+        name = yaml.safe_load(copy.read_text()).get("name") if copy.is_file() else None
+    except (yaml.YAMLError, AttributeError):
+        name = None
+    return str(name) if name is not None else results.parent.name
+
+
 def write_report(results: Path, out: Path | None = None) -> dict[str, Path]:
     """Write ``report.md``, ``report.html``, the PNG plots and ``points.csv`` (the table of every
     point) next to ``results``."""
@@ -95,7 +108,7 @@ def write_report(results: Path, out: Path | None = None) -> dict[str, Path]:
         raise ValueError(f"{results}: no results to report")
     study = results.parent / SERVING_FOLDER / "serving.json"
     serving = json.loads(study.read_text())["summary"] if study.is_file() else None
-    data = report_data(records, results.parent.name, serving)
+    data = report_data(records, _sweep_name(results), serving)
     plots = write_plots(data, out)
     paths = {"markdown": out / "report.md", "html": out / "report.html", "csv": out / "points.csv"}
     with open(paths["csv"], "w", newline="") as f:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import sys
 
+from systolic.contract.checks import ValueTypeError
+
 from . import (
     accuracy,
     compare,
@@ -35,7 +37,7 @@ def build_parser() -> options.Parser:
         prog="systolic",
         description="Generate, verify and measure weight-, output- and input-stationary "
         "systolic arrays.",
-    )
+    )  # its epilog, and every subcommand's, lists the exit statuses (options.EXIT_STATUSES)
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=options.Parser
     )
@@ -51,13 +53,13 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except options.UsageError as e:
         print(e, file=sys.stderr)
-        return 2
-    except (ValueError, TypeError) as e:  # invalid configuration values, named by the message
+        return options.EXIT_USAGE
+    except (ValueError, ValueTypeError) as e:  # invalid values, named by the message
         print(f"systolic: {e}", file=sys.stderr)
-        return 2
+        return options.EXIT_USAGE
     except RuntimeError as e:  # a failed build or simulation: its message names the log
         print(f"systolic: {e}", file=sys.stderr)
-        return 1
+        return options.EXIT_FAILED
     except BrokenPipeError:  # `systolic ... | head`: the reader left; not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

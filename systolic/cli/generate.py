@@ -11,7 +11,7 @@ from systolic.contract.interface import TOPS
 from systolic.rtl.generate import write_design
 from systolic.sim.lint import lint
 
-from .options import add_config_options, config_from_args
+from .options import add_config_options, check_output_folder, config_from_args, output_folder
 
 
 def add_parser(sub) -> None:
@@ -29,7 +29,7 @@ def add_parser(sub) -> None:
     add_config_options(p, rtl=True)
     p.add_argument(
         "--out",
-        type=Path,
+        type=output_folder,
         metavar="DIR",
         help="output folder (default: ./<config name>, e.g. ./ws-8x8-i8-acc32)",
     )
@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     check_buildable(config)  # before anything is generated or built
     out = args.out if args.out is not None else Path(config.name)
+    check_output_folder(out, "generate")
     paths = write_design(config, out, args.design)
     report = {"name": config.name, **{k: str(v) for k, v in paths.items()}}
     status = 0

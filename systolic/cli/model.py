@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from systolic.contract.dma import place
 from systolic.models.device import DeviceFigures, predict_device, trace_device
@@ -22,6 +21,7 @@ from .options import (
     config_from_args,
     energy_coefficients,
     memory_from_args,
+    output_file,
 )
 from .output import print_energy, print_figures, write_trace
 
@@ -48,7 +48,7 @@ def add_parser(sub) -> None:
         "scaled to the whole GEMM (models.toggles.estimate_toggles)",
     )
     add_data_option(p, "operand data the energy estimate assumes (default random)")
-    p.add_argument("--trace", type=Path, metavar="FILE.json",
+    p.add_argument("--trace", type=output_file, metavar="FILE.json",
                    help="write the timeline (loads, compute, stores, waits) as Chrome "
                    "trace-event JSON, from the cycle-level model (as with --exact)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the prediction as JSON")

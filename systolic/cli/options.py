@@ -13,6 +13,7 @@ from systolic.contract.config import (
     RTL_LIMITS,
     ArrayConfig,
     Dataflow,
+    beyond_rtl_value,
 )
 from systolic.contract.dma import LOOP_ORDERS
 from systolic.contract.memory import DEFAULT_MEMORY, DRAM_PRESETS, Dram
@@ -21,8 +22,19 @@ from systolic.models.chunking import CHUNKINGS, choose_chunk
 from systolic.models.energy import Coefficients, load_coefficients
 
 __all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_STATUSES",
+    "EXIT_UNAVAILABLE",
+    "EXIT_USAGE",
     "Parser",
     "UsageError",
+    "check_output_folder",
+    "file_problem",
+    "folder_problem",
+    "output_file",
+    "output_folder",
     "add_config_options",
     "add_data_option",
     "add_energy_options",
@@ -40,9 +52,77 @@ class UsageError(Exception):
     """A bad option or value: reported as one line, exit status 2."""
 
 
+#: Exit statuses, one meaning each (every command's --help lists them).
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
+EXIT_STATUSES = f"""exit status:
+  {EXIT_OK}  done
+  {EXIT_FAILED}  a check, simulation or evaluation failed (the message or the report says which)
+  {EXIT_USAGE}  bad usage: an option, a specification or configuration file, or an output path
+  {EXIT_INTERRUPTED}  interrupted while running (Ctrl-C, workers that died): what finished is
+     saved; rerun with --resume where the command has it
+  {EXIT_UNAVAILABLE}  a service it needs did not answer (a Dask scheduler)"""
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's, but the exit statuses keep their lines."""
+
+    def _fill_text(self, text, width, indent):
+        if text == EXIT_STATUSES:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
 class Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("epilog", EXIT_STATUSES)
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message):  # argparse prints the whole usage; one clear line is enough
         raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def folder_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be a folder to write into (it, or a folder above it, is a file), or
+    None: an existing folder, or one that can be created."""
+    for above in (path, *path.parents):
+        if above.exists():
+            if above.is_dir():
+                return None
+            return (f"{path} is a file, not a folder" if above == path
+                    else f"{above} is a file, so {path} cannot be a folder")  # fmt: skip
+    return None
+
+
+def file_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be a file to write (it is a folder, or its folder cannot be)."""
+    if path.is_dir():
+        return f"{path} is a folder, not a file"
+    return folder_problem(path.parent)
+
+
+def output_folder(text: str) -> Path:
+    """An argparse type: a folder to write into, checked before any work runs."""
+    problem = folder_problem(Path(text))
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return Path(text)
+
+
+def output_file(text: str) -> Path:
+    """An argparse type: a file to write, checked before any work runs."""
+    problem = file_problem(Path(text))
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return Path(text)
+
+
+def check_output_folder(path: Path, command: str, option: str = "--out") -> Path:
+    """A default output folder (one the user did not give), checked like :func:`output_folder`."""
+    problem = folder_problem(path)
+    if problem:
+        raise UsageError(f"systolic {command}: {problem} (choose another with {option})")
+    return path
 
 
 def add_config_options(p: argparse.ArgumentParser, *, rtl: bool) -> None:
@@ -53,6 +133,7 @@ def add_config_options(p: argparse.ArgumentParser, *, rtl: bool) -> None:
         lo, hi = (RTL_LIMITS if rtl else {}).get(name, LIMITS[name])
         return f"{lo}..{hi}"
 
+    p.set_defaults(rtl_limits=rtl)
     g = p.add_argument_group("array configuration")
     g.add_argument(
         "--config",
@@ -247,6 +328,11 @@ def config_from_args(args: argparse.Namespace) -> ArrayConfig:
             raise UsageError(
                 f"systolic {args.command}: --{key} is required (or give --config FILE)"
             )
+    if getattr(args, "rtl_limits", False):  # a command that builds RTL names the RTL's range
+        for key, value in values.items():
+            problem = beyond_rtl_value(key, value)
+            if problem:
+                raise UsageError(f"systolic {args.command}: --{key.replace('_', '-')}: {problem}")
     return ArrayConfig.from_dict(values)
 
 

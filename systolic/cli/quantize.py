@@ -11,7 +11,7 @@ from systolic.quant.playbook import Options, run_playbook
 from systolic.quant.report import write_report
 from systolic.quant.tasks import MODELS
 
-from .options import fraction, non_negative, positive
+from .options import check_output_folder, fraction, non_negative, output_folder, positive
 
 KNOWN = tuple(f"{t}:{m}" for t, ms in MODELS.items() for m in ms)
 
@@ -36,7 +36,7 @@ def add_parser(sub) -> None:
                    help="quantize this ONNX network (a chain of Conv, MatMul/Gemm, Relu, "
                    "Flatten, no biases) on the task of the one model given, instead of "
                    "training")  # fmt: skip
-    p.add_argument("--out", type=Path, default=Path("results/quantize"), metavar="DIR",
+    p.add_argument("--out", type=output_folder, default=Path("results/quantize"), metavar="DIR",
                    help="report folder (results/quantize)")  # fmt: skip
     p.add_argument(
         "--floor",
@@ -61,6 +61,7 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.onnx is not None and len(args.models) != 1:
         raise ValueError("--onnx needs exactly one --models TASK:MODEL (whose task it runs on)")
+    check_output_folder(args.out, "quantize")  # the default's too, before any work
     opts = Options(
         models=tuple(args.models), out=args.out, floor=args.floor, qat_epochs=args.qat_epochs,
         rtl_samples=args.rtl_samples, rows=args.rows, seed=args.seed, onnx=args.onnx,

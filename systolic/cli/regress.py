@@ -16,7 +16,7 @@ from systolic.experiments.regress import (
     write_junit,
 )
 
-from .options import UsageError, positive
+from .options import UsageError, file_problem, output_file, positive
 
 
 def add_parser(sub) -> None:
@@ -38,9 +38,9 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, help="seed of the cases (default: drawn and printed)")
     p.add_argument("--case", type=int, action="append", metavar="I",
                    help="run case I of the seed alone (repeatable), as a replay")  # fmt: skip
-    p.add_argument("--junit", type=Path, metavar="FILE",
+    p.add_argument("--junit", type=output_file, metavar="FILE",
                    help="JUnit XML report (default regress-<config>-s<seed>.xml)")  # fmt: skip
-    p.add_argument("--waves", type=Path, metavar="FILE",
+    p.add_argument("--waves", type=output_file, metavar="FILE",
                    help="with one --case: its waveform (.fst, or .vcd)")  # fmt: skip
     p.add_argument("--no-pauses", action="store_true",
                    help="no cases behind the AXI RAM (which needs a second build)")  # fmt: skip
@@ -73,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("systolic regress: --waves needs exactly one --case (one GEMM's waveform)")
     if args.waves is not None and args.waves.suffix not in (".fst", ".vcd"):
         raise UsageError(f"systolic regress: --waves must end in .fst or .vcd, not {args.waves}")
+    junit = args.junit or Path(f"regress-{config.name}-s{seed}.xml")
+    if file_problem(junit):  # the default name, checked before any case runs
+        raise UsageError(f"systolic regress: {file_problem(junit)} (choose another with --junit)")
     selected = [case(config, seed, i, pauses) for i in indices]
     print(f"{config.name}: {len(selected)} GEMM(s), seed {seed}"
           + (f", case {indices[0]}" if args.case and len(indices) == 1 else ""))  # fmt: skip
@@ -91,7 +94,6 @@ def run(args: argparse.Namespace) -> int:
 
     outcomes = run_regression(config, selected, waves=args.waves, timeout=args.timeout,
                               progress=show)  # fmt: skip
-    junit = args.junit or Path(f"regress-{config.name}-s{seed}.xml")
     write_junit(junit, config, seed, outcomes, replay)
     failed = [o for o in outcomes if not o.passed]
     print(f"{len(outcomes) - len(failed)} of {len(outcomes)} passed; JUnit XML: {junit}")

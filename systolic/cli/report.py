@@ -8,7 +8,7 @@ from pathlib import Path
 from systolic.sweeps.report import write_report
 from systolic.sweeps.report.browser import Browser
 
-from .options import UsageError
+from .options import UsageError, output_file, output_folder
 
 
 def add_parser(sub) -> None:
@@ -19,8 +19,8 @@ def add_parser(sub) -> None:
         "and the PNG plots into its folder (or --out).",
     )
     p.add_argument("results", type=Path, help="a results.jsonl written by systolic sweep")
-    p.add_argument("--out", type=Path, metavar="DIR", help="where to write the report")
-    p.add_argument("--screenshot", type=Path, metavar="PNG",
+    p.add_argument("--out", type=output_folder, metavar="DIR", help="where to write the report")
+    p.add_argument("--screenshot", type=output_file, metavar="PNG",
                    help="also open report.html in headless Chromium and save its first screen "
                    "(1280x800) as PNG; exit 1 if the page logs an error")  # fmt: skip
     p.set_defaults(func=run)

@@ -12,6 +12,8 @@ from systolic.serving.report import frontier, write_serving_report
 from systolic.serving.spec import load_serving_spec
 from systolic.serving.study import run_study
 
+from .options import check_output_folder, output_folder
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
@@ -26,7 +28,7 @@ def add_parser(sub) -> None:
         "serving.json and plots in OUT. See serving/spec.py for the format.",
     )
     p.add_argument("spec", type=Path, help="the serving study (YAML)")
-    p.add_argument("--out", type=Path, metavar="DIR",
+    p.add_argument("--out", type=output_folder, metavar="DIR",
                    help="report folder (default: results/<spec name>-serving)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the records as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -36,6 +38,7 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     spec = load_serving_spec(args.spec)  # SpecError names file, line and key: exit 2
     out = args.out if args.out is not None else Path("results") / f"{spec.name}-serving"
+    check_output_folder(out, "serve")
 
     def progress(text: str) -> None:
         if not args.quiet:

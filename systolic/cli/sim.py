@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import numpy as np
 
@@ -28,6 +27,7 @@ from .options import (
     config_from_args,
     energy_coefficients,
     memory_from_args,
+    output_file,
 )
 from .output import print_energy, print_figures, write_trace
 
@@ -45,7 +45,7 @@ def add_parser(sub) -> None:
     add_config_options(p, rtl=True)
     add_shape_options(p, required=True)
     p.add_argument("--seed", type=int, help="random seed of the operands (default: random)")
-    p.add_argument("--waves", type=Path, metavar="FILE",
+    p.add_argument("--waves", type=output_file, metavar="FILE",
                    help="write the waveform of the run: FILE.fst (compact) or FILE.vcd; open "
                    "it with gtkwave or surfer")  # fmt: skip
     add_data_option(
@@ -69,7 +69,7 @@ def add_parser(sub) -> None:
         "also count switching activity (a separate, instrumented build, 1.4-4x slower) and "
         "print the energy by component and by traffic class",
     )
-    p.add_argument("--trace", type=Path, metavar="FILE.json",
+    p.add_argument("--trace", type=output_file, metavar="FILE.json",
                    help="write the run's timeline (loads, compute, stores, waits) as Chrome "
                    "trace-event JSON for Perfetto or chrome://tracing, and check it against "
                    "the model's, event for event")  # fmt: skip

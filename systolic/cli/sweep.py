@@ -3,18 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from systolic.serving.report import write_serving_report
 from systolic.serving.spec import load_serving_spec
 from systolic.serving.study import run_study
+from systolic.sweeps.engines import check_address
 from systolic.sweeps.report import SERVING_FOLDER, points_of, write_report
 from systolic.sweeps.results import load_results
-from systolic.sweeps.run import SweepInterrupted, run_sweep
+from systolic.sweeps.run import EngineUnavailable, SweepInterrupted, run_sweep
 from systolic.sweeps.spec import load_spec
 
-from .options import positive
+from .options import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_UNAVAILABLE,
+    UsageError,
+    check_output_folder,
+    output_folder,
+    positive,
+)
 
 
 def add_parser(sub) -> None:
@@ -25,11 +36,10 @@ def add_parser(sub) -> None:
         "model, simulate the points the spec chooses in RTL (cycles, counters, toggle energy, "
         "bit-exact check), append each result to RESULTS/results.jsonl as it finishes, and "
         "write report.md, report.html and PNG plots there. See sweeps/spec.py for the format "
-        "and sweeps/specs/default.yaml for an example. Exit status 1 when an evaluation failed, "
-        "3 when interrupted (rerun with --resume).",
+        "and sweeps/specs/default.yaml for an example.",
     )
     p.add_argument("spec", type=Path, help="the sweep specification (YAML)")
-    p.add_argument("--out", type=Path, metavar="DIR",
+    p.add_argument("--out", type=output_folder, metavar="DIR",
                     help="results folder (default: results/<spec name>)")  # fmt: skip
     p.add_argument("--jobs", type=positive, metavar="N",
                     help="worker processes: batches of model points, then configurations "
@@ -49,15 +59,26 @@ def run(args: argparse.Namespace) -> int:
     sweep = load_spec(args.spec)  # SpecError (a ValueError) names file, line and key: exit 2
     study = load_serving_spec(sweep.serving) if sweep.serving else None  # checked before any work
     out = args.out if args.out is not None else Path("results") / sweep.name
+    check_output_folder(out, "sweep")
     print(f"sweep {sweep.name}: {len(sweep.configs)} configuration(s) x {len(sweep.workloads)} "
           f"workload(s) = {sweep.points} points; RTL: {sweep.rtl}; results in {out}",
           file=sys.stderr)  # fmt: skip
+    scheduler = args.scheduler or os.environ.get("SYSTOLIC_SCHEDULER") or None
+    if scheduler:
+        try:
+            check_address(scheduler)
+        except ValueError as e:
+            where = "" if args.scheduler else " (from $SYSTOLIC_SCHEDULER)"
+            raise UsageError(f"systolic sweep: {e}{where}") from None
     try:
         results = run_sweep(sweep, out, jobs=args.jobs, resume=args.resume,
-                            progress=not args.quiet, scheduler=args.scheduler)  # fmt: skip
+                            progress=not args.quiet, scheduler=scheduler)  # fmt: skip
+    except EngineUnavailable as e:
+        print(f"systolic sweep: {e}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
     except SweepInterrupted as e:
         print(f"systolic sweep: {e}", file=sys.stderr)
-        return 3
+        return EXIT_INTERRUPTED
     if study is not None:
         if not args.quiet:
             print(f"serving study {study.name}: {len(study.streams)} stream(s)", file=sys.stderr)
@@ -68,4 +89,4 @@ def run(args: argparse.Namespace) -> int:
     points, failures = points_of(load_results(results))
     print(f"{len(points)} points, {len(failures)} failed evaluation(s); report: {paths['html']} "
           f"(and {paths['markdown'].name}, plots in {paths['html'].parent})")  # fmt: skip
-    return 1 if failures else 0
+    return EXIT_FAILED if failures else EXIT_OK
