@@ -37,8 +37,8 @@ _NOT_A_FOLDER = "not-a-folder"
 
 def _pytest(args: list[str], env: dict, xml: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}",
-         *args],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--rootdir={REPO}",
+         f"--junitxml={xml}", *args],
         cwd=REPO, env=env, capture_output=True, text=True,
     )  # fmt: skip
 
@@ -73,7 +73,7 @@ def run_seeds(seeds: str, jobs: int, select: list[str]) -> int:
     env = {k: v for k, v in os.environ.items() if k != "SYSTOLIC_SEED"}
     env["SYSTOLIC_BUILD_DIR"] = str(work / _NOT_A_FOLDER / "build")
     print("first pass: each seeded test on one seed, with builds impossible ...", flush=True)
-    _pytest(["--seeds", "1-1", *select], env, work / "first.xml")
+    _pytest(["--seeds=1-1", *select], env, work / "first.xml")
     first = _outcomes(work / "first.xml")
     builds = sorted(_base(t)[0] for t, why in first.items() if why and _NOT_A_FOLDER in why)
     (work / "exclude.txt").write_text("\n".join(builds) + "\n")
@@ -83,8 +83,11 @@ def run_seeds(seeds: str, jobs: int, select: list[str]) -> int:
     stats.mkdir()
     env["SYSTOLIC_STATISTICS"] = str(stats)
     print(f"seeds {seeds} on {jobs} worker(s) ...", flush=True)
-    _pytest(["--seeds", seeds, "--seeds-exclude", str(work / "exclude.txt"), "-n", str(jobs),
-             *select], env, work / "seeds.xml")  # fmt: skip
+    run = _pytest([f"--seeds={seeds}", f"--seeds-exclude={work / 'exclude.txt'}", "-n",
+                   str(jobs), *select], env, work / "seeds.xml")  # fmt: skip
+    if not (work / "seeds.xml").is_file():
+        print(run.stdout[-3000:] + run.stderr[-3000:])
+        return 2
     outcomes = _outcomes(work / "seeds.xml")
     by_test: dict[str, dict] = defaultdict(lambda: {"runs": 0, "failed": []})
     for nodeid, why in outcomes.items():
@@ -135,7 +138,8 @@ def main(argv=None) -> int:
                         help="the seeds, inclusive (default: 1-200)")  # fmt: skip
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2,
                         help="pytest-xdist workers (default: the cores)")  # fmt: skip
-    parser.add_argument("select", nargs="*", help="pytest selections (default: tests/)")
+    parser.add_argument("select", nargs="*", default=["tests"],
+                        help="pytest selections (default: tests)")  # fmt: skip
     args = parser.parse_args(argv)
     return run_seeds(args.seeds, args.jobs, args.select)
 
