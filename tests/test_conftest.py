@@ -71,3 +71,29 @@ def test_every_worker_sees_the_seed_of_the_header(tmp_path):
     # and a replay with that seed gives every worker the same seed again
     _, again = _run(tmp_path, seed)
     assert {s for _, _, s in again} == {seed}, again
+
+
+SEEDED = """
+def test_seeded(seed):
+    assert seed != 3
+
+
+def test_plain():
+    pass
+"""
+
+
+def test_seeds_runs_each_seeded_test_once_per_seed_and_replays_a_failure(tmp_path):
+    """``--seeds 2-4`` (make seeds): the seeded test once per seed, the others deselected, and
+    a failure names its seed and the plain run that replays it; the statistic helpers record."""
+    shutil.copy(Path(__file__).with_name("conftest.py"), tmp_path / "conftest.py")
+    (tmp_path / "test_inner.py").write_text(SEEDED)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+         "--seeds=2-4", "-v", str(tmp_path / "test_inner.py")],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    out = run.stdout
+    assert "1 failed, 2 passed, 1 deselected" in out, out
+    assert "test_seeded[seed2] PASSED" in out and "test_seeded[seed4] PASSED" in out, out
+    assert "replay: SYSTOLIC_SEED=3 make test PYTEST_ARGS='test_inner.py::test_seeded'" in out
