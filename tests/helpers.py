@@ -85,7 +85,7 @@ name: tiny
 configs:
   dataflow: [ws, os]
   array: [2x2]
-  depth: [256]
+  depth: [1024]  # the default: ws-2x2 is the activity build other tests make
 workloads:
   - gemm: {m: 8, k: 6, n: 5}
   - gemm: {m: 3, k: 9, n: 4}

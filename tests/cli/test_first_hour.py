@@ -107,7 +107,7 @@ def test_a_resume_from_another_spec_is_refused_and_the_title_is_the_specs_name(t
     before = (out / "results.jsonl").read_text()
     other = tmp_path / "other"
     other.mkdir()
-    changed = write_spec(other, spec.read_text().replace("depth: [256]", "depth: [512]"))
+    changed = write_spec(other, spec.read_text().replace("depth: [1024]", "depth: [512]"))
     again = run_cli("sweep", str(changed), "--out", str(out), "--resume", "--quiet")
     assert again.returncode == 2
     assert again.stderr.strip().endswith(

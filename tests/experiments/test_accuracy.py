@@ -7,7 +7,7 @@ from __future__ import annotations
 def test_accuracy_retention_through_the_rtl():
     from systolic.experiments.accuracy import run_accuracy
 
-    experiment = run_accuracy(test_samples=200, rows=4)  # seed 0: int8 100%, bf16 100%
+    experiment = run_accuracy(test_samples=100, rows=4)  # seed 0
     print(experiment.table())
     assert experiment.float_accuracy > 0.8  # the task is learnable, and not trivially
     by_name = {r.precision: r for r in experiment.results}

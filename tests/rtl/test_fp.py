@@ -14,15 +14,22 @@ SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1.0 + 2.0**-7, -1.5, 
             2.0**-126, -(2.0**-126), 2.0**-70, 2.0**70, 2.0**-24, 2.0**-25, 1e-39]  # fmt: skip
 
 
-CONFIGS = [ArrayConfig(d, 2, 3, number="bf16", a_depth=64, b_depth=64, c_depth=64)
-           for d in ("ws", "os", "is")]  # fmt: skip
+#: Hardware other tests build: WS 4x4 and OS 3x4 as activity builds (the accuracy experiment's
+#: and test_toggles.py's, so these run with activity counting on), IS 2x3 (test_simulate.py's).
+CONFIGS = [ArrayConfig("ws", 4, 4, number="bf16"), ArrayConfig("os", 3, 4, number="bf16"),
+           ArrayConfig("is", 2, 3, number="bf16", a_depth=64, b_depth=64, c_depth=64)]  # fmt: skip
+ACTIVITY = {"ws", "os"}
+
+
+def _run(config, operands):
+    return run_gemms(config, operands, activity=config.dataflow.value in ACTIVITY)
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
 def test_bf16_gemm_bit_exact(config, seed):
     rng = np.random.default_rng(seed)
     operands = random_operands(rng, config, [(5, 7, 6), (9, 20, 11), (3, 1, 4)])
-    for (a, b), res in zip(operands, run_gemms(config, operands), strict=True):
+    for (a, b), res in zip(operands, _run(config, operands), strict=True):
         assert np.array_equal(res.c, reference(config, a, b))
 
 
@@ -34,7 +41,7 @@ def test_bf16_special_values_bit_exact(config):
     ones = bf16_bits(np.ones((2, 1)))
     # every product: C[i, j] = a_i * b_j; every sum: C[r] = (+0 + x_r) + y_r
     operands = [(bits[:, None], bits[None, :]), (pairs, ones)]
-    for (a, b), res in zip(operands, run_gemms(config, operands), strict=True):
+    for (a, b), res in zip(operands, _run(config, operands), strict=True):
         expected = reference(config, a, b)
         bad = np.argwhere(res.c != expected)
         assert not bad.size, [(a[i].tolist(), hex(res.c[i, j]), hex(expected[i, j]))

@@ -29,11 +29,14 @@ from systolic.golden.requant import RequantParams
 from systolic.models.device import predict_device
 from systolic.sim.simulate import Quantization, run_gemms
 
+#: OS and IS take zero points (tests/rtl/test_quantized.py runs its extreme zero points on
+#: them; here they are 0), so that one build serves both files.
 CONFIGS = [
     ArrayConfig("ws", 2, 3, a_depth=24, b_depth=24, c_depth=24),
     ArrayConfig("os", 3, 2, a_depth=24, b_depth=24, c_depth=24, a_width=4, b_width=6,
-                a_signed=False, acc_width=20, bus_width=64),
-    ArrayConfig("is", 3, 3, a_depth=24, b_depth=24, c_depth=24, max_burst=2, max_reads=2),
+                a_signed=False, acc_width=20, bus_width=64, zero_points=True),
+    ArrayConfig("is", 3, 3, a_depth=24, b_depth=24, c_depth=24, max_burst=2, max_reads=2,
+                a_width=4, b_width=6, acc_width=20, zero_points=True),
 ]  # fmt: skip
 
 
@@ -71,8 +74,10 @@ def test_device_gemms_bit_exact_in_every_order(config, seed):
 def test_quantized_and_accumulating_gemms(seed):
     """Zero points, requantization (IS: a C word is one channel), and accumulate into C."""
     rng = np.random.default_rng(seed)
+    # the AXI conformance test's configuration (64-bit bus, 2-beat bursts): one build
     config = ArrayConfig("is", 2, 3, a_depth=24, b_depth=24, c_depth=24, zero_points=True,
-                         requant=True, a_signed=False, out_signed=False)  # fmt: skip
+                         requant=True, a_signed=False, out_signed=False, bus_width=64,
+                         max_burst=2)  # fmt: skip
     shapes = [(7, 9, 8), (5, 4, 11)]
     operands = random_operands(rng, config, shapes)
     params = [
@@ -98,7 +103,7 @@ def test_quantized_and_accumulating_gemms(seed):
     (a, b), (za, zb) = operands[0], zeros[0]
     np.testing.assert_array_equal(r.c, reference(config, a, b, za, zb))
     assert dict(predict_device(config, r.descriptor, memory)) == r.counters
-    plain = ArrayConfig("ws", 2, 2, a_depth=24, b_depth=24, c_depth=24)
+    plain = CONFIGS[0]  # built for the tests above
     operands = random_operands(rng, plain, [(6, 7, 5)])
     c0 = rng.integers(-1000, 1000, (6, 5))
     (r,) = run_gemms(plain, operands, c_in=[c0], order="kmn", memory=memory, timeout=DEADLINE)
@@ -166,7 +171,7 @@ def test_refusals_at_the_edge_of_the_checks_products(seed):
 
 
 def test_refused_descriptors_move_nothing():
-    config = ArrayConfig("ws", 2, 2, a_depth=24, b_depth=24, c_depth=24)
+    config = CONFIGS[0]  # built for the tests above
     good = place(config, 6, 6, 6)
     cases = {
         Refusal.DIMENSION: dataclasses.replace(good, m=0),

@@ -58,7 +58,7 @@ def test_hand_counted_toggles_os():
 
 
 def test_zero_gemm_flips_only_flags_and_control():
-    config = ArrayConfig("ws", 2, 2, a_depth=256, b_depth=256, c_depth=256)  # as tests/sweeps
+    config = ArrayConfig("ws", 2, 2)  # as tests/sweeps and tests/synth build it
     zeros = np.zeros((4, 4), dtype=np.int64)
     r = run_gemm(config, zeros, zeros, activity=True)
     for key in [("accumulator", "psum"), ("multiplier", "compute"), ("stationary", "weight")]:

@@ -57,7 +57,7 @@ def _params(channels: int):
 @pytest.mark.parametrize(
     "config",
     [ArrayConfig("ws", 3, 5, **DEPTHS),
-     ArrayConfig("os", 2, 3, number="bf16", a_depth=64, b_depth=64, c_depth=64)],
+     ArrayConfig("is", 2, 3, number="bf16", a_depth=64, b_depth=64, c_depth=64)],  # test_fp's
     ids=lambda c: c.name,
 )  # fmt: skip
 def test_gemms_through_the_device_equal_the_model(config, seed):

@@ -18,7 +18,8 @@ from systolic.sim.simulate import Quantization, run_gemms
 #: Configurations tests/sim/test_device.py builds too (no build of their own).
 WS = ArrayConfig("ws", 2, 3, a_depth=24, b_depth=24, c_depth=24)
 IS_REQUANT = ArrayConfig("is", 2, 3, a_depth=24, b_depth=24, c_depth=24, zero_points=True,
-                         requant=True, a_signed=False, out_signed=False)  # fmt: skip
+                         requant=True, a_signed=False, out_signed=False, bus_width=64,
+                         max_burst=2)  # fmt: skip
 
 
 def _check(config, res, memory):

@@ -20,7 +20,7 @@ WORKLOAD_1 = "  - gemm: {m: 3, k: 9, n: 4}\n    count: 3"
         ("array: [2x2]", "array: [2by2]", ":4: configs.array.0: must be ROWSxCOLS like 8x8"),
         ("array: [2x2]", "array: [1x0]",
          ":4: configs.array: cols must be an integer between 1 and 512"),
-        ("depth: [256]", "depth: [256]\n  precision: [int7]",
+        ("depth: [1024]", "depth: [1024]\n  precision: [int7]",
          ":6: configs.precision: must be one of int4, int8, int16, bf16, not 'int7'"),
         ("{m: 8, k: 6, n: 5}", "{m: 8, k: six, n: 5}",
          ":7: workloads.0.gemm.k: must be an integer >= 1, not 'six'"),
@@ -81,8 +81,7 @@ def test_spec_error_on_the_command_line(tmp_path):
 def test_spec_crosses_configs_and_workloads(tmp_path):
     sweep = load_spec(write_spec(tmp_path, TINY.replace("array: [2x2]", "array: [2x2, 3x4]")))
     assert [c.name for c in sweep.configs] == [
-        "ws-2x2-i8-acc32-d256.256.256", "ws-3x4-i8-acc32-d256.256.256",
-        "os-2x2-i8-acc32-d256.256.256", "os-3x4-i8-acc32-d256.256.256",
+        "ws-2x2-i8-acc32", "ws-3x4-i8-acc32", "os-2x2-i8-acc32", "os-3x4-i8-acc32",
     ]  # fmt: skip
     assert sweep.points == 8 and sweep.rtl == "all"
 

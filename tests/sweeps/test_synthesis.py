@@ -60,8 +60,8 @@ def test_a_synthesized_sweep_runs_each_configuration_at_its_own_clock(tmp_path):
     assert rtl["bit_exact"] and rtl["model_diff"]["cycles"] == 0
     failed = next(x for x in records if x["kind"] == "model" and x["status"] == "failed")
     assert "not synthesized" in failed["error"] and "rows = 128" in failed["error"]
-    text = (out / "report.md").read_text()
-    assert "## Area and clock" in text and "## Efficiency" in text and "area_mm2" in text
+    text = (out / "report.md").read_text()  # Markdown: names escaped
+    assert "## Area and clock" in text and "## Efficiency" in text and "area\\_mm2" in text
     # resumed, nothing is synthesized again
     again = run_cli("sweep", str(spec), "--out", str(out), "--resume")
     assert again.returncode == 1, again.stderr
