@@ -97,6 +97,8 @@ def beyond_rtl_value(name: str, value: Any) -> str | None:
     lo, hi = RTL_LIMITS[name]
     if lo <= value <= hi:
         return None
+    if value < lo:  # below both ranges (which start together)
+        return f"{name} must be an integer between {lo} and {hi} (the RTL generator's), not {value}"
     return (
         f"{name} = {value} is beyond what the RTL generator builds ({lo} to {hi}); "
         f"the analytical model (systolic model, model-only sweep points) takes up to "

@@ -17,7 +17,7 @@ from ..helpers import coefficients_with, run_cli
         ),
         (
             ["generate", "--dataflow", "ws", "--rows", "0", "--cols", "2"],
-            "rows must be an integer between 1 and 512, not 0",
+            "rows must be an integer between 1 and 64 (the RTL generator's), not 0",
         ),
         (
             ["generate", "--dataflow", "ws", "--rows", "65", "--cols", "2"],

@@ -92,7 +92,7 @@ def test_sim_behind_a_slow_memory_prints_the_waits():
         ),
         (
             ["--m", "2", "--k", "2", "--n", "2", "--c-depth", "0"],
-            "c_depth must be an integer between 1 and 16777216, not 0",
+            "c_depth must be an integer between 1 and 65536 (the RTL generator's), not 0",
         ),
         (
             ["--m", "2", "--k", "2", "--n", "2", "--c-depth", "65537"],
