@@ -7,9 +7,9 @@ import pytest
 
 from ..helpers import at_most
 
-#: The fraction of zeros of 200,000 draws has a standard deviation of at most 0.0011; bound set
-#: from its spread over seeds 1-200 (make seeds).
-ZEROS_TOLERANCE = 0.01
+#: |zeros - expected| over seeds 1-200 (make seeds): mean + 6 sd is 0.0048 at P = 0.3 (worst
+#: 0.0035), 0.0027 at 0.9, 0.0006 at 0; the bound, rounded up.
+ZEROS_TOLERANCE = 0.005
 
 
 def test_data_kinds(seed):

@@ -14,7 +14,8 @@ from systolic.quant.pipeline import Recipe, make_plan, run_integer
 
 from ..helpers import at_least
 
-#: A bound from the spread over seeds 1-200 (make seeds).
+#: Over seeds 1-200 (make seeds) the share is 0.9945 on average (sd 0.013), 30 of 32 at worst;
+#: mean - 6 sd is 0.918, so the bound allows 29 of 32.
 MIXED_AGREEMENT = 0.9
 
 

@@ -15,8 +15,9 @@ from systolic.sweeps.workloads import WorkloadError
 
 from ..helpers import at_most, run_cli
 
-#: Chance is 0.1 on ten digits; a bound from the spread over seeds 1-200 (make seeds).
-UNTRAINED_ACCURACY = 0.5
+#: Chance is 0.1 on ten digits: over seeds 1-200 (make seeds) the accuracy is 0.097 on average
+#: (sd 0.040, worst 0.20); the bound is mean + 6 sd, rounded up.
+UNTRAINED_ACCURACY = 0.35
 
 
 def test_short_playbook_run_passes_its_checks(tmp_path):

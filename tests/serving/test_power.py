@@ -25,9 +25,10 @@ from ..helpers import at_most
 
 ONE = Mix((RequestKind("bert-base"),))
 NOMINAL = OperatingPoint(1000.0, 0.9)
-#: A bound from the spread over seeds 1-200 (make seeds): the clamp comes at the first batch
-#: boundary (0.1 ms apart) after tau ln 2, once the first arrival has started the batches.
-CLAMP_TOLERANCE_S = 2e-4
+#: The clamp comes at the first batch boundary (0.1 ms apart) after tau ln 2, once the first
+#: arrival has started the batches: over seeds 1-200 (make seeds) the error is 54 us on average
+#: (sd 11.5 us, worst 108 us); the bound is mean + 6 sd, rounded up.
+CLAMP_TOLERANCE_S = 1.3e-4
 
 
 def test_energy_splits_into_busy_idle_and_leakage_by_hand():

@@ -47,9 +47,12 @@ def _md1_wait_quantile(q: float, rho: float) -> float:
     return hi
 
 
-#: Bounds of the sampled statistics below, from their spread over seeds 1-200 (make seeds).
-MD1_TOLERANCE = 0.04
-UNLOADED_P99 = 1.2
+#: Bounds of the sampled statistics below: mean + 6 sd over seeds 1-200 (make seeds), rounded
+#: up. |mean wait / theory - 1|: mean 0.0055, sd 0.0040, worst 0.020; |P99 / theory - 1|: mean
+#: 0.0092, sd 0.0068, worst 0.030.
+MD1_MEAN, MD1_P99 = 0.03, 0.05
+#: Not yet measured over 200 seeds (the test takes 20 s a seed): the bounds it had.
+RATE_AT_SLA, UNLOADED_P99 = 0.04, 1.2
 
 
 def test_md1_waiting_time_matches_theory(seed):
@@ -61,8 +64,8 @@ def test_md1_waiting_time_matches_theory(seed):
     served = serve(requests, Policy("none"), _fixed(d))
     wait = served.wait[20_000:]  # past the empty start
     mean, p99 = rho * d / (2 * (1 - rho)), d * _md1_wait_quantile(0.99, rho)
-    at_most(abs(wait.mean() / mean - 1), MD1_TOLERANCE, "|mean wait / theory - 1|")
-    at_most(abs(np.percentile(wait, 99) / p99 - 1), MD1_TOLERANCE, "|P99 wait / theory - 1|")
+    at_most(abs(wait.mean() / mean - 1), MD1_MEAN, "|mean wait / theory - 1|")
+    at_most(abs(np.percentile(wait, 99) / p99 - 1), MD1_P99, "|P99 wait / theory - 1|")
     # the formula itself: no wait with probability 1 - rho, certain in the long run (not too
     # long: the alternating sum loses precision past t = 20 or so)
     assert _md1_wait_cdf(0.0, rho) == pytest.approx(1 - rho)
@@ -148,7 +151,7 @@ def test_the_sustainable_rate_at_an_sla_is_theorys_for_md1(seed):
     for _ in range(60):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if _md1_wait_quantile(0.99, mid) < (sla - d) / d else (lo, mid)
-    at_most(abs(cap.rate_rps * d / lo - 1), MD1_TOLERANCE, "|rate at the SLA / theory - 1|")
+    at_most(abs(cap.rate_rps * d / lo - 1), RATE_AT_SLA, "|rate at the SLA / theory - 1|")
     assert cap.metrics.p99_s <= sla
     # at 1% load, 1% of requests wait (M/D/1: P(wait > 0) = rho): the P99 sits at the edge of
     # that atom, at the service time or a little past it

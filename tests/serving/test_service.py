@@ -26,10 +26,14 @@ from systolic.sweeps.workloads import transformer
 from ..helpers import at_least, at_most
 
 CONFIG = ArrayConfig("ws", 8, 8)
-#: Bounds of sampled statistics, from their spread over seeds 1-200 (make seeds).
-IDLE_SHARE = 0.9
-RATE_TOLERANCE = 0.06
-MIX_TOLERANCE = 0.01
+#: Bounds of sampled statistics, from their spread over seeds 1-200 (make seeds). The share of
+#: the 200 requests that found the device idle is binomial: 2 of 200 waited at worst (0.99, in
+#: one seed), so 0.97 allows six. The rates: mean + 6 sd, rounded up (Poisson: mean 0.0018, sd
+#: 0.0013; on/off: mean 0.0105, sd 0.0073, worst 0.040). The mix's shares likewise (kind: 6 sd
+#: bound 0.0092; length: 0.0107, worst 0.0077).
+IDLE_SHARE = 0.97
+RATE_TOLERANCE = {"Poisson": 0.01, "OnOff": 0.055}
+MIX_TOLERANCE = 0.011
 MEMORY = Memory.preset("lpddr4x-4266-x16")
 
 
@@ -66,14 +70,14 @@ def test_a_batch_runs_at_the_services_clock():
 def test_arrival_processes_give_their_mean_rate(seed):
     mix = Mix((RequestKind("bert-base"),))
     for process in (Poisson(500.0), OnOff(2000.0, 100.0, 0.02, 0.05)):
-        # bursts make the on/off count vary: over 40 seeds its rate had a 2.3% standard
-        # deviation at 50,000 requests, about 1.2% at 200,000 (6% is five of them)
+        # bursts make the on/off count vary: its rate's spread is seven times Poisson's (the
+        # bounds above)
         r = stream(process, mix, 200_000, seed)
         assert np.all(np.diff(r.arrivals) >= 0)
         rate = (len(r) - 1) / (r.arrivals[-1] - r.arrivals[0])
         at_most(
             abs(rate / process.mean_rate - 1),
-            RATE_TOLERANCE,
+            RATE_TOLERANCE[type(process).__name__],
             f"|rate / mean rate - 1| of {type(process).__name__}",
         )
 
