@@ -3,6 +3,7 @@ point of every swept axis once, checked against a brute-force recomputation from
 
 from __future__ import annotations
 
+import itertools
 import re
 import statistics
 from collections import Counter, defaultdict
@@ -118,8 +119,26 @@ def test_every_point_is_counted_once_in_the_matrices_and_answers(seed, tmp_path)
             assert len(got) == len(expected), (trial, m.title, len(got), len(expected))
             for g, e in zip(got, expected, strict=True):
                 assert g[0] == e[0] and g[1] == pytest.approx(e[1], abs=1e-12) and g[2] == e[2]
-                assert g[3] in e[3] and g[4] in e[4] and g[3] != g[4], (trial, m.title, g, e)
+            _check_dataflows(got, expected, (trial, m.title))
             _check_answer(data, m, got, family)
+
+
+def _check_dataflows(got: list[tuple], expected: list[tuple], where) -> None:
+    """Each cell's winner and runner-up are ones the brute force allows. Cells of one workload
+    with equal figures and margins (depths that change nothing) are told apart by no figure, so
+    some pairing of them must match."""
+    groups = defaultdict(lambda: ([], []))
+    for g, e in zip(got, expected, strict=True):
+        key = (g[0], round(g[1], 12), g[2])
+        groups[key][0].append((g[3], g[4]))
+        groups[key][1].append((e[3], e[4]))
+    for key, (mine, allowed) in groups.items():
+        assert any(
+            all(
+                w in ws and r in rs and w != r for (w, r), (ws, rs) in zip(mine, order, strict=True)
+            )
+            for order in itertools.permutations(allowed)
+        ), (where, key, mine, allowed)
 
 
 def _check_answer(data, m, cells: list[tuple], family: dict) -> None:
