@@ -330,7 +330,8 @@ def run_sweep(
         )
     points = [_Point(point_id(c, w, m), c, w, m) for m in sweep.memories for c in sweep.configs
               for w in sweep.workloads]  # fmt: skip
-    _check_resumable(sweep, out, existing, {p.id for p in points})
+    if existing:  # nothing to mix with otherwise
+        _check_resumable(sweep, out, existing, {p.id for p in points})
     out.mkdir(parents=True, exist_ok=True)
     (out / SPEC_COPY).write_text(sweep.path.read_text())
     coefficients = load_coefficients(sweep.coefficients)

@@ -160,7 +160,7 @@ def matrices(points: list[dict]) -> list[Matrix]:
     rows = sorted({_row_key(p) for p in points})
 
     def column(p: dict):
-        values = tuple(str(_axes(p)[k]) for k in settings)
+        values = tuple(_axes(p)[k] for k in settings)  # one type per axis: in order
         return (*_column_key(p), values, _setting_label(p, settings))
 
     columns = sorted({column(p) for p in points})
