@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.datasets import load_breast_cancer, load_digits
 
 from .nets import Conv, Dense, Flatten, Net, Relu
 
@@ -51,6 +50,8 @@ def _split(x, y, val: float, test: float):
 
 def load_task(name: str) -> Task:
     """The task ``name`` (one of :data:`TASKS`), split 60/15/25 (train/validation/test)."""
+    from sklearn.datasets import load_breast_cancer, load_digits  # 2 s to import: only here
+
     if name == "digits":
         data = load_digits()
         x = data.data / 16.0

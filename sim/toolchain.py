@@ -16,7 +16,7 @@ from pathlib import Path
 __all__ = ["MAKE_VARIABLES", "verilator_bin_dir", "verilator", "ccache", "activate"]
 
 #: Variables given to the make that compiles a Verilated model (see :func:`activate`).
-MAKE_VARIABLES = ("VM_PARALLEL_BUILDS=0",)
+MAKE_VARIABLES = ("VM_PARALLEL_BUILDS=0", "OPT_FAST=-Og")
 
 
 @cache
@@ -50,6 +50,10 @@ def activate(cache_dir: Path | None = None) -> None:
       the model into several files, each compiled against a precompiled header built twice (fast
       and slow), which costs more than the code itself on these designs (a 1x1 device: 8 s of CPU
       instead of 29 s);
+    - compiles the model's code at ``-Og`` instead of Verilator's ``-Os``: half the compile time
+      of a device (4x4: 13.4 s -> 5.9 s for the model's unit) and no slower to simulate (OS 8x8
+      on a 256^3 GEMM: 272 k -> 298 k cycles/s); ``-O0`` compiles no faster and simulates 5x
+      slower;
     - compiles through ccache when it is installed, so models that share the Verilator runtime
       and cocotb's glue compile them once.
     """

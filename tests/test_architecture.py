@@ -175,9 +175,11 @@ def test_lower_layers_import_no_hardware_tools():
 
 
 def test_no_function_level_imports_of_project_modules():
-    """An import inside a function marks a module in the wrong place (or a cycle dodged)."""
+    """An import inside a function marks a module in the wrong place (or a cycle dodged); the
+    command line's subcommands are the exception (docs/architecture.md: startup time)."""
     inner = [f"{MODULES[m].relative_to(ROOT)}:{line} imports {name}"
-             for m, imports in GRAPH.items() for name, line, top in imports if not top]  # fmt: skip
+             for m, imports in GRAPH.items() for name, line, top in imports
+             if not top and not m.startswith("systolic.cli.")]  # fmt: skip
     assert not inner, "function-level imports of project modules:\n" + "\n".join(inner)
 
 

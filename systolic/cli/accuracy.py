@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from systolic.experiments.accuracy import run_accuracy
-
 from .options import positive
 
 
@@ -28,6 +26,8 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from systolic.experiments.accuracy import run_accuracy
+
     experiment = run_accuracy(args.samples, args.rows, args.seed)
     if args.json:
         print(json.dumps({"float_accuracy": experiment.float_accuracy,

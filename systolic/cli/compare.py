@@ -8,8 +8,6 @@ from pathlib import Path
 
 from systolic.contract.config import check_buildable
 from systolic.contract.plan import chunk_sizes
-from systolic.experiments.compare import DEFAULT_MEMORIES, compare, default_points, read_shapes
-from systolic.experiments.scalesim import available
 
 from .options import (
     UsageError,
@@ -60,6 +58,9 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from systolic.experiments.compare import DEFAULT_MEMORIES, compare
+    from systolic.experiments.scalesim import available
+
     points = _points(args)
     if args.scalesim and not available():
         raise UsageError("systolic compare: --scalesim needs SCALE-Sim: pip install '.[scalesim]'")
@@ -83,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _points(args: argparse.Namespace) -> list:
     """The given configuration on ``--shapes`` or ``--m --k --n``, or the default points."""
+    from systolic.experiments.compare import default_points, read_shapes
+
     given = [args.m, args.k, args.n]
     if args.shapes is None and all(v is None for v in given):
         return default_points()

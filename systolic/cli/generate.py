@@ -8,8 +8,6 @@ from pathlib import Path
 
 from systolic.contract.config import check_buildable
 from systolic.contract.interface import TOPS
-from systolic.rtl.generate import write_design
-from systolic.sim.lint import lint
 
 from .options import add_config_options, check_output_folder, config_from_args, output_folder
 
@@ -49,6 +47,9 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from systolic.rtl.generate import write_design
+    from systolic.sim.lint import lint
+
     config = config_from_args(args)
     check_buildable(config)  # before anything is generated or built
     out = args.out if args.out is not None else Path(config.name)

@@ -6,10 +6,6 @@ import argparse
 import json
 
 from systolic.contract.dma import place
-from systolic.models.device import DeviceFigures, predict_device, trace_device
-from systolic.models.energy import figures_energy
-from systolic.models.pipeline import predict_pipeline
-from systolic.models.toggles import estimate_toggles
 
 from .options import (
     add_config_options,
@@ -56,6 +52,11 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from systolic.models.device import DeviceFigures, predict_device, trace_device
+    from systolic.models.energy import figures_energy
+    from systolic.models.pipeline import predict_pipeline
+    from systolic.models.toggles import estimate_toggles
+
     config = config_from_args(args)
     memory = memory_from_args(args)
     chunk = chunk_from_args(args, config, memory)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from systolic.contract.axi import BUS_WIDTHS
 from systolic.contract.config import (
@@ -17,9 +18,11 @@ from systolic.contract.config import (
 )
 from systolic.contract.dma import LOOP_ORDERS
 from systolic.contract.memory import DEFAULT_MEMORY, DRAM_PRESETS, Dram
-from systolic.golden.data import DataKind
-from systolic.models.chunking import CHUNKINGS, choose_chunk
-from systolic.models.energy import Coefficients, load_coefficients
+
+if TYPE_CHECKING:
+    from systolic.golden.data import DataKind
+    from systolic.models.energy import Coefficients
+
 
 __all__ = [
     "EXIT_FAILED",
@@ -239,6 +242,8 @@ def add_config_options(p: argparse.ArgumentParser, *, rtl: bool) -> None:
 
 def add_memory_options(p: argparse.ArgumentParser) -> None:
     """The DRAM behind the device: a preset or its three numbers, and the chunk loop order."""
+    from systolic.models.chunking import CHUNKINGS
+
     g = p.add_argument_group("DRAM (the simulation's DRAM model, and the model's)")
     g.add_argument(
         "--memory",
@@ -273,6 +278,8 @@ def add_memory_options(p: argparse.ArgumentParser) -> None:
 def chunk_from_args(args: argparse.Namespace, config, memory: Dram) -> tuple[int, int, int]:
     """The chunk sizes of the ``--chunks`` option for the GEMM ``--m --k --n`` (requantized
     where the configuration requantizes, as ``systolic sim`` runs it)."""
+    from systolic.models.chunking import choose_chunk
+
     try:
         return choose_chunk(config, args.m, args.k, args.n, memory, order=args.order,
                             chunking=args.chunks, requant=config.requant)  # fmt: skip
@@ -367,6 +374,8 @@ def fraction(text: str) -> float:
 
 
 def _data_kind(text: str) -> DataKind:
+    from systolic.golden.data import DataKind
+
     try:
         return DataKind(text)
     except ValueError as e:
@@ -414,4 +423,6 @@ def add_shape_options(p: argparse.ArgumentParser, *, required: bool) -> None:
 
 def energy_coefficients(args: argparse.Namespace) -> Coefficients:
     """The energy coefficients of ``--coefficients`` (or the default file)."""
+    from systolic.models.energy import load_coefficients
+
     return load_coefficients(args.coefficients)  # CoefficientsError is a ValueError: exit 2

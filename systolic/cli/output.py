@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from systolic.contract.trace import chrome_trace
-from systolic.models.energy import EnergyReport
+
+if TYPE_CHECKING:
+    from systolic.models.energy import EnergyReport
+
 
 __all__ = ["print_energy", "print_figures", "write_trace"]
 

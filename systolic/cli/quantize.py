@@ -7,8 +7,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from systolic.quant.playbook import Options, run_playbook
-from systolic.quant.report import write_report
 from systolic.quant.tasks import MODELS
 
 from .options import check_output_folder, fraction, non_negative, output_folder, positive
@@ -59,6 +57,9 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from systolic.quant.playbook import Options, run_playbook
+    from systolic.quant.report import write_report
+
     if args.onnx is not None and len(args.models) != 1:
         raise ValueError("--onnx needs exactly one --models TASK:MODEL (whose task it runs on)")
     check_output_folder(args.out, "quantize")  # the default's too, before any work

@@ -9,12 +9,6 @@ import sys
 from pathlib import Path
 
 from systolic.contract.config import ArrayConfig, check_buildable
-from systolic.experiments.regress import (
-    case,
-    replay_command,
-    run_regression,
-    write_junit,
-)
 
 from .options import UsageError, file_problem, output_file, positive
 
@@ -63,6 +57,8 @@ def _config(path: Path) -> ArrayConfig:
 
 
 def run(args: argparse.Namespace) -> int:
+    from systolic.experiments.regress import case, replay_command, run_regression, write_junit
+
     config = _config(args.config)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
     pauses = not args.no_pauses

@@ -5,9 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from systolic.sweeps.report import write_report
-from systolic.sweeps.report.browser import Browser
-
 from .options import UsageError, output_file, output_folder
 
 
@@ -27,6 +24,9 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from systolic.sweeps.report import write_report
+    from systolic.sweeps.report.browser import Browser
+
     if not args.results.is_file():
         raise UsageError(f"systolic report: no results file {args.results}")
     paths = write_report(args.results, args.out)

@@ -8,10 +8,6 @@ import json
 import sys
 from pathlib import Path
 
-from systolic.serving.report import frontier, write_serving_report
-from systolic.serving.spec import load_serving_spec
-from systolic.serving.study import run_study
-
 from .options import check_output_folder, output_folder
 
 
@@ -36,6 +32,10 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from systolic.serving.report import frontier, write_serving_report
+    from systolic.serving.spec import load_serving_spec
+    from systolic.serving.study import run_study
+
     spec = load_serving_spec(args.spec)  # SpecError names file, line and key: exit 2
     out = args.out if args.out is not None else Path("results") / f"{spec.name}-serving"
     check_output_folder(out, "serve")

@@ -5,17 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-import numpy as np
-
 from systolic.contract.config import check_buildable
 from systolic.contract.plan import chunk_sizes
 from systolic.contract.trace import trace_order
-from systolic.golden.calibrate import output_params
-from systolic.golden.data import random_operands
-from systolic.golden.reference import check_zero_points, reference, requantized_reference
-from systolic.models.device import predict_device, trace_device
-from systolic.models.energy import figures_energy
-from systolic.sim.simulate import Quantization, run_gemm
 
 from .options import (
     add_config_options,
@@ -78,6 +70,15 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from systolic.golden.calibrate import output_params
+    from systolic.golden.data import random_operands
+    from systolic.golden.reference import check_zero_points, reference, requantized_reference
+    from systolic.models.device import predict_device, trace_device
+    from systolic.models.energy import figures_energy
+    from systolic.sim.simulate import Quantization, run_gemm
+
     config = config_from_args(args)
     check_buildable(config)  # before anything is generated or built
     chunk_sizes(config, args.m, args.k, args.n)  # buffers too small: a clear error, before building

@@ -7,15 +7,6 @@ import os
 import sys
 from pathlib import Path
 
-from systolic.serving.report import write_serving_report
-from systolic.serving.spec import load_serving_spec
-from systolic.serving.study import run_study
-from systolic.sweeps.engines import check_address
-from systolic.sweeps.report import SERVING_FOLDER, points_of, write_report
-from systolic.sweeps.results import load_results
-from systolic.sweeps.run import EngineUnavailable, SweepInterrupted, run_sweep
-from systolic.sweeps.spec import load_spec
-
 from .options import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -56,6 +47,15 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from systolic.serving.report import write_serving_report
+    from systolic.serving.spec import load_serving_spec
+    from systolic.serving.study import run_study
+    from systolic.sweeps.engines import check_address
+    from systolic.sweeps.report import SERVING_FOLDER, points_of, write_report
+    from systolic.sweeps.results import load_results
+    from systolic.sweeps.run import EngineUnavailable, SweepInterrupted, run_sweep
+    from systolic.sweeps.spec import load_spec
+
     sweep = load_spec(args.spec)  # SpecError (a ValueError) names file, line and key: exit 2
     study = load_serving_spec(sweep.serving) if sweep.serving else None  # checked before any work
     out = args.out if args.out is not None else Path("results") / sweep.name

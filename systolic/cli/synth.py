@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from systolic.contract.config import check_buildable, value_range
-from systolic.experiments.gate_energy import FLOW_NM, MODEL_NM, GateEnergy, gate_energy
-from systolic.models.technology import factor
-from systolic.synth.flow import synthesize
 from systolic.synth.fpga import PARTS, RESOURCES, place_and_route
 
 from .options import add_config_options, config_from_args
+
+if TYPE_CHECKING:
+    from systolic.experiments.gate_energy import GateEnergy
 
 
 def add_parser(sub) -> None:
@@ -47,6 +46,8 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from systolic.synth.flow import synthesize
+
     config = config_from_args(args)
     check_buildable(config)
     if args.power and args.design != "device":
@@ -107,6 +108,10 @@ def _fpga(config, args) -> int:
 
 
 def _gate_energy(config, args) -> GateEnergy:
+    import numpy as np
+
+    from systolic.experiments.gate_energy import gate_energy
+
     rng = np.random.default_rng(args.seed)
     m, k, n = args.gemm
     lo_a, hi_a = value_range(config.a_width, config.a_signed)
@@ -118,6 +123,9 @@ def _gate_energy(config, args) -> GateEnergy:
 
 
 def _print_power(gate: GateEnergy, seed: int) -> None:
+    from systolic.experiments.gate_energy import FLOW_NM, MODEL_NM
+    from systolic.models.technology import factor
+
     p = gate.power
     m, k, n = gate.shape
     print(f"gate-level power, {m}x{k}x{n} random GEMM (seed {seed}), measured activity over "

@@ -69,3 +69,25 @@ def test_cli_bad_coefficients_file(tmp_path):
     assert r.returncode == 2
     assert "toggle.edge: value must be >= 0" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+#: What parsing the command line must not import: the stacks behind the subcommands' work
+#: (scikit-learn, Dask, cocotb, plotting, ONNX) load in the subcommand that uses them.
+HEAVY = ("sklearn", "dask", "distributed", "cocotb", "cocotb_tools", "matplotlib", "pandas",
+         "onnx", "onnxruntime", "plotly")  # fmt: skip
+
+
+def test_parsing_the_command_line_imports_no_heavy_stack():
+    """`systolic --help` and a mistyped option answer in about a second: building every
+    subcommand's parser and failing on a bad option loads none of the heavy libraries."""
+    import subprocess
+    import sys
+
+    code = ("import sys, systolic.cli as c\n"
+            "status = c.main(['sim', '--dataflow', 'xs'])\n"
+            "print(status, sorted({m.split('.')[0] for m in sys.modules}))")  # fmt: skip
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    status, loaded = r.stdout.split(" ", 1)
+    assert status == "2", r.stdout + r.stderr
+    assert "systolic" in loaded
+    assert not [m for m in HEAVY if f"'{m}'" in loaded], loaded
