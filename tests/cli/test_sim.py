@@ -146,15 +146,15 @@ def test_cli_sim_precision_zero_points_and_requant():
 def test_a_failed_simulation_is_one_line_not_a_traceback(monkeypatch, capsys):
     """A simulator crash (or a failed Verilator build) reaches the user as its message, which
     names the log, with exit status 1."""
+    import systolic.sim.simulate as simulate
     from systolic.sim.simulate import SimulationError
 
-    import systolic.cli.sim as sim_command
     from systolic.cli import main
 
     def crash(*args, **kwargs):
         raise SimulationError("ws-2x2-i8-acc32: the simulation failed; see /x/sim.log", None, {})
 
-    monkeypatch.setattr(sim_command, "run_gemm", crash)
+    monkeypatch.setattr(simulate, "run_gemm", crash)  # `systolic sim` imports it when it runs
     status = main(["sim", "--dataflow", "ws", "--rows", "2", "--cols", "2", "--m", "2", "--k",
                    "2", "--n", "2"])  # fmt: skip
     err = capsys.readouterr().err.strip().splitlines()
