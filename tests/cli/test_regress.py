@@ -13,6 +13,8 @@ import xml.etree.ElementTree as ET
 from systolic.contract.config import ArrayConfig
 from systolic.experiments.regress import case
 
+from ..configs import DEPTHS
+
 CONFIG = ArrayConfig(
     "is",
     2,
@@ -58,8 +60,9 @@ def test_a_regression_of_a_generated_configuration_passes_with_junit_xml(tmp_pat
 
 
 def test_a_broken_model_fails_with_a_replay_that_reproduces_it_and_writes_waves(tmp_path, seed):
-    # the smallest device, whose plain and traced builds tests/sim/test_waves.py makes too
-    (tmp_path / "config.json").write_text(ArrayConfig("ws", 1, 1).to_json())
+    # the smallest device, whose plain and traced builds tests/rtl/test_gemms.py and
+    # tests/sim/test_waves.py make too
+    (tmp_path / "config.json").write_text(ArrayConfig("ws", 1, 1, **DEPTHS).to_json())
     env = os.environ | {"SYSTOLIC_REGRESS_INJECT": "model-cycles"}
     r = _systolic(["regress", "config.json", "--count", "2", "--seed", str(seed),
                    "--no-pauses"], tmp_path, env)  # fmt: skip

@@ -17,7 +17,10 @@ from systolic.golden.data import random_operands
 from systolic.golden.reference import reference
 from systolic.sim.simulate import run_gemm
 
-CONFIG = ArrayConfig("ws", 1, 1)  # the smallest device: its traced builds take seconds
+from ..configs import DEPTHS
+
+#: The smallest device, on tests/rtl/test_gemms.py's buffers: its plain build is that test's.
+CONFIG = ArrayConfig("ws", 1, 1, **DEPTHS)
 
 
 def _vcd_signals(text: str) -> set[str]:
@@ -41,7 +44,8 @@ def test_systolic_sim_writes_an_fst(tmp_path):
     waves = tmp_path / "gemm.fst"
     r = subprocess.run(
         [sys.executable, "-m", "systolic.cli", "sim", "--dataflow", "ws", "--rows", "1",
-         "--cols", "1", "--m", "2", "--k", "3", "--n", "2", "--seed", "1", "--waves",
+         "--cols", "1", "--a-depth", "48", "--b-depth", "48", "--c-depth", "48", "--m", "2",
+         "--k", "3", "--n", "2", "--seed", "1", "--waves",
          str(waves)], capture_output=True, text=True,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
@@ -59,7 +63,7 @@ import numpy as np
 from systolic.contract.config import ArrayConfig
 from systolic.sim.simulate import run_gemm
 
-CONFIG = ArrayConfig("ws", 1, 1)
+CONFIG = ArrayConfig("ws", 1, 1, a_depth=48, b_depth=48, c_depth=48)
 
 
 def test_passes_after_simulating():
