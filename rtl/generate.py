@@ -9,8 +9,12 @@ forgotten submodules.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import os
 from pathlib import Path
 
+import amaranth
+import systolic.contract
 from amaranth import Value
 from amaranth.back import verilog
 from amaranth.lib.wiring import In
@@ -22,7 +26,15 @@ from .array import OutputStationaryArray, StationaryArray
 from .device import Device
 from .sram import sram_models
 
-__all__ = ["design", "design_config", "design_ports", "design_verilog", "write_design"]
+__all__ = [
+    "design",
+    "design_config",
+    "design_ports",
+    "design_verilog",
+    "generator_sources",
+    "VERILOG_FOLDER",
+    "write_design",
+]
 
 
 def _check_kind(kind: str) -> None:
@@ -56,11 +68,42 @@ def design(config: ArrayConfig, kind: str = "device"):
     return StationaryArray(design_config(config, kind))
 
 
-def design_verilog(config: ArrayConfig, kind: str = "device") -> str:
+#: The folder, under a build root, that callers give :func:`design_verilog` as its cache (the
+#: simulation builds and the synthesis runs of a design share it).
+VERILOG_FOLDER = "verilog"
+
+
+def generator_sources() -> list[str]:
+    """The text of every module that fixes the generated Verilog (this layer and the contract),
+    with Amaranth's version: what a cache of anything made from the Verilog must key on."""
+    dirs = (Path(__file__).parent, Path(systolic.contract.__file__).parent)
+    texts = [p.read_text() for d in dirs for p in sorted(d.glob("*.py"))]
+    return [f"amaranth {amaranth.__version__}", *texts]
+
+
+def design_verilog(config: ArrayConfig, kind: str = "device", *, cache: Path | None = None) -> str:
     """Verilog of the design, top module ``TOPS[kind]``; the device's ends with the models of
-    its SRAM modules (rtl/sram.py)."""
+    its SRAM modules (rtl/sram.py). With ``cache`` (a folder), the text is kept there under a
+    hash of the configuration, the kind and :func:`generator_sources`, and read back by the next
+    call: generating a small device takes seconds, reading it milliseconds (the simulation
+    builds and synthesis runs of one design share it)."""
+    path = None
+    if cache is not None:
+        h = hashlib.sha256()
+        hardware = design_config(config, kind)  # an IS mesh shares its WS twin's text
+        for part in (hardware.to_json(), kind, *generator_sources()):
+            h.update(part.encode() + b"\0")
+        path = Path(cache) / f"{hardware.name}-{kind}-{h.hexdigest()[:12]}.v"
+        if path.is_file():
+            return path.read_text()
     text = verilog.convert(design(config, kind), name=TOPS[kind], emit_src=False)
-    return text + "\n" + sram_models(config) if kind == "device" else text
+    text = text + "\n" + sram_models(config) if kind == "device" else text
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(text)
+        partial.replace(path)  # whole or absent: parallel writers of one design never mix
+    return text
 
 
 def design_ports(config: ArrayConfig, kind: str = "device") -> list[tuple[str, str, int]]:

@@ -18,14 +18,18 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import systolic.contract
-import systolic.rtl
 from systolic.contract import axi
 from systolic.contract.activity import UNPRICED
 from systolic.contract.config import ArrayConfig, check_buildable
 from systolic.contract.interface import TOPS
 from systolic.contract.trace import LOG_FILE
-from systolic.rtl.generate import design_config, design_ports, design_verilog
+from systolic.rtl.generate import (
+    VERILOG_FOLDER,
+    design_config,
+    design_ports,
+    design_verilog,
+    generator_sources,
+)
 
 from . import dram, toolchain
 from .lint import LINT_WAIVERS
@@ -43,9 +47,6 @@ __all__ = [
     "build_model",
     "run_cocotb",
 ]
-
-#: The folders whose Python sources fix the generated Verilog: the generator and its contract.
-_GENERATOR_DIRS = tuple(Path(p.__file__).parent for p in (systolic.contract, systolic.rtl))
 
 #: The simulators a design builds for: Verilator (every test and tool) and Icarus Verilog (a
 #: subset of the suite, to show the Verilog is not Verilator-only).
@@ -338,7 +339,7 @@ def _design_key(config: ArrayConfig, top: str) -> str:
         f"amaranth {amaranth.__version__}; cocotb {cocotb.__version__}; "
         f"verilator {verilator.__version__}",
     ]
-    parts += [p.read_text() for d in _GENERATOR_DIRS for p in sorted(d.glob("*.py"))]
+    parts += generator_sources()
     # the wrapper's other generators: the probes and the DRAM model
     parts += [LINT_WAIVERS.read_text()]
     parts += [Path(__file__).with_name(name).read_text() for name in ("probes.py", "dram.py")]
@@ -400,7 +401,7 @@ def build_model(
         start = time.monotonic()
         sources = directory / "src"
         sources.mkdir(exist_ok=True)
-        verilog = design_verilog(hardware, kind)
+        verilog = design_verilog(hardware, kind, cache=(root or BUILD_ROOT) / VERILOG_FOLDER)
         ports = design_ports(hardware, kind)
         counters, groups = (_activity_counters(probes(config, verilog), per_net) if activity
                             else ("", []))  # fmt: skip

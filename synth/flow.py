@@ -27,7 +27,7 @@ from systolic.contract.interface import TOPS
 from systolic.contract.memories import memories
 from systolic.models import sram
 from systolic.models.technology import CELL_LIBRARY_NM
-from systolic.rtl.generate import design_config, design_verilog
+from systolic.rtl.generate import VERILOG_FOLDER, design_config, design_verilog
 
 from . import fanout, tools
 from .fanout import buffer_fanout
@@ -42,6 +42,13 @@ _MACRO = ("area_um2", "access_ns", "read_pj", "write_pj", "leakage_mw")
 
 #: Where synthesis runs are kept, one folder per design and clock (beside the simulation models).
 SYNTH_ROOT = Path(os.environ.get("SYSTOLIC_BUILD_DIR", Path.cwd() / "build")) / "synth"
+
+
+def verilog_cache(root: Path | None = None) -> Path:
+    """Where a synthesis run finds the design's generated Verilog: beside the simulation
+    builds' (``build/verilog``, which they share), or in ``root`` when one is given."""
+    return (SYNTH_ROOT.parent if root is None else root) / VERILOG_FOLDER
+
 
 #: The component of each of the device's submodules (the first name of a module's path below the
 #: top); the top module's own logic (descriptor checks, bank states, counters) is "control".
@@ -192,7 +199,7 @@ def synthesize(config: ArrayConfig, kind: str = "device", *, clock_ns: float = 1
         raise ValueError(f"clock_ns must be between 0.1 and 1000 ns, not {clock_ns}")
     check_buildable(config)
     lib = tools.liberty()
-    verilog = design_verilog(config, kind)
+    verilog = design_verilog(config, kind, cache=verilog_cache(root))
     key = _key(verilog, clock_ns, lib)
     # configurations with the same hardware (an IS mesh and its WS twin) share one run
     name = design_config(config, kind).name

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from systolic.contract.config import ArrayConfig
 from systolic.contract.interface import TOPS
-from systolic.rtl.generate import write_design
+from systolic.rtl.generate import VERILOG_FOLDER, design_verilog
+from systolic.sim.build import BUILD_ROOT
 from systolic.sim.lint import lint
 
 from ..configs import SIM_CONFIGS
@@ -38,11 +39,18 @@ CASES = [(c, "array") for c in SIM_CONFIGS + LINT_ONLY + QUANT] + [
 ]
 
 
+def _verilog(config: ArrayConfig, kind: str, folder):
+    """The design's Verilog in ``folder``: generated once for the lint and the simulation
+    builds of the design (the builds' cache of generated Verilog)."""
+    path = folder / f"{TOPS[kind]}.v"
+    path.write_text(design_verilog(config, kind, cache=BUILD_ROOT / VERILOG_FOLDER))
+    return path
+
+
 @pytest.mark.parametrize(("config", "kind"), CASES,
                          ids=[f"{c.name}-{k}" for c, k in CASES])  # fmt: skip
 def test_lint_clean(config, kind, tmp_path):
-    paths = write_design(config, tmp_path, kind)
-    result = lint(paths["verilog"], TOPS[kind])
+    result = lint(_verilog(config, kind, tmp_path), TOPS[kind])
     assert result.clean, "\n".join(result.warnings) or result.output
 
 
@@ -59,8 +67,7 @@ DEVICE = [
 
 @pytest.mark.parametrize("config", DEVICE, ids=lambda c: c.name)
 def test_device_lint_clean(config, tmp_path):
-    paths = write_design(config, tmp_path, "device")
-    result = lint(paths["verilog"], TOPS["device"])
+    result = lint(_verilog(config, "device", tmp_path), TOPS["device"])
     assert result.clean, "\n".join(result.warnings) or result.output
 
 
