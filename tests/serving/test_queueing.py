@@ -51,8 +51,9 @@ def _md1_wait_quantile(q: float, rho: float) -> float:
 #: up. |mean wait / theory - 1|: mean 0.0055, sd 0.0040, worst 0.020; |P99 / theory - 1|: mean
 #: 0.0092, sd 0.0068, worst 0.030.
 MD1_MEAN, MD1_P99 = 0.03, 0.05
-#: Not yet measured over 200 seeds (the test takes 20 s a seed): the bounds it had.
-RATE_AT_SLA, UNLOADED_P99 = 0.04, 1.2
+#: |rate at the SLA / theory - 1|: mean 0.0103, sd 0.0090, worst 0.044 (the guessed 0.04 failed
+#: on seed 200); unloaded P99 / service time: mean 1.011, sd 0.016, worst 1.075.
+RATE_AT_SLA, UNLOADED_P99 = 0.065, 1.11
 
 
 def test_md1_waiting_time_matches_theory(seed):
