@@ -11,6 +11,10 @@ from systolic.sim.build import BUILD_ROOT
 from systolic.sim.lint import lint
 
 from ..configs import SIM_CONFIGS
+from ..rtl.test_fp import CONFIGS as BF16_CONFIGS
+from ..rtl.test_gemms import CONFIGS as GEMM_CONFIGS
+from ..rtl.test_quantized import RQ, RQ_U8
+from ..sim.test_device import CONFIGS as DEVICE_CONFIGS
 
 #: Meshes past 16 rows and 16 columns at once (5-bit row and column indices together; the
 #: simulated meshes reach 32 in one dimension only), and an odd IS shape. (17 x 17 lints in a
@@ -30,12 +34,13 @@ QUANT = [
 #: Every configuration as a bare mesh. As a whole device, what changes the logic around the mesh
 #: (the mesh itself is linted above): each dataflow at the edge shapes, and every precision
 #: (word widths and containers) on one dataflow; the device's own variants are linted below.
-DEVICE_LINT = [c for c in SIM_CONFIGS if (c.rows, c.cols) in ((1, 1), (1, 32), (32, 1))
+#: (The 1x1 devices are the simulated ones below.)
+DEVICE_LINT = [c for c in SIM_CONFIGS if (c.rows, c.cols) in ((1, 32), (32, 1))
                and c.precision == "int8" and c.acc_width == 32] + [
     c for c in SIM_CONFIGS if (c.rows, c.cols) == (3, 2) and c.dataflow.value == "ws"
 ]  # fmt: skip
 CASES = [(c, "array") for c in SIM_CONFIGS + LINT_ONLY + QUANT] + [
-    (c, "device") for c in DEVICE_LINT + LINT_ONLY[2:] + QUANT
+    (c, "device") for c in DEVICE_LINT + LINT_ONLY[2:]
 ]
 
 
@@ -54,12 +59,17 @@ def test_lint_clean(config, kind, tmp_path):
     assert result.clean, "\n".join(result.warnings) or result.output
 
 
-#: The device on DRAM: every dataflow, narrow and wide beats, bursts of one beat, 64-bit sums.
+#: The devices the suite simulates (every dataflow at 1x1, 2x2 and 3x5, zero points, the
+#: requantization unit signed and unsigned, bf16 on each dataflow): their Verilog is the builds'
+#: (one generation for both); and the device on DRAM where nothing simulates it: wide beats,
+#: bursts of one beat and 64-bit sums, the widest bus on a 16 x 16 mesh.
 DEVICE = [
-    ArrayConfig("ws", 2, 3),
-    ArrayConfig("os", 3, 2, bus_width=64),
-    ArrayConfig("is", 4, 4, zero_points=True, requant=True, a_signed=False),
-    ArrayConfig("ws", 4, 4, number="bf16", bus_width=256),
+    *GEMM_CONFIGS,
+    *DEVICE_CONFIGS,
+    RQ,
+    RQ_U8,
+    ArrayConfig("ws", 2, 3, a_signed=False, zero_points=True, requant=True),  # both (simulated)
+    *BF16_CONFIGS,
     ArrayConfig("os", 2, 2, a_width=16, b_width=16, acc_width=64, bus_width=64, max_burst=1),
     ArrayConfig("ws", 16, 16, bus_width=512),
 ]
