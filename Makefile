@@ -29,13 +29,15 @@ help:
 # the generated Verilog on), lz4's headers (Verilator's FST waveforms), OpenSTA and the OSU
 # 0.18 um standard cells (`systolic synth`), and Chromium (the report's browser test and
 # `systolic report --screenshot`). apt-get installs whichever is missing (the machines run as
-# root; sudo otherwise).
+# root; sudo otherwise). A package removed but not purged (its configuration files left) counts
+# as missing.
 DEBS     := iverilog liblz4-dev opensta qflow-tech-osu018 chromium
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEB_STAMP := build/.debian-packages
 
 $(DEB_STAMP): Makefile
-	@missing=$$(for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | \
+	  grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "apt-get install $$missing"; \
 	  $(SUDO) apt-get update -qq && \
