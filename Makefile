@@ -74,7 +74,7 @@ bench-synth: $(STAMP) $(DEB_STAMP)
 	$(BIN)/python -m systolic.experiments.synth_bench $(BENCH_ARGS)
 
 bench-power: $(STAMP) $(DEB_STAMP)
-	$(BIN)/python -m systolic.experiments.gate_energy $(BENCH_ARGS)
+	$(BIN)/python -m systolic.verify.gate_energy $(BENCH_ARGS)
 
 bench-model: $(STAMP)
 	$(BIN)/python -m systolic.sweeps.bench_model $(BENCH_ARGS)

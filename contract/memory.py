@@ -14,7 +14,15 @@ from fractions import Fraction
 
 from .checks import check_integer, is_number
 
-__all__ = ["DEFAULT_MEMORY", "DRAM_PRESETS", "BeatClock", "Dram", "container_bytes"]
+__all__ = [
+    "DEFAULT_MEMORY",
+    "DEFAULT_MEMORY_PRESET",
+    "DRAM_PRESETS",
+    "BeatClock",
+    "Dram",
+    "Memory",
+    "container_bytes",
+]
 
 #: Largest denominator of a bandwidth in bytes per cycle (the DRAM model counts in integers).
 BANDWIDTH_DENOMINATOR = 1000
@@ -104,6 +112,34 @@ class Dram:
 #: The DRAM of a run that names none: 16 bytes a cycle (16 GB/s at 1 GHz), 20 cycles of latency,
 #: 64 requests in flight; fast enough that small GEMMs are compute-bound.
 DEFAULT_MEMORY = Dram(16, 20, 64)
+
+
+#: The memory of a spec that names none.
+DEFAULT_MEMORY_PRESET = "lpddr4x-4266-x32"
+
+
+@dataclass(frozen=True)
+class Memory:
+    """A DRAM in physical units (GB/s, ns), as specs name it; :meth:`at` gives the
+    :class:`Dram` a clock sees, in bytes and cycles."""
+
+    name: str
+    gb_per_s: float
+    latency_ns: float
+    max_requests: int = 64
+
+    @classmethod
+    def preset(cls, name: str) -> Memory:
+        gbps, ns, requests = DRAM_PRESETS[name]
+        return cls(name, gbps, ns, requests)
+
+    def at(self, clock_mhz: float) -> Dram:
+        """The DRAM in bytes and cycles of a clock of ``clock_mhz``."""
+        return Dram.physical(self.gb_per_s, self.latency_ns, clock_mhz / 1000, self.max_requests)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "gb_per_s": self.gb_per_s, "latency_ns": self.latency_ns,
+                "max_requests": self.max_requests}  # fmt: skip
 
 
 @dataclass

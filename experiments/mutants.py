@@ -24,24 +24,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from systolic.contract.layers import CLI, LAYERS
+
 __all__ = ["MUTANTS", "Mutant", "run_mutants"]
 
 REPO = Path(__file__).resolve().parent.parent
 
-#: The repository folders that are subpackages of ``systolic`` (pyproject.toml's package-dir).
-_SUBPACKAGES = (
-    "contract",
-    "serving",
-    "rtl",
-    "golden",
-    "models",
-    "sim",
-    "tb",
-    "experiments",
-    "sweeps",
-    "synth",
-    "quant",
-)
+
+def subpackages() -> list[str]:
+    """The repository folders that are subpackages of ``systolic`` (contract/layers.py)."""
+    return [folder for name, (folder, _) in LAYERS.items() if name != CLI]
 
 
 @dataclass(frozen=True)
@@ -95,8 +87,8 @@ MUTANTS = (
            'counts.add("buffer", "psum", results.sum())',
            'counts.add("buffer", "psum", 2 * results.sum())',
            ("tests/models/test_toggles.py",)),
-    Mutant("the spec's batch check removed", "sweeps/spec.py",
-           '_int(doc, b, (*path, "batch"))', "b", ("tests/sweeps/test_spec.py",)),
+    Mutant("the spec's batch check removed", "workloads/spec_reader.py",
+           'integer(doc, b, (*path, "batch"))', "b", ("tests/sweeps/test_sweep_spec.py",)),
     Mutant("each xdist worker draws its own seed", "tests/conftest.py",
            'os.environ.setdefault("SYSTOLIC_SEED", str(random.SystemRandom().randrange(2**31)))',
            'os.environ["SYSTOLIC_SEED"] = os.environ.get("SYSTOLIC_SEED_GIVEN") or '
@@ -151,11 +143,11 @@ MUTANTS = (
            'out.append(f"#define {name}_{f.name.upper()}_MASK 0x{f.mask:08x}u")',
            'out.append(f"#define {name}_{f.name.upper()}_MASK 0x{f.mask >> 1:08x}u")',
            ("tests/contract/test_registers.py",)),
-    Mutant("the regression compares C only, not the counters", "experiments/regress.py",
+    Mutant("the regression compares C only, not the counters", "verify/regress.py",
            'names = [k for k in DEVICE_COUNTERS if c.memory is not None or k not in TIMING]',
            "names = []",
            ("tests/cli/test_regress.py::test_a_broken_model_fails_with_a_replay_that_reproduces_it_and_writes_waves",)),
-    Mutant("the replay command forgets the seed", "experiments/regress.py",
+    Mutant("the replay command forgets the seed", "verify/regress.py",
            '"--seed", str(seed), "--case"', '"--case"',
            ("tests/cli/test_regress.py::test_a_broken_model_fails_with_a_replay_that_reproduces_it_and_writes_waves",)),
     Mutant("a passing test leaves a waveform too", "tests/conftest.py",
@@ -166,9 +158,9 @@ MUTANTS = (
            "                self.pool = None\n                restarts += 1\n",
            "                self.pool = None\n                restarts += RESTARTS + 1\n",
            ("tests/sweeps/test_engines.py::test_the_local_pool_reruns_the_task_of_a_killed_worker",)),
-    Mutant("the driver posts a layer past a descriptor's fields whole", "sweeps/evaluate.py",
+    Mutant("the driver posts a layer past a descriptor's fields whole", "workloads/evaluate.py",
            "parts = -(-size // top)", "parts = 1",
-           ("tests/sweeps/test_evaluate.py::test_a_layer_past_a_descriptor_costs_its_cycles",)),
+           ("tests/workloads/test_evaluate.py::test_a_layer_past_a_descriptor_costs_its_cycles",)),
     Mutant("the C banks' read port 0 is not write-through", "rtl/sram.py",
            'lines.append("    if (r0_en && w_en && r0_addr == w_addr) r0_data <= w_data;")',
            "pass",
@@ -195,17 +187,17 @@ MUTANTS = (
            "clock = clock_mhz if synth is None else point_clock(synth, clock_mhz)",
            "clock = clock_mhz",
            ("tests/sweeps/test_synthesis.py",)),
-    Mutant("dynamic batching never waits for a fuller batch", "serving/simulate.py",
+    Mutant("dynamic batching never waits for a fuller batch", "serving/batching.py",
            "begin = max(ready, min(arrivals[i] + policy.max_wait_s, full))",
            "begin = ready",
            ("tests/serving/test_queueing.py",)),
-    Mutant("the thermal model cools twice as fast", "serving/power.py",
+    Mutant("the thermal model cools twice as fast", "serving/power_budget.py",
            "math.exp(-seconds / self.envelope.tau_s)",
            "math.exp(-2 * seconds / self.envelope.tau_s)",
-           ("tests/serving/test_power.py",)),
-    Mutant("leakage only while busy", "serving/power.py",
+           ("tests/serving/test_power_budget.py",)),
+    Mutant("leakage only while busy", "serving/power_budget.py",
            "            leak_pj += (b - a) * idle.leak_w(p) * 1e12\n", "",
-           ("tests/serving/test_power.py",)),
+           ("tests/serving/test_power_budget.py",)),
     Mutant("decode steps priced at the prompt's length, not the cache's", "serving/generation.py",
            "length = _blocks(int(max(prompt[i] + made[i] for i in batch)))",
            "length = _blocks(int(max(prompt[i] for i in batch)))",
@@ -220,35 +212,35 @@ MUTANTS = (
            "from systolic.contract.config import ArrayConfig, Dataflow\n",
            "from systolic.contract.config import ArrayConfig, Dataflow\nimport systolic.rtl.pe\n",
            ("tests/test_architecture.py",)),
-    Mutant("ONNX Conv ignores dilation", "sweeps/onnx_graph.py",
+    Mutant("ONNX Conv ignores dilation", "workloads/onnx_import.py",
            "return (size + pads[0] + pads[1] - dilation * (kernel - 1) - 1) // stride + 1",
            "return (size + pads[0] + pads[1] - (kernel - 1) - 1) // stride + 1",
-           ("tests/sweeps/test_onnx_graph.py",)),
-    Mutant("ONNX grouped Conv counted as one group", "sweeps/onnx_graph.py",
+           ("tests/workloads/test_onnx_import.py",)),
+    Mutant("ONNX grouped Conv counted as one group", "workloads/onnx_import.py",
            "cout // group, group)", "cout, 1)",
-           ("tests/sweeps/test_onnx_graph.py",)),
-    Mutant("ONNX attention MatMul loses its head count", "sweeps/onnx_graph.py",
+           ("tests/workloads/test_onnx_import.py",)),
+    Mutant("ONNX attention MatMul loses its head count", "workloads/onnx_import.py",
            "return Gemm(node.name, m, k, n, math.prod(lead), weights=w is not None), w",
            "return Gemm(node.name, m, k, n, 1, weights=w is not None), w",
-           ("tests/sweeps/test_onnx_graph.py",)),
-    Mutant("MSE calibration searches only half the grid", "golden/calibrate.py",
+           ("tests/workloads/test_onnx_import.py",)),
+    Mutant("MSE calibration searches only half the grid", "quant/calibrate.py",
            "MSE_GRID = np.linspace(0.2, 1.0, 81)", "MSE_GRID = np.linspace(0.6, 1.0, 41)",
-           ("tests/golden/test_calibrate.py",)),
-    Mutant("entropy calibration drops the clipped outliers", "golden/calibrate.py",
+           ("tests/quant/test_calibrate.py",)),
+    Mutant("entropy calibration drops the clipped outliers", "quant/calibrate.py",
            "p[-1] += hist[i:].sum()", "p[-1] += 0",
-           ("tests/golden/test_calibrate.py",)),
-    Mutant("integer im2col pads with 0, not the zero point", "quant/pipeline.py",
+           ("tests/quant/test_calibrate.py",)),
+    Mutant("integer im2col pads with 0, not the zero point", "quant/deployment.py",
            "return im2col(h, kh, kw, layer.stride, layer.pad, pad_value)",
            "return im2col(h, kh, kw, layer.stride, layer.pad, 0)",
-           ("tests/quant/test_pipeline.py",)),
-    Mutant("the straight-through estimator passes clipped gradients", "quant/pipeline.py",
+           ("tests/quant/test_deployment.py",)),
+    Mutant("the straight-through estimator passes clipped gradients", "quant/deployment.py",
            "return _in_range(value, self._scale(i, kind, value)).astype(np.float64)",
            "return np.ones_like(value)",
            ("tests/quant/test_nets.py",)),
-    Mutant("the rounding check explains any one-step difference", "quant/checks.py",
+    Mutant("the rounding check explains any one-step difference", "quant/deploy_checks.py",
            "explained += int((diff & (np.abs(got - fake) == 1) & near_tie).sum())",
            "explained += int((diff & (np.abs(got - fake) <= 2)).sum())",
-           ("tests/quant/test_pipeline.py",)),
+           ("tests/quant/test_deployment.py",)),
     Mutant("who-wins cells pick the runner-up", "sweeps/report/answers.py",
            "(win, best), rest = ranked[0], ranked[1:]",
            "(win, best), rest = ranked[-1], ranked[:-1]",
@@ -277,7 +269,7 @@ def _scratch(root: Path) -> Path:
             target = root / name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
-    for sub in _SUBPACKAGES:
+    for sub in subpackages():
         (root / "systolic" / sub).symlink_to(root / sub, target_is_directory=True)
     return root
 

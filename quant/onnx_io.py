@@ -1,5 +1,5 @@
 """Networks to and from ONNX: the playbook writes each trained network as an ONNX file and reads
-it back through the workload importer (``sweeps/onnx_graph.py``), so the model it quantizes is
+it back through the workload importer (``workloads/onnx_import.py``), so the model it quantizes is
 the one a user's ONNX file would be, weights included; a user's own sequential model of the same
 operators can be quantized the same way (``systolic quantize --onnx FILE``).
 """
@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
-from systolic.sweeps.onnx_graph import read_onnx
-from systolic.sweeps.workloads import WorkloadError
+from systolic.workloads.library import WorkloadError
+from systolic.workloads.onnx_import import read_onnx
 
 from .nets import Conv, Dense, Flatten, Net, Relu
 

@@ -10,7 +10,7 @@
 4. per-layer sensitivity (one layer at int4 or bf16, the rest int8), then every mix of int8,
    int4 and bf16 over the layers, priced by the energy model: the accuracy-energy Pareto front
    and the cheapest mix above the accuracy floor;
-5. deployment checks on that mix (``quant/checks.py``), through the simulated RTL.
+5. deployment checks on that mix (``quant/deploy_checks.py``), through the simulated RTL.
 
 Every choice is made on the validation split; every reported accuracy is on the test split.
 """
@@ -24,17 +24,17 @@ from itertools import product
 from pathlib import Path
 
 import numpy as np
-from systolic.golden.calibrate import choose_scale, fake_quantize, sqnr_db
+from systolic.contract.memory import DEFAULT_MEMORY_PRESET, Memory
 from systolic.models.energy import figures_energy, load_coefficients
-from systolic.sweeps.evaluate import model_record
-from systolic.sweeps.onnx_graph import onnx_workload
-from systolic.sweeps.spec import DEFAULT_MEMORY_PRESET, Memory
-from systolic.sweeps.workloads import Gemm, Workload
+from systolic.quant.calibrate import choose_scale, fake_quantize, sqnr_db
+from systolic.workloads.evaluate import model_record
+from systolic.workloads.library import Gemm, Workload
+from systolic.workloads.onnx_import import onnx_workload
 
-from .checks import deployment_checks
+from .deploy_checks import deployment_checks
+from .deployment import LAYER_PRECISIONS, Plan, Recipe, layer_config, make_plan, run_integer
 from .nets import Net, train
 from .onnx_io import net_from_onnx, write_onnx
-from .pipeline import LAYER_PRECISIONS, Plan, Recipe, layer_config, make_plan, run_integer
 from .tasks import MODELS, build_net, load_task
 
 __all__ = ["Options", "run_model", "run_playbook"]

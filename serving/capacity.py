@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .batching import Policy, Service, serve
 from .metrics import Metrics, measure
-from .simulate import Policy, Service, serve
 from .traffic import Requests, TrafficError
 
 __all__ = ["GRID", "Capacity", "latency_curve", "max_sustainable_rate", "scaled", "search_rate"]

@@ -87,7 +87,7 @@ class Generated:
     step_replica: np.ndarray | None = None
     replicas: int = 1
 
-    # the names serving.power.energy_split reads (a step is a batch)
+    # the names serving.power_budget.energy_split reads (a step is a batch)
 
     @property
     def batch_start(self) -> np.ndarray:
@@ -124,8 +124,8 @@ def generate(requests: Requests, policy: GenPolicy, step: Step | None, throttle=
              replicas: int = 1, throttles: list | None = None) -> Generated:  # fmt: skip
     """Serve the generation ``requests`` (one model: kind 0 of their mix) on ``replicas``
     accelerators behind a round-robin router (request ``i`` to replica ``i % replicas``). With
-    a :class:`serving.power.Throttle` (``throttle`` for one replica, or ``throttles``, one per
-    replica; their services are step functions) each step runs at its replica's current
+    a :class:`serving.power_budget.Throttle` (``throttle`` for one replica, or ``throttles``, one
+    per replica; their services are step functions) each step runs at its replica's current
     operating point (``step`` is then unused)."""
     if requests.output is None or np.any(requests.output < 1):
         raise TrafficError("generation requests need output token counts of at least 1")

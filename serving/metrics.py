@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .simulate import Served
+from .batching import Served
 
 __all__ = ["Metrics", "in_system", "measure", "queue_depth"]
 

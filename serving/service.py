@@ -2,7 +2,7 @@
 behind its memory, at a clock, and what it costs in energy.
 
 A batch of ``b`` requests of a transformer at sequence length ``s`` is the workload
-``transformer(model, b, s)`` (its GEMMs one after another on the device, sweeps.workloads), a CNN
+``transformer(model, b, s)`` (its GEMMs one after another on the device, workloads.library), a CNN
 batch is ``cnn(model, b)``; the analytical model of the device (the sweeps' model record:
 models.pipeline behind the DRAM, energy from estimated toggles) gives its latency and energy.
 Each distinct ``(kind, b, s)`` is evaluated once and kept.
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import place
+from systolic.contract.memory import Memory
 from systolic.models.device import predict_device
 from systolic.models.energy import Coefficients, load_coefficients
-from systolic.sweeps.evaluate import gemm_chunk, model_record
-from systolic.sweeps.spec import Memory
-from systolic.sweeps.workloads import CNNS, TRANSFORMERS, Workload, cnn, transformer
+from systolic.workloads.evaluate import gemm_chunk, model_record
+from systolic.workloads.library import CNNS, TRANSFORMERS, Workload, cnn, transformer
 
 from .traffic import Mix, TrafficError
 
@@ -37,7 +37,7 @@ def batch_workload(model: str, batch: int, length: int, phase: str = "prefill") 
 
 class ModelService:
     """``service(kind, batch, length) -> (seconds, dynamic energy_pj)`` for
-    :func:`serving.simulate.serve`, from the model of ``config`` behind ``memory`` at
+    :func:`serving.batching.serve`, from the model of ``config`` behind ``memory`` at
     ``clock_mhz`` (default: the coefficients' clock)."""
 
     def __init__(self, config: ArrayConfig, mix: Mix, memory: Memory,
@@ -67,7 +67,7 @@ class ModelService:
 
 
 def _busy(record: dict) -> tuple[float, float]:
-    """A batch's latency and its dynamic energy: leakage is a power, which serving.power
+    """A batch's latency and its dynamic energy: leakage is a power, which serving.power_budget
     accounts over the whole time, busy or idle."""
     return record["latency_s"], record["energy_pj"] - record["components_pj"]["leakage"]
 

@@ -1,5 +1,5 @@
-"""Run a serving study (serving/spec.py): every configuration at every clock serves every stream
-under every policy; each operating point becomes a record with its latency distribution,
+"""Run a serving study (serving/study_spec.py): every configuration at every clock serves every
+stream under every policy; each operating point becomes a record with its latency distribution,
 sustained throughput, energy per inference (or token) split into busy, idle and leakage, the
 highest rate meeting each SLA, its clamps under the power budget, and whether it is feasible.
 
@@ -18,16 +18,23 @@ import math
 import numpy as np
 from systolic.models.energy import load_coefficients
 from systolic.models.technology import CELL_LIBRARY_NM, COEFFICIENTS_NM, factor
-from systolic.sweeps.spec import SpecError
 from systolic.synth.flow import synthesize
+from systolic.workloads.spec_reader import SpecError
 
+from .batching import serve
 from .capacity import scaled, search_rate
 from .generation import _blocks, generate, measure_generation
 from .metrics import measure, queue_depth
-from .power import Envelope, IdlePower, OperatingPoint, Throttle, energy_split, operating_points
+from .power_budget import (
+    Envelope,
+    IdlePower,
+    OperatingPoint,
+    Throttle,
+    energy_split,
+    operating_points,
+)
 from .service import ModelService
-from .simulate import serve
-from .spec import ServingSpec, Stream
+from .study_spec import ServingSpec, Stream
 from .traffic import Mix, TrafficError, stream
 
 __all__ = ["CURVE", "run_study"]

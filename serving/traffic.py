@@ -154,7 +154,7 @@ class Trace:
 
 @dataclass(frozen=True)
 class RequestKind:
-    """What a request asks for: a ``model`` (a workload name of sweeps.workloads); for a
+    """What a request asks for: a ``model`` (a workload name of workloads.library); for a
     transformer, the sequence (prompt) ``lengths`` it may have with their ``weights``; for
     generation, the ``outputs`` (tokens to generate) it may ask for with ``output_weights``."""
 

@@ -19,11 +19,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from systolic.models.energy import load_coefficients
+from systolic.workloads.evaluate import model_record
 
-from .evaluate import model_record
 from .report import write_report
 from .run import run_sweep
-from .spec import Sweep, load_spec
+from .sweep_spec import Sweep, load_spec
 
 SPEC = Path(__file__).resolve().parent / "specs" / "design-space.yaml"
 

@@ -27,16 +27,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from systolic.contract.config import ArrayConfig, beyond_rtl
+from systolic.contract.memory import Memory
 from systolic.models.energy import Coefficients, load_coefficients
 from systolic.sim.simulate import SimulationError, run_gemms
+from systolic.workloads.evaluate import (
+    driver_workload,
+    gemm_chunk,
+    model_record,
+    point_id,
+    rtl_operands,
+    rtl_record,
+)
+from systolic.workloads.library import Workload
+from systolic.workloads.pareto import objectives_of, pareto_front
 
 from .engines import EngineError, open_engine
-from .evaluate import driver_workload, gemm_chunk, model_record, point_id, rtl_operands, rtl_record
-from .pareto import objectives_of, pareto_front
 from .results import SPEC_COPY, append_records, load_results
-from .spec import Memory, Sweep
+from .sweep_spec import Sweep
 from .synthesis import point_clock, point_fields, synth_id, synth_record
-from .workloads import Workload
 
 __all__ = ["EngineUnavailable", "ResultsConflict", "SweepInterrupted", "run_sweep", "select_rtl"]
 

@@ -7,30 +7,18 @@ import ast
 import subprocess
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
+from systolic.contract.layers import CLI, allowed
+from systolic.contract.layers import LAYERS as LAYER_LIST
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: Each layer: the folder that holds it, and the layers it may import (itself included).
-LAYERS = {
-    "contract": ("contract", {"contract"}),
-    "rtl": ("rtl", {"contract", "rtl"}),
-    "golden": ("golden", {"contract", "golden"}),
-    "models": ("models", {"contract", "golden", "models"}),
-    "sim": ("sim", {"contract", "rtl", "golden", "sim"}),
-    "tb": ("tb", {"contract", "rtl", "golden", "sim", "tb"}),
-    "synth": ("synth", {"contract", "rtl", "models", "synth"}),
-    "sweeps": ("sweeps", {"contract", "golden", "models", "sim", "synth", "sweeps"}),
-    "serving": ("serving", {"contract", "golden", "models", "sweeps", "synth", "serving"}),
-    "quant": ("quant", {"contract", "golden", "models", "sim", "sweeps", "quant"}),
-    "experiments": (
-        "experiments", {"contract", "rtl", "golden", "models", "sim", "synth", "experiments"}
-    ),
-    "cli": ("systolic", {"contract", "rtl", "golden", "models", "sim", "synth", "sweeps",
-                         "serving", "quant", "experiments", "cli"}),
-}  # fmt: skip
+#: Each layer: the folder that holds it, and the layers it may import (itself included), from
+#: the one list (contract/layers.py).
+LAYERS = {name: (folder, allowed(name)) for name, (folder, _) in LAYER_LIST.items()}
 
 
 def _modules() -> dict[str, Path]:
@@ -229,10 +217,12 @@ MODEL_PATH = textwrap.dedent(
     from systolic.golden.reference import reference
     from systolic.models.cycles import predict
     from systolic.models.energy import model_energy
-    from systolic.golden import bf16, calibrate, data, requant  # noqa: F401
-    from systolic.sweeps import evaluate, pareto, report, results, spec, workloads  # noqa: F401
-    from systolic.sweeps.evaluate import model_record
-    from systolic.sweeps.spec import Memory
+    from systolic.golden import bf16, data, requant  # noqa: F401
+    from systolic.workloads import evaluate, library, pareto, spec_reader  # noqa: F401
+    from systolic.sweeps import report, results, sweep_spec  # noqa: F401
+    from systolic.quant import calibrate  # noqa: F401
+    from systolic.workloads.evaluate import model_record
+    from systolic.contract.memory import Memory
     from systolic.models.energy import load_coefficients
 
     config = ArrayConfig("ws", 4, 4)
@@ -243,7 +233,7 @@ MODEL_PATH = textwrap.dedent(
     assert model_energy(config, a, b).total > 0
     big = ArrayConfig("os", 256, 256, a_depth=1 << 20)  # larger than the RTL builds
     assert predict(big, 128, 768, 768).cycles > 0
-    work = workloads.transformer("bert-base", 1, 16)
+    work = library.transformer("bert-base", 1, 16)
     record = model_record(ArrayConfig("ws", 8, 8), work, Memory.preset("hbm2e-pc"),
                           load_coefficients(), "random", 1)
     assert record["cycles"] > 0
@@ -260,3 +250,62 @@ def test_models_and_references_run_without_amaranth():
     run = subprocess.run([sys.executable, "-c", MODEL_PATH], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "model path ok" in run.stdout
+
+
+def _pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+
+
+def test_pyproject_installs_every_layer_and_nothing_else():
+    """pyproject.toml's package-dir maps ``systolic.<layer>`` to each layer's folder, and its
+    packages list every package folder under them (data folders included)."""
+    tool = _pyproject()
+    expected_dirs = {"systolic": "systolic"} | {
+        f"systolic.{name}": folder for name, (folder, _) in LAYER_LIST.items() if name != CLI
+    }
+    assert tool["package-dir"] == expected_dirs  # fmt: skip
+    found = set()
+    for name, (folder, _) in LAYER_LIST.items():
+        base = ROOT / folder
+        for init in base.rglob("__init__.py"):
+            rel = init.parent.relative_to(base).parts
+            found.add(".".join(["systolic", *(() if name == CLI else (name,)), *rel]))
+    data = {p for p in tool["packages"] if not (ROOT / p.replace("systolic.", "", 1).replace(
+        ".", "/") / "__init__.py").exists() and p not in found}  # fmt: skip
+    assert set(tool["packages"]) - data == found
+    for package in data:  # data folders: present, with the files package-data ships
+        folder = ROOT / package.replace("systolic.", "", 1).replace(".", "/")
+        assert folder.is_dir() and package in tool["package-data"], package
+
+
+def test_the_mutant_runner_links_every_layer():
+    """The mutant runner's scratch copy makes each layer's folder a subpackage of ``systolic``:
+    its list is the layer list's."""
+    from systolic.experiments import mutants
+
+    assert set(mutants.subpackages()) == {f for n, (f, _) in LAYER_LIST.items() if n != CLI}
+
+
+def test_the_architecture_page_shows_every_layer():
+    """docs/architecture.md's picture names every layer's folder, and its table has a row for
+    each layer listing exactly the layers it may import."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    picture = text[text.index("```") : text.index("```", text.index("```") + 3)]
+    for name, (folder, _) in LAYER_LIST.items():
+        shown = "systolic/cli" if name == CLI else f"{folder}/"
+        assert shown in picture, f"the picture lacks {shown}"
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| `") and len(cells) == 3:
+            rows[cells[0].strip("`").rstrip("/")] = cells[2]
+    for name, (folder, imports) in LAYER_LIST.items():
+        key = "systolic/cli" if name == CLI else folder
+        assert key in rows, f"the table has no row for {key}"
+        listed = {w.strip() for w in rows[key].split(",")} if imports else set()
+        if name == CLI:
+            assert rows[key] == "every layer but tb", rows[key]
+            assert set(imports) == set(LAYER_LIST) - {"tb", CLI}
+        else:
+            assert listed == set(imports) or (not imports and "nothing of ours" in rows[key]), (
+                key, rows[key])  # fmt: skip

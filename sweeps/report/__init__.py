@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .data import SERVING_FOLDER, ReportData, points_of, report_data
+from .content import SERVING_FOLDER, ReportData, points_of, report_data
 from .render import write_report
 
 __all__ = ["SERVING_FOLDER", "ReportData", "points_of", "report_data", "write_report"]

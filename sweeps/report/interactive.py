@@ -10,8 +10,7 @@ from collections import defaultdict
 import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
-
-from ..pareto import group_key
+from systolic.workloads.pareto import group_key
 
 __all__ = ["interactive_plots", "merge_series", "plotly_js"]
 

@@ -8,9 +8,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from systolic.models.energy import TRAFFIC_CLASSES
+from systolic.workloads.pareto import group_key
 
-from ..pareto import group_key
-from .data import distinct_layers, layer_pressure
+from .content import distinct_layers, layer_pressure
 
 __all__ = ["PLOTS", "write_plots"]
 

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import base64
 import csv
-import json
 from pathlib import Path
 
 import jinja2
 import yaml
+from systolic.serving.study_report import study_summary
+from systolic.workloads.markdown import md_escape
 
 from ..results import SPEC_COPY, load_results
-from .data import SERVING_FOLDER, TABLE_ROWS, ReportData, report_data
+from .content import SERVING_FOLDER, TABLE_ROWS, ReportData, report_data
 from .interactive import interactive_plots, plotly_js
-from .markdown import md_escape
 from .plots import PLOTS, write_plots
 
 __all__ = ["render", "write_report"]
@@ -106,8 +106,7 @@ def write_report(results: Path, out: Path | None = None) -> dict[str, Path]:
     records = load_results(results)
     if not records:
         raise ValueError(f"{results}: no results to report")
-    study = results.parent / SERVING_FOLDER / "serving.json"
-    serving = json.loads(study.read_text())["summary"] if study.is_file() else None
+    serving = study_summary(results.parent / SERVING_FOLDER)
     data = report_data(records, _sweep_name(results), serving)
     plots = write_plots(data, out)
     paths = {"markdown": out / "report.md", "html": out / "report.html", "csv": out / "points.csv"}

@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from systolic.experiments.accuracy import run_accuracy
+    from systolic.quant.accuracy import run_accuracy
 
     experiment = run_accuracy(args.samples, args.rows, args.seed)
     if args.json:

@@ -58,8 +58,8 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from systolic.experiments.compare import DEFAULT_MEMORIES, compare
-    from systolic.experiments.scalesim import available
+    from systolic.verify.compare import DEFAULT_MEMORIES, compare
+    from systolic.verify.scalesim import available
 
     points = _points(args)
     if args.scalesim and not available():
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _points(args: argparse.Namespace) -> list:
     """The given configuration on ``--shapes`` or ``--m --k --n``, or the default points."""
-    from systolic.experiments.compare import default_points, read_shapes
+    from systolic.verify.compare import default_points, read_shapes
 
     given = [args.m, args.k, args.n]
     if args.shapes is None and all(v is None for v in given):

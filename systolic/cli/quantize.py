@@ -58,7 +58,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from systolic.quant.playbook import Options, run_playbook
-    from systolic.quant.report import write_report
+    from systolic.quant.playbook_report import write_report
 
     if args.onnx is not None and len(args.models) != 1:
         raise ValueError("--onnx needs exactly one --models TASK:MODEL (whose task it runs on)")

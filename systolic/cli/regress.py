@@ -57,7 +57,7 @@ def _config(path: Path) -> ArrayConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    from systolic.experiments.regress import case, replay_command, run_regression, write_junit
+    from systolic.verify.regress import case, replay_command, run_regression, write_junit
 
     config = _config(args.config)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)

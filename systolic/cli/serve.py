@@ -21,7 +21,7 @@ def add_parser(sub) -> None:
         "from the device model: latency percentiles, the highest rate meeting each P99 SLA, "
         "energy per inference (per output token for generation) split into busy, idle and "
         "leakage, clock clamps under the power budget; then report.md, report.html, "
-        "serving.json and plots in OUT. See serving/spec.py for the format.",
+        "serving.json and plots in OUT. See serving/study_spec.py for the format.",
     )
     p.add_argument("spec", type=Path, help="the serving study (YAML)")
     p.add_argument("--out", type=output_folder, metavar="DIR",
@@ -32,9 +32,9 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from systolic.serving.report import frontier, write_serving_report
-    from systolic.serving.spec import load_serving_spec
     from systolic.serving.study import run_study
+    from systolic.serving.study_report import frontier, write_serving_report
+    from systolic.serving.study_spec import load_serving_spec
 
     spec = load_serving_spec(args.spec)  # SpecError names file, line and key: exit 2
     out = args.out if args.out is not None else Path("results") / f"{spec.name}-serving"

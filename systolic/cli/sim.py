@@ -72,11 +72,11 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from systolic.golden.calibrate import output_params
     from systolic.golden.data import random_operands
     from systolic.golden.reference import check_zero_points, reference, requantized_reference
     from systolic.models.device import predict_device, trace_device
     from systolic.models.energy import figures_energy
+    from systolic.quant.calibrate import output_params
     from systolic.sim.simulate import Quantization, run_gemm
 
     config = config_from_args(args)

@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
         description="Evaluate every configuration of SPEC on every workload with the analytical "
         "model, simulate the points the spec chooses in RTL (cycles, counters, toggle energy, "
         "bit-exact check), append each result to RESULTS/results.jsonl as it finishes, and "
-        "write report.md, report.html and PNG plots there. See sweeps/spec.py for the format "
+        "write report.md, report.html and PNG plots there. See sweeps/sweep_spec.py for the format "
         "and sweeps/specs/default.yaml for an example.",
     )
     p.add_argument("spec", type=Path, help="the sweep specification (YAML)")
@@ -47,14 +47,14 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from systolic.serving.report import write_serving_report
-    from systolic.serving.spec import load_serving_spec
     from systolic.serving.study import run_study
+    from systolic.serving.study_report import write_serving_report
+    from systolic.serving.study_spec import load_serving_spec
     from systolic.sweeps.engines import check_address
     from systolic.sweeps.report import SERVING_FOLDER, points_of, write_report
     from systolic.sweeps.results import load_results
     from systolic.sweeps.run import EngineUnavailable, SweepInterrupted, run_sweep
-    from systolic.sweeps.spec import load_spec
+    from systolic.sweeps.sweep_spec import load_spec
 
     sweep = load_spec(args.spec)  # SpecError (a ValueError) names file, line and key: exit 2
     study = load_serving_spec(sweep.serving) if sweep.serving else None  # checked before any work

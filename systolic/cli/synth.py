@@ -12,7 +12,7 @@ from systolic.synth.fpga import PARTS, RESOURCES, place_and_route
 from .options import add_config_options, config_from_args
 
 if TYPE_CHECKING:
-    from systolic.experiments.gate_energy import GateEnergy
+    from systolic.verify.gate_energy import GateEnergy
 
 
 def add_parser(sub) -> None:
@@ -110,7 +110,7 @@ def _fpga(config, args) -> int:
 def _gate_energy(config, args) -> GateEnergy:
     import numpy as np
 
-    from systolic.experiments.gate_energy import gate_energy
+    from systolic.verify.gate_energy import gate_energy
 
     rng = np.random.default_rng(args.seed)
     m, k, n = args.gemm
@@ -123,8 +123,8 @@ def _gate_energy(config, args) -> GateEnergy:
 
 
 def _print_power(gate: GateEnergy, seed: int) -> None:
-    from systolic.experiments.gate_energy import FLOW_NM, MODEL_NM
     from systolic.models.technology import factor
+    from systolic.verify.gate_energy import FLOW_NM, MODEL_NM
 
     p = gate.power
     m, k, n = gate.shape

@@ -6,7 +6,7 @@ from ..helpers import run_cli
 
 
 def test_compare_shapes_file_and_exit_status(tmp_path, monkeypatch, capsys):
-    from systolic.experiments import compare as compare_module
+    from systolic.verify import compare as compare_module
 
     from systolic.cli import main
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from systolic.sweeps.report.markdown import md_escape
 from systolic.sweeps.results import load_results
+from systolic.workloads.markdown import md_escape
 
 from systolic.cli import build_parser, main
 from systolic.cli.options import EXIT_STATUSES

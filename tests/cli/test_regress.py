@@ -11,7 +11,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 from systolic.contract.config import ArrayConfig
-from systolic.experiments.regress import case
+from systolic.verify.regress import case
 
 from ..configs import DEPTHS
 

@@ -4,8 +4,8 @@ differences, and the straight-through estimator of quantization-aware training."
 from __future__ import annotations
 
 import numpy as np
+from systolic.quant.deployment import Recipe, make_plan
 from systolic.quant.nets import Conv, Dense, Flatten, Net, Relu, im2col, train
-from systolic.quant.pipeline import Recipe, make_plan
 
 
 def _direct_conv(x, w, stride, pad):

@@ -10,8 +10,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from systolic.quant.nets import Conv, Dense, Flatten, Net, Relu
 from systolic.quant.onnx_io import net_from_onnx, write_onnx
-from systolic.sweeps.onnx_graph import onnx_workload
-from systolic.sweeps.workloads import WorkloadError
+from systolic.workloads.library import WorkloadError
+from systolic.workloads.onnx_import import onnx_workload
 
 from ..helpers import at_most, run_cli
 

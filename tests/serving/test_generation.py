@@ -7,13 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from systolic.contract.config import ArrayConfig
+from systolic.contract.memory import Memory
 from systolic.models.energy import load_coefficients
 from systolic.serving.generation import KV_BLOCK, GenPolicy, generate, measure_generation
 from systolic.serving.service import ModelService
 from systolic.serving.traffic import Mix, Poisson, RequestKind, Requests, TrafficError, stream
-from systolic.sweeps.evaluate import model_record
-from systolic.sweeps.spec import Memory
-from systolic.sweeps.workloads import transformer
+from systolic.workloads.evaluate import model_record
+from systolic.workloads.library import transformer
 
 GPT = Mix((RequestKind("gpt2-small", 1, (16,), (), (3,)),))
 

@@ -1,4 +1,4 @@
-"""serving/simulate.py and metrics.py against queueing theory and hand-worked schedules: M/D/1's
+"""serving/batching.py and metrics.py against queueing theory and hand-worked schedules: M/D/1's
 waiting time (mean and the exact distribution's P99), Little's law on every run, the batching
 rules on a stream small enough to work out by hand, and the invariants of any schedule."""
 
@@ -8,9 +8,9 @@ import math
 
 import numpy as np
 import pytest
+from systolic.serving.batching import Policy, serve
 from systolic.serving.capacity import latency_curve, max_sustainable_rate
 from systolic.serving.metrics import measure, queue_depth
-from systolic.serving.simulate import Policy, serve
 from systolic.serving.traffic import (
     Mix,
     OnOff,

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 from systolic.contract.config import ArrayConfig
+from systolic.contract.memory import Memory
 from systolic.golden.data import random_operands
 from systolic.golden.reference import reference
+from systolic.serving.batching import Policy, serve
 from systolic.serving.service import GemmService
-from systolic.serving.simulate import Policy, serve
 from systolic.serving.traffic import Mix, Poisson, RequestKind, stream
 from systolic.sim.simulate import run_gemms
-from systolic.sweeps.evaluate import gemm_chunk
-from systolic.sweeps.spec import Memory
+from systolic.workloads.evaluate import gemm_chunk
 
 CONFIG = ArrayConfig("ws", 2, 3, a_depth=24, b_depth=24, c_depth=24)  # the device tests' build
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from systolic.contract.config import ArrayConfig
+from systolic.contract.memory import Memory
 from systolic.models.energy import load_coefficients
+from systolic.serving.batching import Policy, serve
 from systolic.serving.metrics import measure
 from systolic.serving.service import ModelService
-from systolic.serving.simulate import Policy, serve
 from systolic.serving.traffic import (
     Mix,
     OnOff,
@@ -19,9 +20,8 @@ from systolic.serving.traffic import (
     TrafficError,
     stream,
 )
-from systolic.sweeps.evaluate import model_record
-from systolic.sweeps.spec import Memory
-from systolic.sweeps.workloads import transformer
+from systolic.workloads.evaluate import model_record
+from systolic.workloads.library import transformer
 
 from ..helpers import at_least, at_most
 

@@ -1,4 +1,4 @@
-"""serving/spec.py, study.py, report.py and ``systolic serve``: a study from its YAML to its
+"""serving/study_spec.py, study.py, report.py and ``systolic serve``: a study from its YAML to its
 report, every figure of a record traced to the simulation it came from, and bad specs refused
 with the file, line and key."""
 
@@ -9,10 +9,10 @@ import json
 import pytest
 from systolic.contract.config import ArrayConfig
 from systolic.models.technology import factor
-from systolic.serving.report import frontier
-from systolic.serving.spec import load_serving_spec
 from systolic.serving.study import run_study
-from systolic.sweeps.spec import SpecError, load_spec
+from systolic.serving.study_report import frontier
+from systolic.serving.study_spec import load_serving_spec
+from systolic.sweeps.sweep_spec import SpecError, load_spec
 from systolic.synth.flow import synthesize
 
 from ..helpers import run_cli, write_spec

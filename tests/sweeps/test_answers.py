@@ -11,9 +11,9 @@ from collections import Counter, defaultdict
 import numpy as np
 import pytest
 from systolic.models.energy import load_coefficients
-from systolic.sweeps.evaluate import model_record, point_id
 from systolic.sweeps.report import report_data
-from systolic.sweeps.spec import load_spec
+from systolic.sweeps.sweep_spec import load_spec
+from systolic.workloads.evaluate import model_record, point_id
 
 from ..helpers import write_spec
 

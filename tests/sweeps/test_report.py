@@ -108,7 +108,7 @@ def test_a_long_table_of_points_goes_to_a_csv_file(model_sweep, tmp_path):
     always holds every point."""
     import csv
 
-    from systolic.sweeps.report.data import TABLE_ROWS
+    from systolic.sweeps.report.content import TABLE_ROWS
     from systolic.sweeps.report.render import write_report
 
     records = load_results(model_sweep / "results.jsonl")

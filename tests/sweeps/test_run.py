@@ -7,14 +7,14 @@ from collections import Counter
 from pathlib import Path
 
 from systolic.sweeps.results import load_results
-from systolic.sweeps.spec import load_spec
+from systolic.sweeps.sweep_spec import load_spec
 
 from ..helpers import TINY, run_cli, write_spec
 
 
 def test_workloads_marked_model_only_are_never_simulated(tmp_path):
-    from systolic.sweeps.evaluate import point_id
     from systolic.sweeps.run import _Point, select_rtl
+    from systolic.workloads.evaluate import point_id
 
     text = TINY.replace("    count: 3", "    count: 3\n    rtl: false") + (
         "  - gemm: {m: 8, k: 6, n: 5}\n    rtl: false\n"  # the same point again: still simulated

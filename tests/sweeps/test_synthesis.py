@@ -8,10 +8,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from systolic.sweeps.pareto import OBJECTIVES, objectives_of, pareto_front
+from systolic.contract.memory import Memory
 from systolic.sweeps.results import load_results
-from systolic.sweeps.spec import Memory, SpecError, load_spec
+from systolic.sweeps.sweep_spec import SpecError, load_spec
 from systolic.synth.flow import SynthReport
+from systolic.workloads.pareto import OBJECTIVES, objectives_of, pareto_front
 
 from ..helpers import run_cli, write_spec
 

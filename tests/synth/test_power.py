@@ -1,4 +1,4 @@
-"""Gate-level power from simulated activity (synth/power.py, experiments/gate_energy.py): the
+"""Gate-level power from simulated activity (synth/power.py, verify/gate_energy.py): the
 measured activity reaches OpenSTA's figures, and they sit within a measured bound of the toggle
 model's, component by component."""
 
@@ -9,9 +9,9 @@ import json
 import numpy as np
 import pytest
 from systolic.contract.config import ArrayConfig
-from systolic.experiments.gate_energy import gate_energy
 from systolic.sim.simulate import run_gemms
 from systolic.synth.power import aliases, annotate, cut_netlist
+from systolic.verify.gate_energy import gate_energy
 
 from ..conftest import SEED
 from ..helpers import run_cli

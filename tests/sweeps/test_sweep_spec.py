@@ -1,4 +1,5 @@
-"""sweeps/spec.py: errors that name the file, line and key; crossing; the shipped specs load."""
+"""sweeps/sweep_spec.py: errors that name the file, line and key; crossing; the shipped specs
+load."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import systolic.sweeps
-from systolic.sweeps.spec import SpecError, load_spec
+from systolic.sweeps.sweep_spec import SpecError, load_spec
 
 from ..helpers import TINY, run_cli, write_spec
 

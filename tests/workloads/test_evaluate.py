@@ -1,4 +1,4 @@
-"""sweeps/evaluate.py: the GEMMs the driver posts (a layer past a descriptor's fields in pieces),
+"""workloads/evaluate.py: the GEMMs the driver posts (a layer past a descriptor's fields in pieces),
 and a model point's figures for them."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from systolic.contract.config import ArrayConfig
 from systolic.contract.interface import DIM_BITS
+from systolic.contract.memory import Memory
 from systolic.models.energy import load_coefficients
-from systolic.sweeps.evaluate import driver_workload, model_record
-from systolic.sweeps.spec import Memory
-from systolic.sweeps.workloads import Gemm, Workload, cnn
+from systolic.workloads.evaluate import driver_workload, model_record
+from systolic.workloads.library import Gemm, Workload, cnn
 
 TOP = (1 << DIM_BITS) - 1
 

@@ -21,7 +21,7 @@ import numpy as np
 from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import containers, place, tile_rows, word_layout
 from systolic.contract.interface import DIM_BITS
-from systolic.contract.memory import Dram
+from systolic.contract.memory import Dram, Memory
 from systolic.golden.data import DataKind
 from systolic.golden.reference import reference
 from systolic.models.chunking import choose_chunk
@@ -29,8 +29,7 @@ from systolic.models.device import DeviceFigures, predict_device
 from systolic.models.energy import Coefficients, EnergyReport, figures_energy
 from systolic.models.pipeline import predict_pipeline
 from systolic.models.toggles import estimate_toggles
-from systolic.sweeps.spec import Memory
-from systolic.sweeps.workloads import Workload
+from systolic.workloads.library import Workload
 
 __all__ = [
     "GemmPart",

@@ -21,15 +21,15 @@ from dataclasses import dataclass
 import numpy as np
 from systolic.contract.config import PRECISIONS, ArrayConfig
 from systolic.golden.bf16 import bf16_bits, bits_to_float, from_bf16_bits
-from systolic.golden.calibrate import (
+from systolic.golden.reference import reference, requantized_reference
+from systolic.golden.requant import RequantParams
+from systolic.quant.calibrate import (
     Scale,
     choose_scale,
     fake_quantize,
     quantize,
     requant_params,
 )
-from systolic.golden.reference import reference, requantized_reference
-from systolic.golden.requant import RequantParams
 from systolic.sim.simulate import Quantization, run_gemms
 
 from .nets import ARRAY_LAYERS, Conv, Flatten, Net, Relu, conv_out, im2col
@@ -66,7 +66,7 @@ def layer_config(precision: str, rows: int, out_precision: str | None = None) ->
 
 @dataclass(frozen=True)
 class Recipe:
-    """How ranges are chosen: the activations' method (``golden.calibrate.METHODS``) and
+    """How ranges are chosen: the activations' method (``quant.calibrate.METHODS``) and
     percentile, the weights' method and whether they are scaled per output channel."""
 
     act_method: str = "percentile"

@@ -1,4 +1,4 @@
-"""golden/calibrate.py: scales and zero points that represent zero and the range."""
+"""quant/calibrate.py: scales and zero points that represent zero and the range."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ MSE_OVER_PERCENTILE = 0.02
 
 
 def test_calibration_represents_zero_and_the_range(seed):
-    from systolic.golden.calibrate import choose_scale, dequantize, quantize
+    from systolic.quant.calibrate import choose_scale, dequantize, quantize
 
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((200, 6)) * np.array([0.1, 1, 10, 100, 1000, 1e-3]) + 0.5
@@ -64,7 +64,7 @@ def _gaussian_quantiles(n: int) -> np.ndarray:
 
 
 def test_mse_range_matches_the_gaussian_optimum():
-    from systolic.golden.calibrate import MSE_GRID, choose_scale, fake_quantize
+    from systolic.quant.calibrate import MSE_GRID, choose_scale, fake_quantize
 
     x = _gaussian_quantiles(200_000)
     step = (MSE_GRID[1] - MSE_GRID[0]) * np.abs(x).max()  # the search's resolution in range
@@ -85,7 +85,7 @@ def test_mse_range_matches_the_gaussian_optimum():
 def test_mse_range_is_the_samples_own_optimum(seed):
     """On a random sample, the chosen range's error against the least error of any range (a
     search 5 times finer than the method's): the method's grid costs at most a bounded excess."""
-    from systolic.golden.calibrate import Scale, choose_scale, fake_quantize
+    from systolic.quant.calibrate import Scale, choose_scale, fake_quantize
 
     x = np.random.default_rng(seed).standard_normal(20_000)
     peak = np.abs(x).max()
@@ -107,7 +107,7 @@ def test_mse_never_loses_to_minmax_or_percentile(seed):
     """MSE minimizes the error of what it ranges (the tensor, or each channel): never worse than
     min/max (on its grid), and no worse than percentile beyond the grid's resolution wherever
     percentile's range is within the grid's span (the search shrinks the range to 20% at most)."""
-    from systolic.golden.calibrate import MSE_GRID, choose_scale, fake_quantize
+    from systolic.quant.calibrate import MSE_GRID, choose_scale, fake_quantize
 
     x = np.random.default_rng(seed).standard_t(3, (4000, 5))  # heavy tails
     for per_channel in (False, True):
@@ -127,7 +127,7 @@ def test_mse_never_loses_to_minmax_or_percentile(seed):
 
 
 def test_entropy_clips_an_outlier_and_keeps_a_bulk(seed):
-    from systolic.golden.calibrate import choose_scale
+    from systolic.quant.calibrate import choose_scale
 
     rng = np.random.default_rng(seed)
     x = np.append(rng.random(10_000), 100.0)  # one outlier 100x the bulk
@@ -138,7 +138,7 @@ def test_entropy_clips_an_outlier_and_keeps_a_bulk(seed):
 
 
 def test_sqnr(seed):
-    from systolic.golden.calibrate import sqnr_db
+    from systolic.quant.calibrate import sqnr_db
 
     x = np.random.default_rng(seed).standard_normal(1000)
     assert sqnr_db(x, x) == float("inf")

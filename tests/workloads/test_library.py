@@ -1,10 +1,10 @@
-"""sweeps/workloads.py: published operation counts, batch and sequence scaling, SCALE-Sim
+"""workloads/library.py: published operation counts, batch and sequence scaling, SCALE-Sim
 topologies with their quirks."""
 
 from __future__ import annotations
 
 import pytest
-from systolic.sweeps.workloads import WorkloadError, cnn, read_scalesim_topology, transformer
+from systolic.workloads.library import WorkloadError, cnn, read_scalesim_topology, transformer
 
 
 def test_cnn_workloads_match_published_operation_counts():

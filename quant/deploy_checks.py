@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from systolic.contract.interface import SHIFT_RANGE
-from systolic.golden.calibrate import quantize, sqnr_db
+from systolic.quant.calibrate import quantize, sqnr_db
 
+from .deployment import IntegerRun, Plan, run_integer
 from .nets import Conv, im2col
-from .pipeline import IntegerRun, Plan, run_integer
 
 __all__ = [
     "SQNR_FLOOR_DB",

@@ -13,10 +13,13 @@ import html
 import json
 from pathlib import Path
 
-from systolic.sweeps.pareto import pareto_front
-from systolic.sweeps.report.markdown import md_escape
+from systolic.workloads.markdown import md_escape
+from systolic.workloads.pareto import pareto_front
 
-__all__ = ["frontier", "write_serving_report"]
+__all__ = ["STUDY_FILE", "frontier", "study_summary", "write_serving_report"]
+
+#: The file, in a study's folder, that holds its records and the summary another report shows.
+STUDY_FILE = "serving.json"
 
 #: The frontier's objectives: +1 more is better, -1 less is better.
 OBJECTIVES = {"capacity_rps": +1, "p99_s": -1, "energy_unit_pj": -1}
@@ -180,6 +183,14 @@ CAPTIONS = {
 }  # fmt: skip
 
 
+def study_summary(folder: Path) -> dict | None:
+    """What a report that includes a study shows of it (its introduction, the frontier's table
+    and its plots, whose files are relative to ``folder``), or None when ``folder`` holds no
+    study."""
+    path = folder / STUDY_FILE
+    return json.loads(path.read_text())["summary"] if path.is_file() else None
+
+
 def write_serving_report(name: str, records: list[dict], out: Path,
                          budget_w: float | None = None, notes: list[str] | None = None,
                          ) -> dict[str, Path]:  # fmt: skip
@@ -191,12 +202,12 @@ def write_serving_report(name: str, records: list[dict], out: Path,
     front_rows = _front_rows(front)
     intro = (f"{len(records)} operating points (configuration x clock x stream x batching "
              f"policy). Service times and energy from the device model behind the study's "
-             f"memory; clock voltages from serving.power.VF_POINTS (assumptions). Feasible at an "
-             f"SLA: the P99 at the offered rate meets it"
+             f"memory; clock voltages from serving.power_budget.VF_POINTS (assumptions). "
+             f"Feasible at an SLA: the P99 at the offered rate meets it"
              + (f" and the average power stays within {budget_w:g} W" if budget_w else "")
              + ". Energy per unit: per inference, or per output token for generation "
              "streams.")  # fmt: skip
-    paths = {"json": out / "serving.json", "markdown": out / "report.md",
+    paths = {"json": out / STUDY_FILE, "markdown": out / "report.md",
              "html": out / "report.html"}  # fmt: skip
     plots = _plots(records, out, budget_w)
     summary = {"intro": intro, "head": FRONT_HEAD, "frontier_rows": front_rows,

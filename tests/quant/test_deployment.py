@@ -1,4 +1,4 @@
-"""quant/pipeline.py and quant/checks.py: the integer pipeline against the fake-quant float
+"""quant/deployment.py and quant/deploy_checks.py: the integer pipeline against the fake-quant float
 model, zero-point padding of convolutions, and checks that fail when they should."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from systolic.golden.calibrate import Scale
-from systolic.quant.checks import deployment_checks, rounding_disagreements
+from systolic.quant.calibrate import Scale
+from systolic.quant.deploy_checks import deployment_checks, rounding_disagreements
+from systolic.quant.deployment import Recipe, make_plan, run_integer
 from systolic.quant.nets import Conv, Dense, Flatten, Net, Relu
-from systolic.quant.pipeline import Recipe, make_plan, run_integer
 
 from ..helpers import at_least
 

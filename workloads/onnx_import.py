@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import numpy_helper, shape_inference
-from systolic.sweeps.workloads import Gemm, Workload, WorkloadError
+from systolic.workloads.library import Gemm, Workload, WorkloadError
 
 __all__ = [
     "ARRAY_OPS",

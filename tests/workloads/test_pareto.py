@@ -1,10 +1,10 @@
-"""sweeps/pareto.py: fronts on hand-made points, ties included."""
+"""workloads/pareto.py: fronts on hand-made points, ties included."""
 
 from __future__ import annotations
 
 import random
 
-from systolic.sweeps.pareto import dominates, pareto_front
+from systolic.workloads.pareto import dominates, pareto_front
 
 
 def _p(name, throughput, latency, energy, model="m"):

@@ -8,8 +8,9 @@ and the key::
       array: [16x16]
       depth: [4096]
     memory: lpddr4x-4266-x16      # one memory (a preset or {gb_per_s, latency_ns, ...})
-    clocks: [1000, 500]           # MHz: operating points (voltages from serving.power.VF_POINTS);
-                                  # default: the coefficients' clock
+    clocks: [1000, 500]           # MHz: operating points (voltages from
+                                  # serving.power_budget.VF_POINTS); default: the
+                                  # coefficients' clock
     synth: true                   # cap the clocks at each configuration's synthesized Fmax
                                   # (0.18 um, scaled to the coefficients' 45 nm: an estimate)
     replicas: [1, 2]              # accelerators behind a round-robin router (crossed; default 1)
@@ -17,7 +18,7 @@ and the key::
     thermal_tau_s: 0.05           # the package's thermal time constant (with a budget)
     streams:
       - name: bert classification
-        model: bert-base          # a transformer or CNN of sweeps.workloads
+        model: bert-base          # a transformer or CNN of workloads.library
         lengths: [64, 128]        # sequence lengths (transformers), drawn by
         weights: [3, 1]           # these weights (default: equal)
         arrival: {poisson: 200}   # per second; or {on_off: {on_rate, off_rate, on_s, off_s}}
@@ -45,8 +46,9 @@ from pathlib import Path
 
 from systolic.contract.checks import is_number
 from systolic.contract.config import ArrayConfig
-from systolic.sweeps.spec import (
-    Memory,
+from systolic.contract.memory import Memory
+from systolic.workloads.library import CNNS, TRANSFORMERS
+from systolic.workloads.spec_reader import (
     SpecDoc,
     as_list,
     coefficients_file,
@@ -56,10 +58,9 @@ from systolic.sweeps.spec import (
     parse_memories,
     read_spec,
 )
-from systolic.sweeps.workloads import CNNS, TRANSFORMERS
 
+from .batching import Policy
 from .generation import GenPolicy
-from .simulate import Policy
 from .traffic import OnOff, Poisson, RequestKind, Trace, TrafficError
 
 __all__ = ["ServingSpec", "Stream", "load_serving_spec"]

@@ -13,7 +13,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from systolic.sweeps.report.markdown import md_escape  # noqa: E402
+from systolic.workloads.markdown import md_escape  # noqa: E402
 
 __all__ = ["write_report"]
 

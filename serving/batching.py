@@ -98,7 +98,7 @@ class Served:
 def serve(requests: Requests, policy: Policy, service: Service, replicas: int = 1,
           throttles: list | None = None) -> Served:  # fmt: skip
     """Serve ``requests`` on ``replicas`` accelerators under ``policy`` (see module). With
-    ``throttles`` (a :class:`serving.power.Throttle` per replica), each batch runs at its
+    ``throttles`` (a :class:`serving.power_budget.Throttle` per replica), each batch runs at its
     replica's current operating point, with that point's service function, and the throttle's
     thermal model may change the point between batches; ``service`` is then unused."""
     if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:

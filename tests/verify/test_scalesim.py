@@ -1,4 +1,4 @@
-"""experiments/scalesim.py: the mapping onto SCALE-Sim gives its documented fold formulas, and
+"""verify/scalesim.py: the mapping onto SCALE-Sim gives its documented fold formulas, and
 `systolic compare --scalesim` shows them."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from systolic.contract.config import ArrayConfig
-from systolic.experiments.scalesim import scalesim_cycles
+from systolic.verify.scalesim import scalesim_cycles
 
 
 @pytest.mark.parametrize(

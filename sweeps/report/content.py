@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import LOOP_ORDERS, place
+from systolic.contract.memory import Memory
 from systolic.models.chunking import choose_chunk
 from systolic.models.pipeline import predict_pipeline
+from systolic.workloads.pareto import group_key, objectives_of, pareto_front
 
-from ..pareto import group_key, objectives_of, pareto_front
-from ..spec import Memory
 from .answers import Answer, Matrix, answers, matrices
 
 __all__ = [

@@ -9,10 +9,10 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from systolic.sweeps.onnx_graph import conv_output, onnx_workload, read_onnx
 from systolic.sweeps.results import load_results
-from systolic.sweeps.spec import SpecError, load_spec
-from systolic.sweeps.workloads import WorkloadError, cnn
+from systolic.sweeps.sweep_spec import SpecError, load_spec
+from systolic.workloads.library import WorkloadError, cnn
+from systolic.workloads.onnx_import import conv_output, onnx_workload, read_onnx
 
 from ..helpers import run_cli
 

@@ -1,4 +1,4 @@
-"""Accuracy retention: a small MLP trained in numpy, quantized with golden.calibrate, run through
+"""Accuracy retention: a small MLP trained in numpy, quantized with quant.calibrate, run through
 the simulated accelerator in int8, int4 and bf16, against its float accuracy.
 
 The data is generated on the spot (no download): ten classes of 64-feature samples, each class a
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 from systolic.contract.config import PRECISIONS, ArrayConfig
 from systolic.golden.bf16 import bf16_bits, bits_to_float
-from systolic.golden.calibrate import choose_scale, quantize, requant_params
 from systolic.golden.reference import reference, requantized_reference
 from systolic.models.energy import figures_energy
+from systolic.quant.calibrate import choose_scale, quantize, requant_params
 from systolic.sim.simulate import Quantization, run_gemms
 
 __all__ = ["Experiment", "make_dataset", "run_accuracy", "train_mlp"]

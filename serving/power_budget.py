@@ -111,7 +111,7 @@ class Throttle:
     function, the idle power, the envelope; the state of the thermal model and the clamps."""
 
     points: list[OperatingPoint]
-    services: list  # a serving.simulate.Service per point
+    services: list  # a serving.batching.Service per point
     idle: IdlePower
     envelope: Envelope | None = None
     level: int = 0
@@ -170,7 +170,7 @@ class EnergySplit:
 
 
 def energy_split(served, idle: IdlePower, nominal: OperatingPoint) -> EnergySplit:
-    """The :class:`EnergySplit` of ``served`` (:class:`serving.simulate.Served`) over its span
+    """The :class:`EnergySplit` of ``served`` (:class:`serving.batching.Served`) over its span
     (first arrival to last completion) on every replica: busy, its batches' energy; idle, the
     gaps between them at the idle power of the point in effect (the next batch's; ``nominal``
     without throttles); leakage over the whole span at each interval's point."""

@@ -16,12 +16,12 @@ from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.contract.dma import offchip_words
 from systolic.contract.interface import DEVICE_COUNTERS
 from systolic.contract.memory import DEFAULT_MEMORY, Dram
-from systolic.experiments.scalesim import scalesim_cycles
 from systolic.golden.data import random_operands
 from systolic.golden.reference import reference
 from systolic.models.device import predict_device
 from systolic.models.energy import Coefficients, EnergyReport, figures_energy, model_energy
 from systolic.sim.simulate import run_gemms
+from systolic.verify.scalesim import scalesim_cycles
 
 __all__ = ["DEFAULT_MEMORIES", "Comparison", "compare", "default_points", "read_shapes"]
 

@@ -1,11 +1,11 @@
-"""experiments/accuracy.py: a quantized MLP through the RTL keeps its accuracy, bit-exact with
+"""quant/accuracy.py: a quantized MLP through the RTL keeps its accuracy, bit-exact with
 golden/."""
 
 from __future__ import annotations
 
 
 def test_accuracy_retention_through_the_rtl():
-    from systolic.experiments.accuracy import run_accuracy
+    from systolic.quant.accuracy import run_accuracy
 
     experiment = run_accuracy(test_samples=100, rows=4)  # seed 0
     print(experiment.table())

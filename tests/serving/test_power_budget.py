@@ -1,5 +1,5 @@
-"""serving/power.py: busy, idle and leakage energy of a schedule worked out by hand; the thermal
-model's first clamp when theory says; a generous budget changes nothing."""
+"""serving/power_budget.py: busy, idle and leakage energy of a schedule worked out by hand; the
+thermal model's first clamp when theory says; a generous budget changes nothing."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from systolic.contract.config import ArrayConfig
 from systolic.models.energy import clock_pj_per_cycle, leakage_pj_per_cycle, load_coefficients
+from systolic.serving.batching import Policy, serve
 from systolic.serving.metrics import measure
-from systolic.serving.power import (
+from systolic.serving.power_budget import (
     Envelope,
     IdlePower,
     OperatingPoint,
@@ -18,7 +19,6 @@ from systolic.serving.power import (
     energy_split,
     operating_points,
 )
-from systolic.serving.simulate import Policy, serve
 from systolic.serving.traffic import Mix, Poisson, RequestKind, Requests, stream
 
 from ..helpers import at_most
