@@ -8,7 +8,6 @@ one descriptor per GEMM, and reads C back from DRAM; the device does the rest.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -54,8 +53,6 @@ __all__ = [
     "SimResult",
     "SimulationError",
     "check_waves",
-    "forget_last_call",
-    "replay_last_with_waves",
     "run_gemm",
     "run_gemms",
 ]
@@ -265,12 +262,6 @@ def run_gemms(
     ``verilator`` or ``icarus`` (:data:`sim.build.SIMULATORS`; Icarus Verilog runs the same
     bench behind the DRAM model, without activity counting or waves).
     """
-    global _last_call
-    _last_call = {"config": config, "operands": operands, "kwargs": dict(
-        memory=memory, order=order, chunk=chunk, quant=quant, c_in=c_in, pad=pad,
-        descriptors=descriptors, activity=activity, per_net=per_net, name=name, timeout=timeout,
-        slave=slave, pause=pause, pause_seed=pause_seed, trace=trace,
-        simulator=simulator)}  # fmt: skip
     wave_format = check_waves(waves)
     if slave not in SLAVES:
         raise ValueError(f"slave must be one of {', '.join(SLAVES)}, not {slave!r}")
@@ -404,11 +395,6 @@ def _result(config, memory, shape, d, fmt, got: dict, by_counter: dict) -> SimRe
                      got["wall_seconds"], got["compute_seconds"])  # fmt: skip
 
 
-#: The last :func:`run_gemms` call of this process, which :func:`replay_last_with_waves`
-#: runs again.
-_last_call: dict | None = None
-
-
 def check_waves(waves: Path | None) -> str | None:
     """The trace format a waveform path asks for (``fst`` or ``vcd``), None for no waves."""
     if waves is None:
@@ -417,24 +403,6 @@ def check_waves(waves: Path | None) -> str | None:
     if fmt not in WAVE_FORMATS:
         raise ValueError(f"waves must be a .fst or .vcd file, not {str(waves)!r}")
     return fmt
-
-
-def forget_last_call() -> None:
-    """Start afresh: :func:`replay_last_with_waves` replays nothing until the next call."""
-    global _last_call
-    _last_call = None
-
-
-def replay_last_with_waves(path: Path) -> Path | None:
-    """Run the last :func:`run_gemms` call of this process again, writing its waveform to
-    ``path``: the GEMMs of that one call, the window around a failure a test judged on them.
-    None if there was no call."""
-    if _last_call is None:
-        return None
-    call = _last_call
-    with contextlib.suppress(SimulationError):  # the failure is what the waves are for
-        run_gemms(call["config"], call["operands"], **call["kwargs"], waves=path)
-    return path if Path(path).exists() else None
 
 
 def run_gemm(config: ArrayConfig, a: np.ndarray, b: np.ndarray, **kwargs) -> SimResult:

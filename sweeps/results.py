@@ -10,7 +10,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import signal
 from pathlib import Path
 
 __all__ = ["SPEC_COPY", "append_records", "load_results"]
@@ -42,19 +41,3 @@ def append_records(path: Path, records: list[dict]) -> None:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
-    for record in records:
-        _test_kill_hook(record)
-
-
-_appended = 0
-
-
-def _test_kill_hook(record: dict) -> None:
-    """For the resume test: ``SYSTOLIC_SWEEP_KILL_AFTER=N`` kills this process (SIGKILL, no
-    cleanup) once it has appended N RTL records (after the batch that reaches N)."""
-    global _appended
-    limit = os.environ.get("SYSTOLIC_SWEEP_KILL_AFTER")
-    if limit and record["kind"] == "rtl":
-        _appended += 1
-        if _appended >= int(limit):
-            os.kill(os.getpid(), signal.SIGKILL)

@@ -17,9 +17,7 @@ simulator process per group.
 
 from __future__ import annotations
 
-import os
 import random
-import signal
 import sys
 import time
 from collections import defaultdict
@@ -234,7 +232,6 @@ def _rtl_group(
         if not ok:
             record["error"] = "C differs from the golden model"
         recorded[p.id] = record
-        _test_die_hook()
 
     try:
         run_gemms(
@@ -256,20 +253,6 @@ def _rtl_group(
             if p.id not in recorded:
                 recorded[p.id] = _failed(p, "rtl", f"{type(e).__name__}: {e}")
     return [recorded[p.id] for p in points]
-
-
-def _test_die_hook() -> None:
-    """For the tests of a worker's death: ``SYSTOLIC_SWEEP_DIE_IN_TASK=PATH`` makes the first
-    worker to finish an RTL point create ``PATH`` and SIGKILL itself, in the middle of its task
-    (only once: the file then exists)."""
-    marker = os.environ.get("SYSTOLIC_SWEEP_DIE_IN_TASK")
-    if not marker:
-        return
-    try:
-        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except FileExistsError:
-        return
-    os.kill(os.getpid(), signal.SIGKILL)
 
 
 class _Progress:

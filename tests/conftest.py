@@ -5,9 +5,11 @@ deselects the others."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -101,12 +103,58 @@ def pytest_configure(config):
 
 #: ``SYSTOLIC_WAVES_ON_FAIL=DIR``: a test that fails after simulating leaves its waveform in
 #: DIR (``<test id>.fst``): its last simulation run again with tracing, the GEMMs the failing
-#: check judged and nothing before them (``sim.simulate.replay_last_with_waves``).
+#: check judged and nothing before them.
 WAVES_ON_FAIL = "SYSTOLIC_WAVES_ON_FAIL"
 
 
+class _LastRun:
+    """The last ``sim.simulate.run_gemms`` call of the current test, kept by a wrapper that
+    stands in for the function in ``sim.simulate`` and in every module that imported it by
+    name, from the test's setup to its teardown."""
+
+    def __init__(self):
+        self.call: tuple | None = None
+        self.original = simulate.run_gemms
+
+        def recording(config, operands, **kwargs):
+            self.call = (config, operands, kwargs)
+            return self.original(config, operands, **kwargs)
+
+        self.wrapper = recording
+
+    def _swap(self, old, new) -> None:
+        for module in list(sys.modules.values()):
+            if getattr(module, "__name__", "").startswith("systolic.") and getattr(
+                    module, "run_gemms", None) is old:  # fmt: skip
+                module.run_gemms = new
+
+    def start(self) -> None:
+        self.call = None
+        self._swap(self.original, self.wrapper)
+
+    def stop(self) -> None:
+        self._swap(self.wrapper, self.original)
+
+    def replay_with_waves(self, path: Path) -> Path | None:
+        """Run the test's last simulation again with its waveform written to ``path``."""
+        if self.call is None:
+            return None
+        config, operands, kwargs = self.call
+        with contextlib.suppress(simulate.SimulationError):  # the failure is what waves are for
+            self.original(config, operands, **kwargs | {"waves": path})
+        return path if path.exists() else None
+
+
+_LAST_RUN = _LastRun()
+
+
 def pytest_runtest_setup(item):
-    simulate.forget_last_call()  # a test's waveform is of its own simulations only
+    if os.environ.get(WAVES_ON_FAIL):
+        _LAST_RUN.start()  # a test's waveform is of its own simulations only
+
+
+def pytest_runtest_teardown(item):
+    _LAST_RUN.stop()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -123,7 +171,7 @@ def pytest_runtest_makereport(item, call):
     if where and report.failed and report.when == "call":
         path = Path(where) / (re.sub(r"[^\w.-]+", "_", item.nodeid) + ".fst")
         path.parent.mkdir(parents=True, exist_ok=True)
-        if simulate.replay_last_with_waves(path) is not None:
+        if _LAST_RUN.replay_with_waves(path) is not None:
             report.sections.append(("waveform", f"{path} (open it with gtkwave or surfer)"))
     return report
 

@@ -34,6 +34,13 @@ def run_cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
                           text=True, cwd=cwd, env={**os.environ, **(env or {})})  # fmt: skip
 
 
+def run_faulty(*args, env: dict, cwd=None) -> subprocess.CompletedProcess:
+    """:func:`run_cli` with the faults of tests/faults.py that ``env`` asks for."""
+    faults = Path(__file__).with_name("faults.py")
+    return subprocess.run([sys.executable, str(faults), *args], capture_output=True, text=True,
+                          cwd=cwd, env={**os.environ, **env})  # fmt: skip
+
+
 def stream_starts(rows: int, p: int, tiles: int, release: int) -> list[int]:
     """The WS/IS schedule tile by tile, with no shortcut (derived in tests/rtl/test_timing.py):
     the issue cycle of each tile's first stream read. Tile i preloads into bank i % 2 in

@@ -309,3 +309,42 @@ def test_the_architecture_page_shows_every_layer():
         else:
             assert listed == set(imports) or (not imports and "nothing of ours" in rows[key]), (
                 key, rows[key])  # fmt: skip
+
+
+#: Module names more than one layer uses, each for one thing seen from each side: the contract
+#: describes it, the generator builds it, a reference or a model computes it; a subcommand's
+#: module (systolic/cli) is named after the command and drives the module that does its work.
+MIRRORS = {
+    "axi": {"contract", "rtl"},  # AXI4 channel fields; the bus in hardware
+    "dma": {"contract", "rtl"},  # DRAM format and descriptors; the DMA engines
+    "device": {"models", "rtl"},  # the device cycle for cycle; the device in hardware
+    "sram": {"models", "rtl"},  # SRAM macros' area and energy; the SRAM modules
+    "requant": {"golden", "rtl"},  # requantization arithmetic; its hardware
+    "generate": {"rtl", "cli"},  # `systolic generate`
+    "regress": {"verify", "cli"},  # `systolic regress`
+    "compare": {"verify", "cli"},  # `systolic compare`
+    "accuracy": {"quant", "cli"},  # `systolic accuracy`
+}
+
+
+def test_module_names_are_unique_across_layers_but_for_mirrors():
+    """Two layers' modules share a name only when they are the same thing from two sides
+    (:data:`MIRRORS`); otherwise a name says which layer's thing it is (serving/batching.py, not
+    a second simulate.py)."""
+    layers_of: dict[str, set[str]] = {}
+    for module in MODULES:
+        name = module.rpartition(".")[2]
+        if MODULES[module].name != "__init__.py":
+            layers_of.setdefault(name, set()).add(_layer(module))
+    shared = {name: layers for name, layers in layers_of.items() if len(layers) > 1}
+    assert shared == MIRRORS
+
+
+def test_no_test_hooks_in_the_product():
+    """Faults and recorders the tests need live in tests/ (tests/faults.py, conftest's waveform
+    recorder); no product function exists for a test's sake."""
+    hooks = [f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"
+             for path in MODULES.values() for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+             and (node.name.startswith("_test_") or node.name.endswith("_hook"))]  # fmt: skip
+    assert not hooks, "\n".join(hooks)

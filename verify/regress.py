@@ -18,7 +18,6 @@ case replays alone (``--case i``), with a waveform if asked. What the cases cove
 
 from __future__ import annotations
 
-import os
 import shlex
 import time
 import xml.etree.ElementTree as ET
@@ -41,10 +40,6 @@ __all__ = ["Case", "Outcome", "case", "replay_command", "run_regression", "write
 
 #: Counters that depend on the memory's timing (not compared behind the AXI RAM).
 TIMING = ("cycles", "array_wait_cycles", "dma_wait_cycles")
-
-#: Test hook: ``SYSTOLIC_REGRESS_INJECT=model-cycles`` makes the model's prediction one cycle
-#: long, a deliberately broken model the regression must catch (tests/cli/test_regress.py).
-INJECT = "SYSTOLIC_REGRESS_INJECT"
 
 #: The DRAM settings cases run behind (a few, so that cases share simulator runs): fast and
 #: near, narrow and far, one byte a cycle with few requests in flight.
@@ -202,8 +197,6 @@ def _judge(config: ArrayConfig, c: Case, r: SimResult) -> list[str]:
         failures.append(f"C differs from golden/ in {len(bad)} element(s), first at [{i}, {j}]: "
                         f"{r.c[i, j]} instead of {want[i, j]}")  # fmt: skip
     predicted = dict(predict_device(config, r.descriptor, r.memory))
-    if os.environ.get(INJECT) == "model-cycles":
-        predicted["cycles"] += 1
     names = [k for k in DEVICE_COUNTERS if c.memory is not None or k not in TIMING]
     for name in names:
         if r.counters[name] != predicted[name]:
@@ -246,8 +239,6 @@ def replay_command(config_path: Path, seed: int, index: int, pauses: bool) -> st
              "--waves", f"regress-s{seed}-case{index}.fst"]  # fmt: skip
     if not pauses:
         words.append("--no-pauses")
-    if os.environ.get(INJECT):
-        words.insert(0, f"{INJECT}={os.environ[INJECT]}")
     return " ".join(shlex.quote(w) for w in words)
 
 

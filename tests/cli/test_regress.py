@@ -4,7 +4,6 @@ failure alone and writes the waveform."""
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from systolic.contract.config import ArrayConfig
 from systolic.verify.regress import case
 
 from ..configs import DEPTHS
+from ..helpers import run_faulty
 
 CONFIG = ArrayConfig(
     "is",
@@ -34,6 +34,11 @@ CONFIG = ArrayConfig(
 def _systolic(args, cwd, env=None):
     return subprocess.run([sys.executable, "-m", "systolic.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True)  # fmt: skip
+
+
+def _broken(args, cwd):
+    """``systolic ARGS`` with its model one cycle long (tests/faults.py)."""
+    return run_faulty(*args, cwd=cwd, env={"SYSTOLIC_REGRESS_BREAK_MODEL": "cycles"})
 
 
 def test_cases_cover_the_modes_and_replay_identically(seed):
@@ -63,9 +68,8 @@ def test_a_broken_model_fails_with_a_replay_that_reproduces_it_and_writes_waves(
     # the smallest device, whose plain and traced builds tests/rtl/test_gemms.py and
     # tests/sim/test_waves.py make too
     (tmp_path / "config.json").write_text(ArrayConfig("ws", 1, 1, **DEPTHS).to_json())
-    env = os.environ | {"SYSTOLIC_REGRESS_INJECT": "model-cycles"}
-    r = _systolic(["regress", "config.json", "--count", "2", "--seed", str(seed),
-                   "--no-pauses"], tmp_path, env)  # fmt: skip
+    r = _broken(["regress", "config.json", "--count", "2", "--seed", str(seed), "--no-pauses"],
+                tmp_path)  # fmt: skip
     assert r.returncode == 1, r.stdout + r.stderr
     assert "counter cycles: RTL" in r.stdout
     xml = next(tmp_path.glob("regress-*.xml"))
@@ -74,8 +78,8 @@ def test_a_broken_model_fails_with_a_replay_that_reproduces_it_and_writes_waves(
     first = next(i for i, line in enumerate(lines) if "FAILED" in line)
     replay = next(line.split("replay: ", 1)[1] for line in lines[first:] if "replay: " in line)
     words = shlex.split(replay)
-    assert words[0] == "SYSTOLIC_REGRESS_INJECT=model-cycles" and words[1] == "systolic"
-    again = _systolic(words[2:], tmp_path, env)  # the same command, run as printed
+    assert words[0] == "systolic"
+    again = _broken(words[1:], tmp_path)  # the same command, run as printed
     assert again.returncode == 1 and "0 of 1 passed" in again.stdout, again.stdout
     # the same case: its shape, values, order, chunks and memory
     assert lines[first] in again.stdout.splitlines(), (lines[first], again.stdout)

@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 from systolic.sweeps.results import load_results
 
-from ..helpers import TINY, run_cli, write_spec
+from ..helpers import TINY, run_cli, run_faulty, write_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 DASK = Path(sys.executable).parent / "dask"
+FAULTS = ROOT / "tests" / "faults.py"
 
 
 def _records(path: Path) -> dict:
@@ -45,7 +46,7 @@ def _wait(condition, seconds: float, what: str):
 @pytest.fixture
 def cluster(tmp_path):
     """A scheduler and two single-threaded workers without nannies (a killed worker stays
-    dead), whose first RTL point kills its worker (SYSTOLIC_SWEEP_DIE_IN_TASK)."""
+    dead), whose first RTL point kills its worker (tests/faults.py, preloaded)."""
     info = tmp_path / "scheduler.json"
     marker = tmp_path / "died"
     env = {**os.environ, "SYSTOLIC_SWEEP_DIE_IN_TASK": str(marker)}
@@ -64,7 +65,7 @@ def cluster(tmp_path):
             "address"), 60, "the scheduler wrote its address")  # fmt: skip
         for _ in range(2):
             procs.append(start("worker", address, "--nthreads", "1", "--no-nanny",
-                               "--no-dashboard"))  # fmt: skip
+                               "--no-dashboard", "--preload", str(FAULTS)))  # fmt: skip
         yield address, marker, procs[1:]
     finally:
         for p in procs:
@@ -108,8 +109,8 @@ def test_a_dask_sweep_survives_a_killed_worker_and_equals_the_local_run(tmp_path
 def test_the_local_pool_reruns_the_task_of_a_killed_worker(tmp_path):
     marker = tmp_path / "died"
     out = tmp_path / "out"
-    r = run_cli("sweep", str(write_spec(tmp_path, TINY)), "--out", str(out), "--jobs", "2",
-                "--quiet", env={"SYSTOLIC_SWEEP_DIE_IN_TASK": str(marker)})  # fmt: skip
+    r = run_faulty("sweep", str(write_spec(tmp_path, TINY)), "--out", str(out), "--jobs", "2",
+                   "--quiet", env={"SYSTOLIC_SWEEP_DIE_IN_TASK": str(marker)})  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert marker.exists()
     records = _records(out / "results.jsonl")

@@ -9,7 +9,7 @@ from pathlib import Path
 from systolic.sweeps.results import load_results
 from systolic.sweeps.sweep_spec import load_spec
 
-from ..helpers import TINY, run_cli, write_spec
+from ..helpers import TINY, run_cli, run_faulty, write_spec
 
 
 def test_workloads_marked_model_only_are_never_simulated(tmp_path):
@@ -58,8 +58,8 @@ def test_resume_after_the_sweep_itself_is_killed(tmp_path):
     tests/sweeps/test_engines.py's.)"""
     spec = write_spec(tmp_path, TINY)
     out = tmp_path / "out"
-    killed = run_cli("sweep", str(spec), "--out", str(out), "--jobs", "1",
-                     env={"SYSTOLIC_SWEEP_KILL_AFTER": "1"})  # fmt: skip
+    killed = run_faulty("sweep", str(spec), "--out", str(out), "--jobs", "1",
+                        env={"SYSTOLIC_SWEEP_KILL_AFTER": "1"})  # fmt: skip
     assert killed.returncode == -9, killed.stderr
     first = load_results(out / "results.jsonl")
     assert Counter(r["kind"] for r in first) == {"model": 4, "rtl": 2}  # one configuration's
