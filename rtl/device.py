@@ -9,6 +9,8 @@ next; nothing else synchronizes them.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, fifo, wiring
 from amaranth.lib.wiring import In, Out
@@ -73,6 +75,61 @@ class _Geometry:
         return divide(r0, word.tile, DIM_BITS), c0
 
 
+class _Run(NamedTuple):
+    """The control registers and the running descriptor: its check's result and the walkers'
+    steps."""
+
+    ctl: object
+    d: object
+    checking: Signal
+    error: Signal
+    running: Signal
+    checked: object
+    refusal: Signal
+    steps: dict
+
+
+class _Engines(NamedTuple):
+    a_buf: object
+    b_buf: object
+    c_buf: object
+    rd: object
+    wr: object
+
+
+class _Banks:
+    """The state of each A, B and C bank (FREE ... STORING), and whether the requantization
+    table is in."""
+
+    def __init__(self):
+        self.a = [Signal(_STATE, name=f"a_bank{b}_state") for b in (0, 1)]
+        self.b = [Signal(_STATE, name=f"b_bank{b}_state") for b in (0, 1)]
+        self.c = [Signal(_STATE, name=f"c_bank{b}_state") for b in (0, 1)]
+        self.q_loaded = Signal(name="q_loaded")
+
+
+class _ReadSide(NamedTuple):
+    done_mask: Signal
+    q_pending: Signal
+    dma_wait: object
+
+
+class _ComputeSide(NamedTuple):
+    array_wait: object
+    finished: object
+    per_command: object
+
+
+def _state_of(states, bank):
+    return Mux(bank, states[1], states[0])
+
+
+def _set_state(m: Module, states, bank, value) -> None:
+    for b, s in enumerate(states):
+        with m.If(bank == b):
+            m.d.sync += s.eq(value)
+
+
 class Device(wiring.Component):
     """A GEMM device on DRAM, with the ports an SoC connects.
 
@@ -110,13 +167,23 @@ class Device(wiring.Component):
     def config(self) -> ArrayConfig:
         return self._config
 
-    def elaborate(self, platform):  # noqa: C901 (one wiring diagram)
+    def elaborate(self, platform):
         m = Module()
+        geo = _Geometry(self._config)
+        run = self._descriptors(m, geo)
+        eng = self._engines(m, run)
+        walkers, start = self._walkers(m, geo, run)
+        banks = _Banks()
+        rd_side = self._read_side(m, geo, run, walkers["rd"], eng, banks)
+        cp_side = self._compute(m, run, walkers["cp"], eng, banks)
+        self._stores(m, geo, run, walkers["wr"], eng, banks)
+        self._start_and_finish(m, run, walkers, eng, banks, rd_side, start)
+        self._counters(m, run, eng, rd_side, cp_side)
+        return m
+
+    def _descriptors(self, m: Module, geo: _Geometry) -> _Run:
+        """The control registers, the descriptor queue and the running descriptor, checked."""
         cfg = self._config
-        geo = _Geometry(cfg)
-        cont = containers(cfg)
-        words = word_layouts(cfg)
-        # -- descriptor queue and the running descriptor -----------------------------------------
         layout = descriptor_layout(cfg)
         m.submodules.control = ctl = ControlRegisters(cfg)
         for name, direction, _ in lite_signals():
@@ -135,8 +202,13 @@ class Device(wiring.Component):
         with m.If(queue.r_en):
             m.d.sync += [d.eq(queue.r_data), checking.eq(1)]
         checked, refusal, steps = self._check(m, d, geo, checking)
+        return _Run(ctl, d, checking, error, running, checked, refusal, steps)
 
-        # -- buffers and engines ----------------------------------------------------------------
+    def _engines(self, m: Module, run: _Run) -> _Engines:
+        """The A, B and C banks (and the requantization table), the read and write engines on
+        the AXI4 ports, and the wiring between them."""
+        cfg, d = self._config, run.d
+        words = word_layouts(cfg)
         m.submodules.a_buffer = a_buf = BankedInput(word=words["a"], depth=cfg.a_depth)
         m.submodules.b_buffer = b_buf = BankedInput(word=words["b"], depth=cfg.b_depth)
         m.submodules.c_buffer = c_buf = BankedAccumulator(
@@ -172,8 +244,11 @@ class Device(wiring.Component):
             c_buf.drain_en.eq(wr.drain_en),
             wr.drain_data.eq(c_buf.drain_data),
         ]
+        return _Engines(a_buf, b_buf, c_buf, rd, wr)
 
-        # -- walkers ----------------------------------------------------------------------------
+    def _walkers(self, m: Module, geo: _Geometry, run: _Run) -> tuple[dict, Signal]:
+        """One walker of the chunk nest per side (read, compute, write), restarted together by
+        the returned ``start``."""
         walkers = {}
         tracked = {"rd": "abcp", "cp": "", "wr": "cp"}  # DRAM offsets each walker keeps
         for side in ("rd", "cp", "wr"):
@@ -182,27 +257,21 @@ class Device(wiring.Component):
             )
             walkers[side] = w
             for k in tracked[side]:
-                m.d.comb += getattr(w, f"step_{k}").eq(steps[k])
+                m.d.comb += getattr(w, f"step_{k}").eq(run.steps[k])
             for f in ("m", "k", "n", "mc", "kc", "nc", "order", "accumulate"):
-                m.d.comb += getattr(w.nest, f).eq(getattr(d, f))
+                m.d.comb += getattr(w.nest, f).eq(getattr(run.d, f))
         start = Signal(name="start")  # the checked descriptor begins
         for w in walkers.values():
             m.d.comb += w.restart.eq(start)
-        a_state = [Signal(_STATE, name=f"a_bank{b}_state") for b in (0, 1)]
-        b_state = [Signal(_STATE, name=f"b_bank{b}_state") for b in (0, 1)]
-        c_state = [Signal(_STATE, name=f"c_bank{b}_state") for b in (0, 1)]
-        q_loaded = Signal(name="q_loaded")
+        return walkers, start
 
-        def state_of(states, bank):
-            return Mux(bank, states[1], states[0])
-
-        def set_state(states, bank, value):
-            for b, s in enumerate(states):
-                with m.If(bank == b):
-                    m.d.sync += s.eq(value)
-
-        # -- the read side: a job's loads, A then B then C, each once its bank is free --------
-        w = walkers["rd"]
+    def _read_side(self, m: Module, geo: _Geometry, run: _Run, w, eng: _Engines,
+                   banks: _Banks) -> _ReadSide:  # fmt: skip
+        """A job's loads, A then B then C, each once its bank is free (the table first, when the
+        descriptor requantizes)."""
+        cfg, d, running, rd, wr = self._config, run.d, run.running, eng.rd, eng.wr
+        cont = containers(cfg)
+        a_state, b_state, c_state = banks.a, banks.b, banks.c
         done_mask = Signal(3, name="rd_done")  # loads of the current job already issued
         q_pending = Signal(name="q_pending")
         need = Cat(w.load_a, w.load_b, w.c_in.any()) & ~done_mask
@@ -212,9 +281,9 @@ class Device(wiring.Component):
         bank = Mux(~kind.any(), w.bank_a, Mux(kind == 1, w.bank_b, w.bank_c))
         # partial sums come back only once every write is acknowledged (AXI orders nothing
         # between a write and a later read of the same address)
-        c_free = ~state_of(c_state, w.bank_c).any() & (~wr.outstanding.any() | (w.c_in != 2))
-        free = Mux(~kind.any(), ~state_of(a_state, w.bank_a).any(),
-                   Mux(kind == 1, ~state_of(b_state, w.bank_b).any(), c_free))  # fmt: skip
+        c_free = ~_state_of(c_state, w.bank_c).any() & (~wr.outstanding.any() | (w.c_in != 2))
+        free = Mux(~kind.any(), ~_state_of(a_state, w.bank_a).any(),
+                   Mux(kind == 1, ~_state_of(b_state, w.bank_b).any(), c_free))  # fmt: skip
         cmd = rd.cmd
         addr = {}
         for k in "abcp":
@@ -250,11 +319,11 @@ class Device(wiring.Component):
             with m.If(cmd.valid & cmd.ready):
                 m.d.sync += done_mask.eq(done_mask | (1 << kind))
                 with m.If(equals(kind, 0)):
-                    set_state(a_state, w.bank_a, LOADING)
+                    _set_state(m, a_state, w.bank_a, LOADING)
                 with m.Elif(kind == 1):
-                    set_state(b_state, w.bank_b, LOADING)
+                    _set_state(m, b_state, w.bank_b, LOADING)
                 with m.Else():
-                    set_state(c_state, w.bank_c, LOADING)
+                    _set_state(m, c_state, w.bank_c, LOADING)
         dma_wait = running & ~q_pending & w.valid & any_need & ~free
         m.d.comb += w.advance.eq(running & ~q_pending & w.valid & ~any_need)
         with m.If(w.advance):
@@ -263,16 +332,20 @@ class Device(wiring.Component):
         with m.If(loaded.valid):
             got = loaded.payload.kind
             with m.If(equals(got, OPERANDS["a"])):
-                set_state(a_state, loaded.payload.bank, FULL)
+                _set_state(m, a_state, loaded.payload.bank, FULL)
             with m.Elif(got == OPERANDS["b"]):
-                set_state(b_state, loaded.payload.bank, FULL)
+                _set_state(m, b_state, loaded.payload.bank, FULL)
             with m.Elif(got == OPERANDS["c"]):
-                set_state(c_state, loaded.payload.bank, LOADED)
+                _set_state(m, c_state, loaded.payload.bank, LOADED)
             with m.Else():
-                m.d.sync += q_loaded.eq(1)
+                m.d.sync += banks.q_loaded.eq(1)
+        return _ReadSide(done_mask, q_pending, dma_wait)
 
-        # -- compute: a chunk runs once its operands are in and its C bank is its own ------------
-        w = walkers["cp"]
+    def _compute(self, m: Module, run: _Run, w, eng: _Engines, banks: _Banks) -> _ComputeSide:
+        """A chunk runs once its operands are in and its C bank is its own."""
+        cfg, d, running = self._config, run.d, run.running
+        a_buf, b_buf, c_buf = eng.a_buf, eng.b_buf, eng.c_buf
+        a_state, b_state, c_state = banks.a, banks.b, banks.c
         cmd_view = Signal(data.StructLayout({"m": DIM_BITS, "k": DIM_BITS, "n": DIM_BITS,
                                              "a_base": 1, "b_base": 1, "c_base": 1}))  # fmt: skip
         m.d.comb += [cmd_view.m.eq(w.mlen), cmd_view.k.eq(w.klen), cmd_view.n.eq(w.nlen)]
@@ -290,35 +363,41 @@ class Device(wiring.Component):
                      c_buf.update.payload.addr.eq(upd.payload.addr),
                      c_buf.update.payload.data.eq(upd.payload.data),
                      c_buf.update.payload.accumulate.eq(upd.payload.accumulate)]  # fmt: skip
-        c_now = state_of(c_state, w.bank_c)
+        c_now = _state_of(c_state, w.bank_c)
         c_ready = Mux(w.c_in.any(), c_now == LOADED, Mux(w.new_c, ~c_now.any(), 1))
         ready = (
-            (state_of(a_state, w.bank_a) == FULL) & (state_of(b_state, w.bank_b) == FULL) & c_ready
-        )
+            (_state_of(a_state, w.bank_a) == FULL) & (_state_of(b_state, w.bank_b) == FULL)
+            & c_ready
+        )  # fmt: skip
         computing = Signal(name="computing")
         go = running & w.valid & ~computing & ready
         m.d.comb += [ctrl.start.eq(go), ctrl.accumulate.eq(w.k0.any() | w.c_in.any())]
         array_wait = running & w.valid & ~computing & ~ready
         with m.If(go):
             m.d.sync += computing.eq(1)
-            set_state(c_state, w.bank_c, COMPUTE)
+            _set_state(m, c_state, w.bank_c, COMPUTE)
         per_command = command_counters(m, ctrl, reads, streamed, preloaded, upd, go)
         finished = computing & ctrl.done
         m.d.comb += w.advance.eq(finished)
         with m.If(finished):
             m.d.sync += computing.eq(0)
             with m.If(w.store.any()):
-                set_state(c_state, w.bank_c, FULL)
+                _set_state(m, c_state, w.bank_c, FULL)
             with m.If(w.last | w.next_load_a):
-                set_state(a_state, w.bank_a, FREE)
+                _set_state(m, a_state, w.bank_a, FREE)
             with m.If(w.last | w.next_load_b):
-                set_state(b_state, w.bank_b, FREE)
+                _set_state(m, b_state, w.bank_b, FREE)
+        return _ComputeSide(array_wait, finished, per_command)
 
-        # -- stores: a finished C bank goes to DRAM, and comes back free -------------------------
-        w = walkers["wr"]
+    def _stores(self, m: Module, geo: _Geometry, run: _Run, w, eng: _Engines,
+                banks: _Banks) -> None:  # fmt: skip
+        """A finished C bank goes to DRAM, and comes back free."""
+        cfg, d, running, wr = self._config, run.d, run.running, eng.wr
+        cont = containers(cfg)
+        c_state = banks.c
         final = w.store == 1
-        c_full = state_of(c_state, w.bank_c) == FULL
-        store_ok = c_full & (q_loaded | ~final | (~d.requant if cfg.requant else 1))
+        c_full = _state_of(c_state, w.bank_c) == FULL
+        store_ok = c_full & (banks.q_loaded | ~final | (~d.requant if cfg.requant else 1))
         scmd = wr.cmd
         tiles, lines = geo.tiles_lines("p", *geo.shape("c", w.mlen, w.klen, w.nlen))
         addr_c = Signal(ADDR_BITS, name="wr_addr_c")
@@ -339,34 +418,43 @@ class Device(wiring.Component):
             scmd.payload.n0.eq(w.n0),
         ]
         with m.If(scmd.valid & scmd.ready):
-            set_state(c_state, w.bank_c, STORING)
+            _set_state(m, c_state, w.bank_c, STORING)
         m.d.comb += w.advance.eq((scmd.valid & scmd.ready) | (running & w.valid & ~w.store.any()))
         with m.If(wr.stored.valid):
-            set_state(c_state, wr.stored.payload.bank, FREE)
+            _set_state(m, c_state, wr.stored.payload.bank, FREE)
 
-        # -- start, finish, refusal ---------------------------------------------------------------
-        idle_all = ~walkers["cp"].valid & ~walkers["wr"].valid & wr.idle & rd.idle
+    def _start_and_finish(self, m: Module, run: _Run, walkers: dict, eng: _Engines,
+                          banks: _Banks, rd_side: _ReadSide, start: Signal) -> None:  # fmt: skip
+        """A checked descriptor starts or is refused; a running one finishes once every walker
+        and engine is idle."""
+        cfg, d = self._config, run.d
+        checked, refusal, running = run.checked, run.refusal, run.running
+        idle_all = ~walkers["cp"].valid & ~walkers["wr"].valid & eng.wr.idle & eng.rd.idle
         finish = running & idle_all
         refuse = checked & refusal.any()
         m.d.comb += start.eq(checked & ~refusal.any())
         with m.If(checked):
-            m.d.sync += [checking.eq(0), running.eq(~refusal.any()), error.eq(refusal)]
-            m.d.sync += [s.eq(FREE) for s in (*a_state, *b_state, *c_state)]
-            m.d.sync += [q_loaded.eq(0),
-                         q_pending.eq((d.requant & ~refusal.any()) if cfg.requant else 0),
-                         done_mask.eq(0)]  # fmt: skip
+            m.d.sync += [run.checking.eq(0), running.eq(~refusal.any()), run.error.eq(refusal)]
+            m.d.sync += [s.eq(FREE) for s in (*banks.a, *banks.b, *banks.c)]
+            m.d.sync += [banks.q_loaded.eq(0),
+                         rd_side.q_pending.eq((d.requant & ~refusal.any()) if cfg.requant else 0),
+                         rd_side.done_mask.eq(0)]  # fmt: skip
         with m.If(finish):
             m.d.sync += running.eq(0)
         m.d.sync += self.done.eq(finish | refuse)
 
-        # -- counters --------------------------------------------------------------------------
+    def _counters(self, m: Module, run: _Run, eng: _Engines, rd_side: _ReadSide,
+                  cp_side: _ComputeSide) -> None:  # fmt: skip
+        """The device counters (:data:`contract.interface.DEVICE_COUNTERS`), zeroed while a
+        descriptor is checked."""
+        cfg, ctl, rd, wr = self._config, run.ctl, eng.rd, eng.wr
         cnt = Signal(device_counters_layout(), name="device_counter")
         m.d.comb += [ctl.counters.eq(cnt), ctl.busy.eq(self.busy), ctl.done.eq(self.done),
-                     ctl.error.eq(error)]  # fmt: skip
+                     ctl.error.eq(run.error)]  # fmt: skip
         incs = {
-            "cycles": running,
-            "array_wait_cycles": array_wait,
-            "dma_wait_cycles": dma_wait,
+            "cycles": run.running,
+            "array_wait_cycles": cp_side.array_wait,
+            "dma_wait_cycles": rd_side.dma_wait,
         }
         wch = wr.mem.w
         for k, i in OPERANDS.items():  # the read engine knows each beat's burst
@@ -386,19 +474,19 @@ class Device(wiring.Component):
             late = Signal.like(Value.cast(incs[name]), name=f"{name}_inc")
             m.d.sync += late.eq(incs[name])
             incs[name] = late
-        with m.If(checking):  # every descriptor, refused ones too, starts from zero
+        with m.If(run.checking):  # every descriptor, refused ones too, starts from zero
             m.d.sync += [getattr(cnt, name).eq(0) for name in DEVICE_COUNTERS]
         with m.Else():
             for name, inc in incs.items():
                 m.d.sync += getattr(cnt, name).eq(getattr(cnt, name) + inc)
-            with m.If(finished):
+            per_command = cp_side.per_command
+            with m.If(cp_side.finished):
                 m.d.sync += cnt.jobs.eq(cnt.jobs + 1)
                 m.d.sync += cnt.compute_cycles.eq(cnt.compute_cycles + per_command.cycles)
                 for name in COUNTERS:
                     if name != "cycles":
                         m.d.sync += getattr(cnt, name).eq(getattr(cnt, name)
                                                           + getattr(per_command, name))  # fmt: skip
-        return m
 
     def _port(self, m: Module, channel: str, stream_) -> None:
         """An engine's AXI4 channel (a valid/ready stream) on the ``m_axi_<channel>*`` ports."""
