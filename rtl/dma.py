@@ -11,6 +11,7 @@ the bus moves in one narrow beat on its byte lanes, a wider one in ``container /
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from amaranth import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, fifo, stream, wiring
@@ -247,6 +248,30 @@ class ReadEngine(wiring.Component):
         return m
 
 
+class _Producer(NamedTuple):
+    """The write engine's producer: the FIFO of DRAM words, its counts and its beats a word."""
+
+    words: object
+    count: Signal
+    total: Signal
+    line: Signal
+    tile: Signal
+    in_flight: Signal
+    per_word: Signal
+
+
+class _Requests(NamedTuple):
+    """The write engine's request side: its bursts' walk and counts, and the bursts recorded
+    for the data side."""
+
+    runs: object
+    pushed: Signal
+    announced: Signal
+    bursts: object
+    outstanding: Signal
+    sent: object
+
+
 class WriteEngine(wiring.Component):
     """Stores C banks to DRAM.
 
@@ -297,16 +322,36 @@ class WriteEngine(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        cfg = self._config
-        bus = cfg.bus_width // 8
-        lane_bits = max(1, int(math.log2(bus)))
-        widest = max(c for c, _ in self._kinds.values())
         cmd = Signal(store_layout(), name="wr_cmd")
         producing = Signal(name="wr_producing")
         requesting = Signal(name="wr_requesting")
         m.d.comb += self.cmd.ready.eq(~producing & ~requesting)
         start = self.cmd.valid & self.cmd.ready
-        # -- producer ---------------------------------------------------------------------------
+        prod = self._producer(m, cmd, producing, start)
+        req = self._requests(m, cmd, requesting, prod)
+        self._data(m, prod.words, req.bursts)
+        self._responses(m, producing, requesting, req)
+        with m.If(start):
+            p = self.cmd.payload
+            m.d.sync += [
+                cmd.eq(p),
+                producing.eq(1),
+                requesting.eq(1),
+                prod.count.eq(0),
+                prod.line.eq(0),
+                prod.tile.eq(0),
+                prod.total.eq(p.tiles * p.lines),
+                req.pushed.eq(0),
+                req.announced.eq(0),
+            ]
+            m.d.sync += req.runs.start(m, p, p.final & (p.requant if self._config.requant else 0))
+        return m
+
+    def _producer(self, m: Module, cmd, producing, start) -> _Producer:
+        """The bank's words in order, one a cycle while the write buffer has room (requantized
+        for a final store with ``requant``), into the FIFO of DRAM words."""
+        cfg = self._config
+        widest = max(c for c, _ in self._kinds.values())
         depth = WRITE_BUFFER_WORDS
         words = fifo.SyncFIFO(width=8 * widest, depth=depth)
         m.submodules.words = words
@@ -333,38 +378,8 @@ class WriteEngine(wiring.Component):
                 m.d.sync += producing.eq(0)
         raw = self.drain_data
         packed = Signal(8 * widest, name="wr_packed")
-        out_bits = cfg.out_width
         if cfg.requant:
-            rowwise = layouts(cfg)["c"].rowwise
-            q_base = Signal(_COUNT, name="wr_q_base")  # the chunk's first channel, as Q word ...
-            q_lane0 = Signal(range(max(cfg.cols, 2)), name="wr_q_lane0")  # ... and lane
-            q_word = Signal(_COUNT, name="wr_q_word")
-            q_lane = Signal(range(max(cfg.cols, 2)), name="wr_q_lane")
-            # rowwise C: word (t, i) holds channels n0 + t*cols ..; columnwise: channel n0 + i
-            if rowwise:
-                m.d.comb += [q_word.eq(q_base + tile), q_lane.eq(0)]
-            else:
-                lane_sum = Signal(range(2 * max(cfg.cols, 2)))
-                word_sum = Signal(unsigned(DIM_BITS + 2))
-                m.d.comb += [
-                    lane_sum.eq(q_lane0 + remainder(line, cfg.cols, DIM_BITS + 1)),
-                    word_sum.eq(q_base + divide(line, cfg.cols, DIM_BITS + 1)),
-                ]
-                with m.If(lane_sum >= cfg.cols):
-                    m.d.comb += [q_lane.eq(lane_sum - cfg.cols), q_word.eq(word_sum + 1)]
-                with m.Else():
-                    m.d.comb += [q_lane.eq(lane_sum), q_word.eq(word_sum)]
-            m.d.comb += [self.q_addr.eq(q_word), self.q_en.eq(read)]
-            lane_r = Signal.like(q_lane, name="wr_q_lane_r")
-            m.d.sync += lane_r.eq(q_lane)
-            with m.If(start):
-                m.d.sync += [
-                    q_base.eq(divide(self.cmd.payload.n0, cfg.cols, DIM_BITS + 1)),
-                    q_lane0.eq(remainder(self.cmd.payload.n0, cfg.cols, DIM_BITS + 1)),
-                ]
-            outs = requant_word(m, cfg, raw, self.q_data, lane_r, Const(0 if rowwise else 1),
-                                self.out_zero, self.relu)  # fmt: skip
-            narrow = Cat(*[o[:out_bits] for o in outs])
+            narrow = self._requantized(m, raw, line, tile, read, start)
             m.d.comb += packed.eq(Mux(cmd.final & cmd.requant, narrow, raw.as_value()))
         else:
             m.d.comb += packed.eq(raw.as_value())
@@ -375,7 +390,47 @@ class WriteEngine(wiring.Component):
             for k, (cont, bt) in self._kinds.items():
                 with m.Case(k):
                     m.d.comb += [per_word.eq(cont // bt), beat_log.eq(int(math.log2(bt)))]
-        # -- requests -------------------------------------------------------------------------
+        return _Producer(words, count, total, line, tile, in_flight, per_word)
+
+    def _requantized(self, m: Module, raw, line, tile, read, start):
+        """The word being read, requantized with its channels' parameters (read alongside it
+        from the table) and packed at the output width."""
+        cfg = self._config
+        rowwise = layouts(cfg)["c"].rowwise
+        q_base = Signal(_COUNT, name="wr_q_base")  # the chunk's first channel, as Q word ...
+        q_lane0 = Signal(range(max(cfg.cols, 2)), name="wr_q_lane0")  # ... and lane
+        q_word = Signal(_COUNT, name="wr_q_word")
+        q_lane = Signal(range(max(cfg.cols, 2)), name="wr_q_lane")
+        # rowwise C: word (t, i) holds channels n0 + t*cols ..; columnwise: channel n0 + i
+        if rowwise:
+            m.d.comb += [q_word.eq(q_base + tile), q_lane.eq(0)]
+        else:
+            lane_sum = Signal(range(2 * max(cfg.cols, 2)))
+            word_sum = Signal(unsigned(DIM_BITS + 2))
+            m.d.comb += [
+                lane_sum.eq(q_lane0 + remainder(line, cfg.cols, DIM_BITS + 1)),
+                word_sum.eq(q_base + divide(line, cfg.cols, DIM_BITS + 1)),
+            ]
+            with m.If(lane_sum >= cfg.cols):
+                m.d.comb += [q_lane.eq(lane_sum - cfg.cols), q_word.eq(word_sum + 1)]
+            with m.Else():
+                m.d.comb += [q_lane.eq(lane_sum), q_word.eq(word_sum)]
+        m.d.comb += [self.q_addr.eq(q_word), self.q_en.eq(read)]
+        lane_r = Signal.like(q_lane, name="wr_q_lane_r")
+        m.d.sync += lane_r.eq(q_lane)
+        with m.If(start):
+            m.d.sync += [
+                q_base.eq(divide(self.cmd.payload.n0, cfg.cols, DIM_BITS + 1)),
+                q_lane0.eq(remainder(self.cmd.payload.n0, cfg.cols, DIM_BITS + 1)),
+            ]
+        outs = requant_word(m, cfg, raw, self.q_data, lane_r, Const(0 if rowwise else 1),
+                            self.out_zero, self.relu)  # fmt: skip
+        return Cat(*[o[: cfg.out_width] for o in outs])
+
+    def _requests(self, m: Module, cmd, requesting, prod: _Producer) -> _Requests:
+        """The AW channel: a burst once its first beat is in the FIFO, recorded for the data
+        side as soon as its AW is valid."""
+        cfg = self._config
         kind = Signal(name="wr_kind")
         m.d.comb += kind.eq(cmd.final & (cmd.requant if cfg.requant else 0))
         runs = _Runs(m, cfg, self._kinds, kind, "wr")
@@ -410,19 +465,27 @@ class WriteEngine(wiring.Component):
             m.d.sync += recorded.eq(0)
         with m.Elif(aw.valid):
             m.d.sync += recorded.eq(1)
-        with m.If(in_flight):
-            m.d.sync += pushed.eq(pushed + per_word)
+        with m.If(prod.in_flight):
+            m.d.sync += pushed.eq(pushed + prod.per_word)
         with m.If(sent):
             m.d.sync += announced.eq(announced + runs.beats)
             runs.step(m, cmd, last_burst)
             with m.If(last_burst):
                 m.d.sync += requesting.eq(0)
-        # -- data -----------------------------------------------------------------------------
+        return _Requests(runs, pushed, announced, bursts_rec, outstanding, sent)
+
+    def _data(self, m: Module, words, bursts) -> None:
+        """The W channel: each recorded burst's beats from the FIFO, narrow beats on their byte
+        lanes, ``WLAST`` at the burst's end; ``stored`` at a store's last beat."""
+        cfg = self._config
+        bus = cfg.bus_width // 8
+        lane_bits = max(1, int(math.log2(bus)))
+        widest = max(c for c, _ in self._kinds.values())
         head = Signal(
             data.StructLayout({"beats": 9, "lane": 8, "last": 1, "kind": 1, "bank": 1}),
             name="wr_head",
         )
-        m.d.comb += head.eq(bursts_rec.r_data)
+        m.d.comb += head.eq(bursts.r_data)
         beat = Signal(9, name="wr_beat")
         sub = Signal(8, name="wr_sub")
         lane = Signal(lane_bits, name="wr_lane")
@@ -446,7 +509,7 @@ class WriteEngine(wiring.Component):
         narrow_strb = Signal(bus, name="wr_strb")
         m.d.comb += narrow_strb.eq(w_mask << this_lane)
         m.d.comb += [
-            w.valid.eq(bursts_rec.r_rdy & words.r_rdy),
+            w.valid.eq(bursts.r_rdy & words.r_rdy),
             w.payload.data.eq(Mux(w_per_word == 1, word << (this_lane * 8), wide)),
             w.payload.strb.eq(Mux(w_per_word == 1, narrow_strb, (1 << bus) - 1)),
             w.payload.last.eq(beat + 1 == head.beats),
@@ -454,7 +517,7 @@ class WriteEngine(wiring.Component):
         took = w.valid & w.ready
         last_beat = beat + 1 == head.beats
         word_done = took & (sub + 1 == w_per_word)
-        m.d.comb += [words.r_en.eq(word_done), bursts_rec.r_en.eq(took & last_beat)]
+        m.d.comb += [words.r_en.eq(word_done), bursts.r_en.eq(took & last_beat)]
         with m.If(took):
             m.d.sync += [beat.eq(Mux(last_beat, 0, beat + 1)),
                          sub.eq(Mux(sub + 1 == w_per_word, 0, sub + 1)),
@@ -462,26 +525,14 @@ class WriteEngine(wiring.Component):
         # the bank travels with the burst: the next store may start before this one's last beat
         m.d.comb += [self.stored.valid.eq(took & last_beat & head.last),
                      self.stored.payload.bank.eq(head.bank)]  # fmt: skip
-        # -- responses --------------------------------------------------------------------------
+
+    def _responses(self, m: Module, producing, requesting, req: _Requests) -> None:
+        """The B channel: responses counted in ``outstanding``; idle once all is sent and
+        acknowledged."""
         b = self.mem.b
         m.d.comb += b.ready.eq(1)
-        m.d.sync += outstanding.eq(outstanding + sent - (b.valid & b.ready))
+        m.d.sync += req.outstanding.eq(req.outstanding + req.sent - (b.valid & b.ready))
         m.d.comb += [
-            self.outstanding.eq(outstanding),
-            self.idle.eq(~producing & ~requesting & ~bursts_rec.r_rdy & ~outstanding.any()),
+            self.outstanding.eq(req.outstanding),
+            self.idle.eq(~producing & ~requesting & ~req.bursts.r_rdy & ~req.outstanding.any()),
         ]
-        with m.If(start):
-            p = self.cmd.payload
-            m.d.sync += [
-                cmd.eq(p),
-                producing.eq(1),
-                requesting.eq(1),
-                count.eq(0),
-                line.eq(0),
-                tile.eq(0),
-                total.eq(p.tiles * p.lines),
-                pushed.eq(0),
-                announced.eq(0),
-            ]
-            m.d.sync += runs.start(m, p, p.final & (p.requant if cfg.requant else 0))
-        return m
