@@ -14,6 +14,7 @@ accelerator's counters and of the model. Its contents are loaded and read back t
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from systolic.contract.axi import ID_BITS, OPERANDS, USER_BITS, channel_fields, field_slices
 
@@ -70,79 +71,55 @@ def _field(bus_width: int, channel: str, name: str, signal: str) -> str:
     return f"{signal}[{lsb + bits - 1}:{lsb}]"
 
 
+@dataclass(frozen=True)
+class _Shape:
+    """The sizes the DRAM model's Verilog is written for."""
+
+    bus_width: int
+    size: int
+
+    @property
+    def lanes(self) -> int:
+        return self.bus_width // 8
+
+    @property
+    def shift(self) -> int:  # log2 of the bytes a bus word holds
+        return int(math.log2(self.lanes))
+
+    @property
+    def words(self) -> int:
+        return self.size // self.lanes
+
+    @property
+    def wbits(self) -> int:
+        return int(math.log2(self.words))
+
+    @property
+    def qbits(self) -> int:
+        return int(math.log2(QUEUE))
+
+    def field(self, channel: str, name: str) -> str:
+        """Verilog: the slice of ``<channel>_payload`` that holds field ``name``."""
+        return _field(self.bus_width, channel, name, f"{channel}_payload")
+
+
+_REQUEST_FIELDS = ("addr", "len", "size", "id", "user")
+
+
 def dram_model(bus_width: int, size: int = DRAM_BYTES) -> str:
     """Verilog of module ``dram_model`` for a ``bus_width``-bit AXI4 port and ``size`` bytes
     (a power of two)."""
-    lanes = bus_width // 8
-    shift = int(math.log2(lanes))
-    words = size // lanes
-    wbits = int(math.log2(words))
-    qbits = int(math.log2(QUEUE))
-    keys = ("addr", "len", "size", "id", "user")
-    ar = {n: _field(bus_width, "ar", n, "ar_payload") for n in keys}
-    aw = {n: _field(bus_width, "aw", n, "aw_payload") for n in keys}
-    w = {n: _field(bus_width, "w", n, "w_payload") for n in ("data", "strb", "last")}
+    g = _Shape(bus_width, size)
+    return (_module_ports(g) + _module_state(g) + _data_channels(g) + _request_channels(g)
+            + _response_channel(g) + _rule_checks(g) + _clocked(g))  # fmt: skip
 
-    def breaks(ch: str) -> str:
-        """Verilog: request ``ch`` breaks a rule (not INCR, wider than the bus, crosses 4 KB)."""
-        f = {n: _field(bus_width, ch, n, f"{ch}_payload") for n in ("len", "size", "burst")}
-        lsb = field_slices(bus_width, ch)["addr"][0]
-        low = f"{ch}_payload[{lsb + 11}:{lsb}]"  # the address within its 4 KB page
-        end = f"({{4'd0, {low}}} + (({{8'd0, {f['len']}}} + 16'd1) << {f['size']}))"
-        return f"({f['burst']} != 2'd1) || ({f['size']} > 3'd{shift}) || ({end} > 16'd4096)"
 
+def _module_ports(g: _Shape) -> str:
     decls = ",\n".join(
         f"  {'input' if d == 'in' else 'output'} wire [{b - 1}:0] {name}"
-        for name, d, b in slave_ports(bus_width)
+        for name, d, b in slave_ports(g.bus_width)
     )
     params = ",\n".join(f"  input wire [31:0] {p}" for p in PARAMETERS)
-    r_fields = {name: (lsb, bits) for name, (lsb, bits) in field_slices(bus_width, "r").items()}
-    b_fields = field_slices(bus_width, "b")
-    counters = []
-    for c in COUNTERS:
-        for op in OPERANDS:
-            counters.append(f"  reg [63:0] {c}_{op} = 64'd0;")
-    count_updates = []
-    for op, i in OPERANDS.items():
-        count_updates.append(
-            f"      if (r_take && q_user[hq] == {USER_BITS}'d{i}) begin "
-            f"read_beats_{op} <= read_beats_{op} + 64'd1; "
-            f"read_bytes_{op} <= read_bytes_{op} + beat_bytes; end"
-        )
-        count_updates.append(
-            f"      if (w_take && q_user[hq] == {USER_BITS}'d{i}) begin "
-            f"write_beats_{op} <= write_beats_{op} + 64'd1; "
-            f"write_bytes_{op} <= write_bytes_{op} + beat_bytes; end"
-        )
-    # one bit and one byte of the W payload each, indexed directly (a part-select of a
-    # part-select is SystemVerilog, which Icarus refuses)
-    strb_lsb = field_slices(bus_width, "w")["strb"][0]
-    data_lsb = field_slices(bus_width, "w")["data"][0]
-    strobes = "\n".join(
-        f"        if (w_payload[{strb_lsb + i}]) mem[word][{8 * i + 7}:{8 * i}] <= "
-        f"w_payload[{data_lsb + 8 * i + 7}:{data_lsb + 8 * i}];"
-        for i in range(lanes)
-    )
-
-    def r_slice(name):
-        lsb, bits = r_fields[name]
-        return f"r_payload[{lsb + bits - 1}:{lsb}]"
-
-    def b_slice(name):
-        lsb, bits = b_fields[name]
-        return f"b_payload[{lsb + bits - 1}:{lsb}]"
-
-    def enqueue(take: str, tail: str, fields: dict, write: int, ready: str) -> str:
-        """Verilog that records an accepted request at queue slot ``tail``."""
-        slot = f"{tail}[{qbits - 1}:0]"
-        lines = [f"      if ({take}) begin", f"        q_wr[{slot}] <= 1'b{write};"]
-        lines += [f"        q_{n}[{slot}] <= {fields[n]};" for n in keys]
-        lines += [f"        q_ready[{slot}] <= {ready};", "      end"]
-        return "\n".join(lines) + "\n"
-
-    # requests in acceptance order; an AR and an AW in the same cycle: the AR first
-    enqueue = enqueue("ar_take", "q_tail", ar, 0, "now + {32'd0, latency}") + enqueue(
-        "aw_take", "tail_aw", aw, 1, "now + 64'd1")  # fmt: skip
     return f"""// The simulation's DRAM (sim/dram.py): fixed latency, bandwidth and request limit.
 module dram_model (
   input wire clk,
@@ -150,7 +127,14 @@ module dram_model (
 {params},
 {decls}
 );
-  reg [{bus_width - 1}:0] mem [0:{words - 1}];
+"""
+
+
+def _module_state(g: _Shape) -> str:
+    """The memory, the clocks, the request queue, the write responses' queue, the counters."""
+    bus_width, words, qbits = g.bus_width, g.words, g.qbits
+    counters = [f"  reg [63:0] {c}_{op} = 64'd0;" for c in COUNTERS for op in OPERANDS]
+    return f"""  reg [{bus_width - 1}:0] mem [0:{words - 1}];
   reg [63:0] now = 64'd0;
   reg [95:0] v = 96'd0;  // the bus's virtual clock, in 1/bw_num cycles
   // requests, in acceptance order
@@ -171,7 +155,15 @@ module dram_model (
 {chr(10).join(counters)}
   reg [31:0] protocol_errors = 32'd0;  // requests and beats breaking a rule (sim/dram.py)
 
-  wire [{qbits - 1}:0] hq = q_head[{qbits - 1}:0];
+"""
+
+
+def _data_channels(g: _Shape) -> str:
+    """The one data bus: the head request's beats on R or W, on the beat clock."""
+    qbits, wbits, shift = g.qbits, g.wbits, g.shift
+    r = {name: f"r_payload[{lsb + bits - 1}:{lsb}]"
+         for name, (lsb, bits) in field_slices(g.bus_width, "r").items()}  # fmt: skip
+    return f"""  wire [{qbits - 1}:0] hq = q_head[{qbits - 1}:0];
   wire pending = q_head != q_tail;
   wire [95:0] ready_v = {{32'd0, q_ready[hq]}} * {{64'd0, bw_num}};
   wire [95:0] u = (v > ready_v) ? v : ready_v;
@@ -188,27 +180,95 @@ module dram_model (
   assign w_ready = eligible && q_wr[hq];
   wire r_take = r_valid && r_ready;
   wire w_take = w_valid && w_ready;
-  assign {r_slice("data")} = mem[word];
-  assign {r_slice("resp")} = 2'd0;
-  assign {r_slice("last")} = last_beat;
-  assign {r_slice("id")} = q_id[hq];
+  assign {r["data"]} = mem[word];
+  assign {r["resp"]} = 2'd0;
+  assign {r["last"]} = last_beat;
+  assign {r["id"]} = q_id[hq];
 
-  assign ar_ready = outstanding < max_requests[{qbits}:0];
+"""
+
+
+def _request_channels(g: _Shape) -> str:
+    """AR and AW: accepted while fewer than ``max_requests`` are outstanding, an AR first."""
+    qbits = g.qbits
+    return f"""  assign ar_ready = outstanding < max_requests[{qbits}:0];
   wire ar_take = ar_valid && ar_ready;
   assign aw_ready = (outstanding + {{{qbits}'d0, ar_take}}) < max_requests[{qbits}:0];
   wire aw_take = aw_valid && aw_ready;
 
-  wire [{qbits - 1}:0] hb = b_head[{qbits - 1}:0];
+"""
+
+
+def _response_channel(g: _Shape) -> str:
+    """B: each write's response ``latency`` cycles after its last beat, in order."""
+    qbits = g.qbits
+    b = {name: f"b_payload[{lsb + bits - 1}:{lsb}]"
+         for name, (lsb, bits) in field_slices(g.bus_width, "b").items()}  # fmt: skip
+    return f"""  wire [{qbits - 1}:0] hb = b_head[{qbits - 1}:0];
   assign b_valid = (b_head != b_tail) && now >= b_time[hb];
-  assign {b_slice("resp")} = 2'd0;
-  assign {b_slice("id")} = b_ids[hb];
+  assign {b["resp"]} = 2'd0;
+  assign {b["id"]} = b_ids[hb];
   wire b_take = b_valid && b_ready;
 
-  wire [{qbits}:0] tail_aw = q_tail + {{{qbits}'d0, ar_take}};
-  wire ar_breaks = {breaks("ar")};
-  wire aw_breaks = {breaks("aw")};
-  wire w_breaks = {w["last"]} != last_beat;
-  always @(posedge clk) begin
+"""
+
+
+def _breaks(g: _Shape, ch: str) -> str:
+    """Verilog: request ``ch`` breaks a rule (not INCR, wider than the bus, crosses 4 KB)."""
+    f = {n: g.field(ch, n) for n in ("len", "size", "burst")}
+    lsb = field_slices(g.bus_width, ch)["addr"][0]
+    low = f"{ch}_payload[{lsb + 11}:{lsb}]"  # the address within its 4 KB page
+    end = f"({{4'd0, {low}}} + (({{8'd0, {f['len']}}} + 16'd1) << {f['size']}))"
+    return f"({f['burst']} != 2'd1) || ({f['size']} > 3'd{g.shift}) || ({end} > 16'd4096)"
+
+
+def _rule_checks(g: _Shape) -> str:
+    """The AXI4 rules the model checks (:data:`PROTOCOL_ERRORS`)."""
+    qbits = g.qbits
+    return f"""  wire [{qbits}:0] tail_aw = q_tail + {{{qbits}'d0, ar_take}};
+  wire ar_breaks = {_breaks(g, "ar")};
+  wire aw_breaks = {_breaks(g, "aw")};
+  wire w_breaks = {g.field("w", "last")} != last_beat;
+"""
+
+
+def _enqueue(g: _Shape, take: str, tail: str, channel: str, write: int, ready: str) -> str:
+    """Verilog that records an accepted request at queue slot ``tail``."""
+    slot = f"{tail}[{g.qbits - 1}:0]"
+    lines = [f"      if ({take}) begin", f"        q_wr[{slot}] <= 1'b{write};"]
+    lines += [f"        q_{n}[{slot}] <= {g.field(channel, n)};" for n in _REQUEST_FIELDS]
+    lines += [f"        q_ready[{slot}] <= {ready};", "      end"]
+    return "\n".join(lines) + "\n"
+
+
+def _clocked(g: _Shape) -> str:
+    """The registers' updates: requests queued, beats served, responses sent, counts kept."""
+    qbits = g.qbits
+    count_updates = []
+    for op, i in OPERANDS.items():
+        count_updates.append(
+            f"      if (r_take && q_user[hq] == {USER_BITS}'d{i}) begin "
+            f"read_beats_{op} <= read_beats_{op} + 64'd1; "
+            f"read_bytes_{op} <= read_bytes_{op} + beat_bytes; end"
+        )
+        count_updates.append(
+            f"      if (w_take && q_user[hq] == {USER_BITS}'d{i}) begin "
+            f"write_beats_{op} <= write_beats_{op} + 64'd1; "
+            f"write_bytes_{op} <= write_bytes_{op} + beat_bytes; end"
+        )
+    # one bit and one byte of the W payload each, indexed directly (a part-select of a
+    # part-select is SystemVerilog, which Icarus refuses)
+    strb_lsb = field_slices(g.bus_width, "w")["strb"][0]
+    data_lsb = field_slices(g.bus_width, "w")["data"][0]
+    strobes = "\n".join(
+        f"        if (w_payload[{strb_lsb + i}]) mem[word][{8 * i + 7}:{8 * i}] <= "
+        f"w_payload[{data_lsb + 8 * i + 7}:{data_lsb + 8 * i}];"
+        for i in range(g.lanes)
+    )
+    # requests in acceptance order; an AR and an AW in the same cycle: the AR first
+    enqueue = _enqueue(g, "ar_take", "q_tail", "ar", 0, "now + {32'd0, latency}") + _enqueue(
+        g, "aw_take", "tail_aw", "aw", 1, "now + 64'd1")  # fmt: skip
+    return f"""  always @(posedge clk) begin
     if (rst) begin
       now <= 64'd0; v <= 96'd0; q_head <= 0; q_tail <= 0; outstanding <= 0; beat <= 9'd0;
       b_head <= 0; b_tail <= 0;
