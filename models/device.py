@@ -85,265 +85,345 @@ def _moves(config: ArrayConfig, d: Descriptor) -> tuple[list, list, list]:
     return loads, stores, q
 
 
+class _Bus:
+    """The DRAM's in-order bus (docs/memory.md): requests in acceptance order, each served
+    beat by beat on the beat clock from its ready cycle, a write's response ``latency``
+    cycles after its last beat."""
+
+    __slots__ = ("clock", "latency", "max_requests", "out", "queue", "responses")
+
+    def __init__(self, dram: Dram):
+        self.clock = BeatClock.of(dram)
+        self.latency, self.max_requests = dram.latency, dram.max_requests
+        self.queue = deque()  # [kind, ready, beats, size, served]
+        self.out = 0  # requests accepted and not yet completed
+        self.responses = deque()  # the cycles write responses are due
+
+    def head(self, t: int, can_write: bool) -> tuple[bool, bool]:
+        """Whether the head request serves a read beat, or a write beat, this cycle."""
+        if not self.queue:
+            return False, False
+        kind, ready, _, _, _ = self.queue[0]
+        clock = self.clock
+        if t * clock.num < max(clock.v, ready * clock.num):
+            return False, False
+        return kind == "r", kind != "r" and can_write
+
+    def serve_beat(self) -> None:
+        """The head request's next beat crosses the bus."""
+        head = self.queue[0]
+        clock = self.clock
+        clock.v = max(clock.v, head[1] * clock.num) + clock.step(head[3])
+        head[4] += 1
+
+
+class _Reader:
+    """The read side: a job's loads (A, then B, then C) each once its bank is free, the
+    requantization table first; and the read engine's bursts, at most ``max_reads`` in
+    flight (rtl/dma.py's ReadEngine)."""
+
+    __slots__ = ("active", "beat", "cmd", "inflight", "issued", "job", "loads", "max_reads",
+                 "q_cmd", "q_loaded", "q_pending")  # fmt: skip
+
+    def __init__(self, config: ArrayConfig, loads: list, q: list):
+        self.loads, self.max_reads = loads, config.max_reads
+        self.q_pending, self.q_loaded = bool(q), False
+        self.q_cmd = q[0] if q else None
+        self.job = self.issued = 0  # the job whose loads are issued, and how many are
+        self.active = None  # bursts left to request of the command being requested
+        self.cmd = None
+        self.inflight = deque()  # (kind, bank, beats, last)
+        self.beat = 0  # beats in of the oldest burst in flight
+
+    def ar_taken(self, bus: _Bus) -> bool:
+        return bool(self.active) and len(self.inflight) < self.max_reads and (
+            bus.out < bus.max_requests)  # fmt: skip
+
+    def command(self, state: dict, writes_out: int, ready: bool) -> tuple:
+        """``(command accepted or None, waiting for a bank, job advances)`` this cycle."""
+        cmd, wait, advance = None, False, False
+        if self.q_pending:
+            cmd = self.q_cmd
+        elif self.job < len(self.loads):
+            need = self.loads[self.job][self.issued :]
+            if not need:
+                advance = True
+            else:
+                kind, bank, _, from_p = need[0]
+                if state[kind][bank] == FREE and not (from_p and writes_out):
+                    cmd = need[0]
+                else:
+                    wait = True
+        return (cmd if ready else None), wait, advance
+
+    def take_beat(self, bus: _Bus) -> tuple[int, tuple | None]:
+        """A read beat arrives: ``(requests completed, (buffer, bank) loaded or None)``."""
+        kind, bank, beats, last = self.inflight[0]
+        bus.serve_beat()
+        self.beat += 1
+        if self.beat < beats:
+            return 0, None
+        self.inflight.popleft()
+        self.beat = 0
+        bus.queue.popleft()
+        return 1, ((kind, bank) if last else None)
+
+    def send_ar(self, t: int, bus: _Bus) -> None:
+        _, beats, beat = self.active.popleft()
+        self.inflight.append((self.cmd[0], self.cmd[1], beats, not self.active))
+        bus.queue.append(["r", t + bus.latency, beats, beat, 0])
+        if not self.active:
+            self.active = None
+
+    def accept(self, cmd: tuple, state: dict) -> None:
+        self.cmd = cmd
+        self.active = deque(cmd[2])
+        if cmd[0] == "q":
+            self.q_pending = False
+        else:
+            state[cmd[0]][cmd[1]] = LOADING
+            self.issued += 1
+
+    def loaded(self, event: tuple, state: dict) -> None:
+        kind, bank = event
+        if kind == "q":
+            self.q_loaded = True
+        else:
+            state[kind][bank] = LOADED if kind == "c" else FULL
+
+
+class _Compute:
+    """The compute core: a chunk runs once its A and B banks are full and its C bank is its
+    own (loaded, for a C read back; free, for a new C)."""
+
+    __slots__ = ("busy", "config", "done_at", "job", "js")
+
+    def __init__(self, config: ArrayConfig, js: list):
+        self.config, self.js = config, js
+        self.job, self.busy, self.done_at = 0, False, None
+
+    def decide(self, t: int, state: dict) -> tuple[bool, bool, bool]:
+        """``(a chunk starts, the running one finishes, the array waits)`` this cycle."""
+        if self.job >= len(self.js):
+            return False, False, False
+        if self.busy:
+            return False, t == self.done_at, False
+        j = self.js[self.job]
+        c_now = state["c"][j.banks["c"]]
+        if j.c_in:
+            c_ready = c_now == LOADED
+        else:
+            c_ready = (c_now == FREE) if _new_c(self.js, self.job) else True
+        ready = state["a"][j.banks["a"]] == FULL and state["b"][j.banks["b"]] == FULL and c_ready
+        return ready, False, not ready
+
+    def start(self, t: int, state: dict) -> None:
+        j = self.js[self.job]
+        self.busy = True
+        self.done_at = t + 1 + command_counters(self.config, *j.chunk.shape, j.accumulate)["cycles"]
+        state["c"][j.banks["c"]] = COMPUTE
+
+    def finish(self, state: dict) -> None:
+        js, i = self.js, self.job
+        j = js[i]
+        self.busy = False
+        if j.store:
+            state["c"][j.banks["c"]] = FULL
+        nxt = js[i + 1] if i + 1 < len(js) else None
+        if nxt is None or nxt.load_a:
+            state["a"][j.banks["a"]] = FREE
+        if nxt is None or nxt.load_b:
+            state["b"][j.banks["b"]] = FREE
+        self.job += 1
+
+
+class _Writer:
+    """The write engine (rtl/dma.py's WriteEngine): a producer reading the C bank a word a
+    cycle while the write buffer has room, the AW requests once their first beat is in, the W
+    beats, and the B responses counted in ``outstanding``."""
+
+    __slots__ = ("announced", "beat", "bursts", "fifo_words", "in_flight", "job", "max_writes",
+                 "outstanding", "per_word", "producing", "producing_per_word", "pushed",
+                 "requesting", "store_bank", "stores", "sub")  # fmt: skip
+
+    def __init__(self, config: ArrayConfig, stores: list):
+        self.stores, self.max_writes = stores, config.max_writes
+        self.job = 0
+        self.producing = None  # [words left]
+        self.requesting = None  # deque of bursts left to request
+        self.pushed = self.announced = 0  # beats into the FIFO, and requested, of this store
+        self.fifo_words = 0
+        self.in_flight = 0  # a word read last cycle, arriving now
+        self.bursts = deque()  # (beats, last, bank, per_word) requested, data to send
+        self.beat = self.sub = 0  # beats sent of the head burst, and of the current word
+        self.outstanding = 0  # bursts whose response is still to come
+        self.store_bank, self.per_word, self.producing_per_word = 0, 1, 1
+
+    def aw_taken(self, bus: _Bus, ar_taken: bool) -> bool:
+        return bool(
+            self.requesting
+            and self.pushed > self.announced
+            and self.outstanding < self.max_writes
+            and len(self.bursts) < self.max_writes
+            and bus.out + ar_taken < bus.max_requests
+        )
+
+    def can_write(self) -> bool:
+        return bool(self.bursts) and self.fifo_words > 0
+
+    def command(self, js: list, state: dict, table_in: bool) -> tuple:
+        """``(store accepted or None, job advances)`` this cycle; a final store of a
+        requantizing descriptor waits for the table (``table_in``)."""
+        if self.job >= len(js):
+            return None, False
+        if not self.stores[self.job]:
+            return None, True
+        bank = self.stores[self.job][0][0]
+        final = js[self.job].store == "c"
+        ok = state["c"][bank] == FULL and (table_in or not final)
+        if ok and self.producing is None and self.requesting is None:
+            return self.stores[self.job][0], False
+        return None, False
+
+    def producer_reads(self) -> bool:
+        return self.producing is not None and self.fifo_words + self.in_flight < WRITE_BUFFER_WORDS
+
+    def take_beat(self, t: int, bus: _Bus):
+        """A write beat leaves: the C bank whose store ended, or None."""
+        bus.serve_beat()
+        beats, last, bank, per_word = self.bursts[0]
+        self.beat += 1
+        self.sub += 1
+        if self.sub == per_word:
+            self.fifo_words -= 1
+            self.sub = 0
+        if self.beat < beats:
+            return None
+        self.bursts.popleft()
+        self.beat = 0
+        bus.queue.popleft()
+        bus.responses.append(t + bus.latency)
+        return bank if last else None
+
+    def produce(self, reads: bool) -> None:
+        if self.in_flight:
+            self.fifo_words += 1
+            self.pushed += self.producing_per_word
+        self.in_flight = 1 if reads else 0
+        if reads:
+            self.producing[0] -= 1
+            if self.producing[0] == 0:
+                self.producing = None
+
+    def send_aw(self, t: int, bus: _Bus) -> None:
+        _, beats, beat = self.requesting.popleft()
+        self.announced += beats
+        self.bursts.append((beats, not self.requesting, self.store_bank, self.per_word))
+        bus.queue.append(["w", t + 1, beats, beat, 0])
+        self.outstanding += 1
+        if not self.requesting:
+            self.requesting = None
+
+    def accept(self, store: tuple, state: dict) -> None:
+        bank, burst_list, words, beat, cont_bytes = store
+        state["c"][bank] = STORING
+        self.producing = [words]
+        self.requesting = deque(burst_list)
+        self.pushed = self.announced = 0
+        self.store_bank = bank
+        self.producing_per_word = self.per_word = max(1, cont_bytes // beat)
+        self.job += 1
+
+
+# what an engine with nothing left to do decides (see _timeline)
+_NOTHING = (None, False, False)
+_NO_STORE = (None, False)
+_NONE2 = (False, False)
+_NONE3 = (False, False, False)
+
+
 def _timeline(config: ArrayConfig, d: Descriptor, dram: Dram, limit: int,
               trace: list | None = None) -> dict:  # fmt: skip
     """Cycles, jobs and waits of ``d``, one cycle at a time; ``trace`` (a list) collects the
     events ``(cycle, event, what)`` of :mod:`contract.trace`: a load starting and ending
     (``what`` its buffer and bank), a chunk's compute starting and ending (its index), a store
-    starting and ending (its C bank)."""
+    starting and ending (its C bank).
+
+    Each cycle first decides, from the state at its start, what every engine does; then
+    applies the updates in the order the hardware's registers take them."""
     note = trace.append if trace is not None else (lambda _: None)
     js = jobs(config, d)
-    clock = BeatClock.of(dram)
     loads, stores, q = _moves(config, d)
     state = {k: [FREE, FREE] for k in "abc"}
-    q_pending = bool(q)
-    q_loaded = False
-    q_cmd = q[0] if q else None
-    # read side
-    rd_job, rd_issued = 0, 0  # loads issued of the current job
-    # read engine
-    rd_active = None  # deque of bursts left of the command being requested
-    rd_cmd = None
-    inflight = deque()  # (kind, bank, beats, last)
-    r_beat = 0
-    # compute
-    cp_job, computing, cp_done_at = 0, False, None
+    bus, rd, cp, wr = _Bus(dram), _Reader(config, loads, q), _Compute(config, js), _Writer(
+        config, stores)  # fmt: skip
+    requant = d.requant and config.requant
     counters = {"array_wait_cycles": 0, "dma_wait_cycles": 0, "jobs": 0}
-    # write side
-    wr_job = 0
-    producing = None  # [words left]
-    requesting = None  # deque of bursts left
-    pushed = announced = 0
-    fifo_words = 0
-    in_flight = 0
-    wrecs = deque()  # (beats, last, bank, per_word)
-    w_beat = 0
-    w_sub = 0
-    outstanding_w = 0
-    store_bank, store_per_word, producing_per_word = 0, 1, 1
-    # DRAM
-    queue = deque()  # [kind, ready, beats, size, served]
-    dram_out = 0
-    b_due = deque()
+    n_jobs = len(js)
     t = 0
     while t < limit:
         # ---- decisions from the state at the start of the cycle ----
-        # read engine: can it send an AR this cycle?
-        ar_taken = bool(rd_active) and len(inflight) < config.max_reads and (
-            dram_out < dram.max_requests)  # fmt: skip
-        last_ar = ar_taken and len(rd_active) == 1
-        rd_ready = rd_active is None or last_ar
-        # read side command
-        cmd = None
-        dma_wait = False
-        rd_advance = False
-        if q_pending:
-            cmd = q_cmd
-        elif rd_job < len(js):
-            need = loads[rd_job][rd_issued:]
-            if not need:
-                rd_advance = True
-            else:
-                kind, bank, bl, from_p = need[0]
-                if state[kind][bank] == FREE and not (from_p and outstanding_w):
-                    cmd = need[0]
-                else:
-                    dma_wait = True
-        accept_rd = cmd is not None and rd_ready
-        # AW side of the write engine
-        aw_taken = False
-        if (
-            requesting
-            and pushed > announced
-            and outstanding_w < config.max_writes
-            and len(wrecs) < config.max_writes
-            and dram_out + ar_taken < dram.max_requests
-        ):
-            aw_taken = True
-        # DRAM head service
-        r_take = w_take = False
-        if queue:
-            kind, ready, beats, size, served = queue[0]
-            u = max(clock.v, ready * clock.num)
-            if t * clock.num >= u:
-                if kind == "r":
-                    r_take = True
-                elif wrecs and fifo_words > 0:
-                    w_take = True
-        b_take = bool(b_due) and t >= b_due[0]
-        # compute
-        go = False
-        finished = False
-        if cp_job < len(js):
-            j = js[cp_job]
-            if computing:
-                finished = t == cp_done_at
-            else:
-                c_now = state["c"][j.banks["c"]]
-                c_ready = (
-                    (c_now == LOADED)
-                    if j.c_in
-                    else ((c_now == FREE) if _new_c(js, cp_job) else True)
-                )
-                ready = (
-                    state["a"][j.banks["a"]] == FULL
-                    and state["b"][j.banks["b"]] == FULL
-                    and c_ready
-                )
-                if ready:
-                    go = True
-                else:
-                    counters["array_wait_cycles"] += 1
+        # (each engine is asked only when it may act: an idle cycle costs few calls)
+        ar_taken = rd.active is not None and rd.ar_taken(bus)
+        rd_ready = rd.active is None or (ar_taken and len(rd.active) == 1)
+        cmd, dma_wait, rd_advance = rd.command(state, wr.outstanding, rd_ready) if (
+            rd.q_pending or rd.job < n_jobs) else _NOTHING  # fmt: skip
+        aw_taken = wr.requesting is not None and wr.aw_taken(bus, ar_taken)
+        r_take, w_take = bus.head(t, wr.can_write()) if bus.queue else _NONE2
+        b_take = bool(bus.responses) and t >= bus.responses[0]
+        if cp.busy:
+            go, finished, array_wait = False, t == cp.done_at, False
+        else:
+            go, finished, array_wait = cp.decide(t, state) if cp.job < n_jobs else _NONE3
+        counters["array_wait_cycles"] += array_wait
         counters["dma_wait_cycles"] += dma_wait
-        # write side
-        wr_accept = None
-        wr_advance = False
-        if wr_job < len(js):
-            if not stores[wr_job]:
-                wr_advance = True
-            else:
-                bank = stores[wr_job][0][0]
-                final = js[wr_job].store == "c"
-                ok = state["c"][bank] == FULL and (
-                    q_loaded or not final or not (d.requant and config.requant)
-                )
-                if ok and producing is None and requesting is None:
-                    wr_accept = stores[wr_job][0]
-        # producer read this cycle?
-        prod_read = producing is not None and fifo_words + in_flight < WRITE_BUFFER_WORDS
-        # finish?
-        idle_all = (
-            cp_job >= len(js)
-            and wr_job >= len(js)
-            and producing is None
-            and requesting is None
-            and not wrecs
-            and outstanding_w == 0
-            and rd_active is None
-            and not inflight
-        )
-        if idle_all:
+        store, wr_advance = wr.command(js, state, rd.q_loaded or not requant) if (
+            wr.job < n_jobs) else _NO_STORE  # fmt: skip
+        prod_read = wr.producing is not None and wr.producer_reads()
+        if (cp.job >= len(js) and wr.job >= len(js) and wr.producing is None
+                and wr.requesting is None and not wr.bursts and wr.outstanding == 0
+                and rd.active is None and not rd.inflight):  # fmt: skip
             break
         # ---- updates at the end of the cycle ----
-        completed = 0
-        loaded_event = None
-        if r_take:
-            k, bank, beats, last = inflight[0]
-            kind, ready, qbeats, size, served = queue[0]
-            clock.v = max(clock.v, ready * clock.num) + clock.step(size)
-            queue[0][4] += 1
-            r_beat += 1
-            if r_beat == beats:
-                inflight.popleft()
-                r_beat = 0
-                queue.popleft()
-                completed += 1
-                if last:
-                    loaded_event = (k, bank)
-        stored_event = None
-        if w_take:
-            kind, ready, qbeats, size, served = queue[0]
-            clock.v = max(clock.v, ready * clock.num) + clock.step(size)
-            queue[0][4] += 1
-            beats, last, bank, per_word = wrecs[0]
-            w_beat += 1
-            w_sub += 1
-            if w_sub == per_word:
-                fifo_words -= 1
-                w_sub = 0
-            if w_beat == beats:
-                wrecs.popleft()
-                w_beat = 0
-                queue.popleft()
-                b_due.append(t + dram.latency)
-                if last:
-                    stored_event = bank
+        completed, loaded = rd.take_beat(bus) if r_take else (0, None)
+        stored = wr.take_beat(t, bus) if w_take else None
         if b_take:
-            b_due.popleft()
+            bus.responses.popleft()
             completed += 1
-            outstanding_w -= 1
-        # producer
-        if in_flight:
-            fifo_words += 1
-            pushed += producing_per_word
-        in_flight = 1 if prod_read else 0
-        if prod_read:
-            producing[0] -= 1
-            if producing[0] == 0:
-                producing = None
-        # AW
+            wr.outstanding -= 1
+        if prod_read or wr.in_flight:
+            wr.produce(prod_read)
         if aw_taken:
-            a, beats, beat = requesting.popleft()
-            announced += beats
-            wrecs.append((beats, not requesting, store_bank, store_per_word))
-            queue.append(["w", t + 1, beats, beat, 0])
-            outstanding_w += 1
-            if not requesting:
-                requesting = None
+            wr.send_aw(t, bus)
         if ar_taken:
-            a, beats, beat = rd_active.popleft()
-            inflight.append((rd_cmd[0], rd_cmd[1], beats, not rd_active))
-            queue.append(["r", t + dram.latency, beats, beat, 0])
-            if not rd_active:
-                rd_active = None
-        # AR/AW in the same cycle: AR first in the queue
-        if ar_taken and aw_taken:
-            queue[-1], queue[-2] = queue[-2], queue[-1]
-        dram_out += ar_taken + aw_taken - completed
-        if accept_rd:
+            rd.send_ar(t, bus)
+        if ar_taken and aw_taken:  # the same cycle: the AR first in the queue
+            bus.queue[-1], bus.queue[-2] = bus.queue[-2], bus.queue[-1]
+        bus.out += ar_taken + aw_taken - completed
+        if cmd is not None:
             note((t, "load", f"{cmd[0]}{cmd[1]}"))
-            rd_cmd = cmd
-            rd_active = deque(cmd[2])
-            if cmd[0] == "q":
-                q_pending = False
-            else:
-                state[cmd[0]][cmd[1]] = LOADING
-                rd_issued += 1
+            rd.accept(cmd, state)
         if rd_advance:
-            rd_job += 1
-            rd_issued = 0
-        if loaded_event:
-            note((t, "loaded", f"{loaded_event[0]}{loaded_event[1]}"))
-            k, bank = loaded_event
-            if k == "q":
-                q_loaded = True
-            else:
-                state[k][bank] = LOADED if k == "c" else FULL
+            rd.job += 1
+            rd.issued = 0
+        if loaded:
+            note((t, "loaded", f"{loaded[0]}{loaded[1]}"))
+            rd.loaded(loaded, state)
         if go:
-            note((t, "compute", cp_job))
-            j = js[cp_job]
-            computing = True
-            cp_done_at = t + 1 + command_counters(config, *j.chunk.shape, j.accumulate)["cycles"]
-            state["c"][j.banks["c"]] = COMPUTE
+            note((t, "compute", cp.job))
+            cp.start(t, state)
         if finished:
-            note((t, "computed", cp_job))
-            j = js[cp_job]
-            computing = False
+            note((t, "computed", cp.job))
             counters["jobs"] += 1
-            if j.store:
-                state["c"][j.banks["c"]] = FULL
-            nxt = js[cp_job + 1] if cp_job + 1 < len(js) else None
-            if nxt is None or nxt.load_a:
-                state["a"][j.banks["a"]] = FREE
-            if nxt is None or nxt.load_b:
-                state["b"][j.banks["b"]] = FREE
-            cp_job += 1
-        if wr_accept is not None:
-            note((t, "store", wr_accept[0]))
-            bank, bl, words, beat, cont_bytes = wr_accept
-            state["c"][bank] = STORING
-            producing = [words]
-            requesting = deque(bl)
-            pushed = announced = 0
-            store_bank = bank
-            producing_per_word = max(1, cont_bytes // beat)
-            store_per_word = producing_per_word
-            wr_job += 1
+            cp.finish(state)
+        if store is not None:
+            note((t, "store", store[0]))
+            wr.accept(store, state)
         elif wr_advance:
-            wr_job += 1
-        if stored_event is not None:
-            note((t, "stored", stored_event))
-            state["c"][stored_event] = FREE
+            wr.job += 1
+        if stored is not None:
+            note((t, "stored", stored))
+            state["c"][stored] = FREE
         t += 1
     counters["cycles"] = t + 1
     return counters

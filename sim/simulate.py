@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from systolic.contract.activity import UNPRICED
@@ -49,6 +50,7 @@ from .dram import DRAM_BYTES, image_lines, read_dump
 
 __all__ = [
     "SLAVES",
+    "Bench",
     "Quantization",
     "SimResult",
     "SimulationError",
@@ -210,6 +212,53 @@ def _job(config, i, a, b, d, quant, acc, memory, run_dir) -> tuple[dict, str | N
     return job, fmt
 
 
+@dataclass(frozen=True)
+class Bench:
+    """How a simulation runs, apart from what it computes.
+
+    ``simulator`` is ``verilator`` or ``icarus`` (:data:`sim.build.SIMULATORS`; Icarus Verilog
+    runs the same bench behind the DRAM model, without activity counting or waves).
+    ``slave="axi-ram"`` serves the AXI4 port with cocotbext-axi's ``AxiRam`` instead of the
+    DRAM model (a build whose port is at the wrapper's edge): an independent implementation of
+    the protocol, each channel paused on a share ``pause`` of the cycles at random (seeded by
+    ``pause_seed``); its timing is its own, so the memory is only the models' reference and
+    ``SimResult.dram`` is empty. ``activity`` runs the separately built model that counts
+    switching activity (``SimResult.toggles``); ``per_net`` counts it net by net, every
+    flip-flop of the device included (``SimResult.net_toggles``, for gate-level power; a slower
+    build of its own). ``trace`` logs the device's events (``SimResult.trace``). ``waves``
+    writes the run's waveform there (``.fst``, or ``.vcd``; a separately built model with
+    tracing: the wrapper's nets and the whole design).
+    """
+
+    simulator: str = "verilator"
+    slave: str = "dram"
+    pause: float = 0.3
+    pause_seed: int = 0
+    activity: bool = False
+    per_net: bool = False
+    trace: bool = False
+    waves: Path | None = None
+
+    def __post_init__(self):
+        check_waves(self.waves)
+        if self.slave not in SLAVES:
+            raise ValueError(f"slave must be one of {', '.join(SLAVES)}, not {self.slave!r}")
+        if not 0 <= self.pause < 1:
+            raise ValueError(f"pause must be a share of cycles in [0, 1), not {self.pause!r}")
+        if self.slave != "dram" and self.activity:
+            raise ValueError("activity counting runs behind the DRAM model only (slave='dram')")
+
+
+class _Gemm(NamedTuple):
+    """A GEMM checked and placed: its operands, descriptor, quantization and C to add to."""
+
+    a: np.ndarray
+    b: np.ndarray
+    d: Descriptor
+    quant: Quantization | None
+    acc: np.ndarray | None
+
+
 def run_gemms(
     config: ArrayConfig,
     operands: list[tuple[np.ndarray, np.ndarray]],
@@ -221,17 +270,11 @@ def run_gemms(
     c_in: list[np.ndarray | None] | None = None,
     pad: int = 0,
     descriptors: list[Descriptor] | None = None,
-    activity: bool = False,
-    per_net: bool = False,
     name: str = "gemms",
     on_result: Callable[[int, SimResult], None] | None = None,
     timeout: float | None = None,
-    slave: str = "dram",
-    pause: float = 0.3,
-    pause_seed: int = 0,
-    trace: bool = False,
-    waves: Path | None = None,
-    simulator: str = "verilator",
+    bench: Bench | None = None,
+    **bench_options,
 ) -> list[SimResult]:
     """Run every ``(A, B)`` on one simulator process of the device for ``config``, each as one
     descriptor, behind the DRAM model ``memory`` (:data:`DEFAULT_MEMORY` when None).
@@ -242,36 +285,58 @@ def run_gemms(
     ``i`` zero points and a requantization (``SimResult.c`` then holds the requantized outputs);
     ``c_in[i]`` is a C to accumulate GEMM ``i`` into; ``pad`` leaves that many extra words
     between tile rows in DRAM. ``descriptors`` replaces the driver's placement (refusal tests:
-    a descriptor the device refuses moves nothing and returns its error code). ``activity``
-    runs the separately built model that counts switching activity (``SimResult.toggles``);
-    ``per_net`` counts it net by net, every flip-flop of the device included
-    (``SimResult.net_toggles``, for gate-level power; a slower build of its own). Everything
-    is checked before anything is built. ``on_result(i, result)`` is called (from a watcher
-    thread) as soon as GEMM ``i`` finishes; ``timeout`` bounds the simulation's
-    wall-clock seconds. A failed simulation raises :class:`SimulationError`, which still
-    carries the GEMMs that finished.
-
-    ``slave="axi-ram"`` serves the AXI4 port with cocotbext-axi's ``AxiRam`` instead of the
-    DRAM model (a build whose port is at the wrapper's edge): an independent implementation
-    of the protocol, each channel paused on a share ``pause`` of the cycles at random (seeded
-    by ``pause_seed``). Its timing is its own, so ``memory`` is only the models' reference and
-    ``SimResult.dram`` is empty.
-
-    ``waves`` writes the run's waveform there (``.fst``, or ``.vcd``; a separately built
-    model with tracing: the wrapper's nets and the whole design). ``simulator`` is
-    ``verilator`` or ``icarus`` (:data:`sim.build.SIMULATORS`; Icarus Verilog runs the same
-    bench behind the DRAM model, without activity counting or waves).
+    a descriptor the device refuses moves nothing and returns its error code). How the
+    simulation runs is ``bench`` (:class:`Bench`), or its fields given as keywords
+    (``activity=True``). Everything is checked before anything is built.
+    ``on_result(i, result)`` is called (from a watcher thread) as soon as GEMM ``i`` finishes;
+    ``timeout`` bounds the simulation's wall-clock seconds. A failed simulation raises
+    :class:`SimulationError`, which still carries the GEMMs that finished.
     """
-    wave_format = check_waves(waves)
-    if slave not in SLAVES:
-        raise ValueError(f"slave must be one of {', '.join(SLAVES)}, not {slave!r}")
-    if not 0 <= pause < 1:
-        raise ValueError(f"pause must be a share of cycles in [0, 1), not {pause!r}")
-    if slave != "dram" and activity:
-        raise ValueError("activity counting runs behind the DRAM model only (slave='dram')")
+    if bench is not None and bench_options:
+        raise TypeError("give the bench options as bench=Bench(...) or as keywords, not both")
+    bench = bench or Bench(**bench_options)
     memory = memory or DEFAULT_MEMORY
     if not isinstance(memory, Dram):
         raise TypeError(f"memory must be a contract.memory.Dram, not {type(memory).__name__}")
+    checked = _check_gemms(config, operands, order, chunk, quant, c_in, pad, descriptors)
+    build = build_model(config, "device", activity=bench.activity, per_net=bench.per_net,
+                        memory="dram" if bench.slave == "dram" else "port",
+                        waves=check_waves(bench.waves), simulator=bench.simulator)  # fmt: skip
+    nets = json.loads((build.directory / "activity.json").read_text()) if bench.activity else []
+    by_counter = {net["counter"]: net for net in nets}
+    run_dir = build.directory / "jobs" / f"{name}-{os.getpid()}-{threading.get_ident()}"
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    jobs, formats = [], []
+    for i, g in enumerate(checked):
+        job, fmt = _job(config, i, g.a, g.b, g.d, g.quant, g.acc, memory, run_dir)
+        job["trace"] = bench.trace
+        jobs.append(job)
+        formats.append(fmt)
+    jobs_file = run_dir / "jobs.json"
+    jobs_file.write_text(json.dumps(jobs))
+
+    def result(i: int, got: dict) -> SimResult:
+        g = checked[i]
+        return _result(config, memory, (g.a.shape[0], g.a.shape[1], g.b.shape[1]), g.d,
+                       formats[i], got, by_counter)  # fmt: skip
+
+    env = {"SYSTOLIC_JOBS": str(jobs_file), "SYSTOLIC_RESULTS": str(run_dir),
+           "SYSTOLIC_ACTIVITY": json.dumps(list(by_counter)), "SYSTOLIC_SLAVE": bench.slave,
+           "SYSTOLIC_PAUSE": str(bench.pause),
+           "SYSTOLIC_PAUSE_SEED": str(bench.pause_seed)}  # fmt: skip
+    if timeout is not None:
+        env["SYSTOLIC_DEADLINE"] = str(time.time() + timeout)
+    finished = _simulate(build, run_dir, env, len(checked), result, on_result, bench.waves)
+    if isinstance(finished, SimulationError):
+        raise SimulationError(f"{config.name}: {finished}", finished.log, finished.finished)
+    return finished
+
+
+def _check_gemms(config: ArrayConfig, operands, order, chunk, quant, c_in, pad,
+                 descriptors) -> list[_Gemm]:  # fmt: skip
+    """Every GEMM checked and placed (or its descriptor taken as given), before any build."""
     orders = [order] * len(operands) if isinstance(order, str) else list(order)
     for o in orders:
         if o not in LOOP_ORDERS:
@@ -303,38 +368,25 @@ def run_gemms(
             if code is not Refusal.NONE:
                 raise ValueError(f"GEMM {i} ({m}x{k}x{n}) cannot run on {config.name}: {why}")
         _check_fits(config, i, d)
-        checked.append((a, b, d, q, acc))
+        checked.append(_Gemm(a, b, d, q, acc))
+    return checked
 
-    build = build_model(config, "device", activity=activity, per_net=per_net,
-                        memory="dram" if slave == "dram" else "port", waves=wave_format,
-                        simulator=simulator)  # fmt: skip
-    nets = json.loads((build.directory / "activity.json").read_text()) if activity else []
-    by_counter = {net["counter"]: net for net in nets}
-    run_dir = build.directory / "jobs" / f"{name}-{os.getpid()}-{threading.get_ident()}"
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True)
-    jobs, formats = [], []
-    for i, (a, b, d, q, acc) in enumerate(checked):
-        job, fmt = _job(config, i, a, b, d, q, acc, memory, run_dir)
-        job["trace"] = trace
-        jobs.append(job)
-        formats.append(fmt)
-    jobs_file = run_dir / "jobs.json"
-    jobs_file.write_text(json.dumps(jobs))
 
+def _simulate(build, run_dir: Path, env: dict, count: int, result, on_result,
+              waves: Path | None) -> list[SimResult] | SimulationError:  # fmt: skip
+    """Run the cocotb driver on the jobs in ``run_dir``, collecting each GEMM's result as its
+    file appears (a watcher thread, so that ``on_result`` hears of it at once); the results in
+    order, or the error (with those that finished) when the run failed or ended early."""
     finished: dict[int, SimResult] = {}
     lock = threading.Lock()
 
     def collect() -> None:
         with lock:
-            for i, (a, b, d, _, _) in enumerate(checked):
+            for i in range(count):
                 path = run_dir / f"job-{i}.json"
                 if i in finished or not path.exists():
                     continue
-                got = json.loads(path.read_text())
-                finished[i] = _result(config, memory, (a.shape[0], a.shape[1], b.shape[1]), d,
-                                      formats[i], got, by_counter)  # fmt: skip
+                finished[i] = result(i, json.loads(path.read_text()))
                 if on_result:
                     on_result(i, finished[i])
 
@@ -346,11 +398,6 @@ def run_gemms(
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
-    env = {"SYSTOLIC_JOBS": str(jobs_file), "SYSTOLIC_RESULTS": str(run_dir),
-           "SYSTOLIC_ACTIVITY": json.dumps(list(by_counter)), "SYSTOLIC_SLAVE": slave,
-           "SYSTOLIC_PAUSE": str(pause), "SYSTOLIC_PAUSE_SEED": str(pause_seed)}  # fmt: skip
-    if timeout is not None:
-        env["SYSTOLIC_DEADLINE"] = str(time.time() + timeout)
     failure = None
     try:
         run = run_cocotb(build, "systolic.tb.device_tb", testcase="run_jobs", env=env,
@@ -363,10 +410,10 @@ def run_gemms(
         stop.set()
         watcher.join()
     collect()
-    if failure or len(finished) < len(operands):
+    if failure or len(finished) < count:
         message, log = failure or ("the simulation ended early", None)
-        raise SimulationError(f"{config.name}: {message}; see {log}", log, finished)
-    return [finished[i] for i in range(len(operands))]
+        return SimulationError(f"{message}; see {log}", log, finished)
+    return [finished[i] for i in range(count)]
 
 
 def _result(config, memory, shape, d, fmt, got: dict, by_counter: dict) -> SimResult:
