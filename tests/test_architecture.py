@@ -348,3 +348,18 @@ def test_no_test_hooks_in_the_product():
              if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
              and (node.name.startswith("_test_") or node.name.endswith("_hook"))]  # fmt: skip
     assert not hooks, "\n".join(hooks)
+
+
+#: The longest a function of the generator, the models, the simulation runtime or the contract
+#: may be: past it, a function's sections want to be functions of their own.
+LONGEST_FUNCTION = 120
+
+
+def test_no_function_is_longer_than_the_limit():
+    long = [f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {length} lines"
+            for module, path in MODULES.items()
+            if _layer(module) in ("rtl", "models", "sim", "contract")
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and (length := node.end_lineno - node.lineno + 1) > LONGEST_FUNCTION]  # fmt: skip
+    assert not long, "\n".join(long)
