@@ -4,6 +4,7 @@ running the model path in an interpreter where Amaranth cannot be imported."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import textwrap
@@ -363,3 +364,42 @@ def test_no_function_is_longer_than_the_limit():
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
             and (length := node.end_lineno - node.lineno + 1) > LONGEST_FUNCTION]  # fmt: skip
     assert not long, "\n".join(long)
+
+
+def _mirror(module: str) -> Path:
+    """``tests/<layer>/<subfolders>/test_<name>.py`` of a module."""
+    path = MODULES[module]
+    layer = _layer(module)
+    folder = ROOT / LAYERS[layer][0]
+    rel = path.relative_to(folder)
+    parts = rel.parts[1:-1] if layer == CLI else rel.parts[:-1]  # systolic/cli/x.py: tests/cli
+    return ROOT / "tests" / layer / Path(*parts) / f"test_{path.stem}.py"
+
+
+def test_every_module_has_its_tests_or_a_row_saying_where_they_are():
+    """A module's tests are ``tests/<layer>/test_<module>.py``, or docs/testing.md's table
+    names the tests that exercise it; the table names only existing files and no module that
+    is gone or has a mirror."""
+    text = (ROOT / "docs" / "testing.md").read_text()
+    rows = {}
+    for line in text[text.index("<!-- tested-by -->") :].splitlines()[3:]:
+        if not line.startswith("| `"):
+            break
+        module_cell, tests_cell = (c.strip() for c in line.strip().strip("|").split("|"))
+        rows[module_cell.strip("`")] = re.findall(r"`(tests/[^`]+\.py)`", tests_cell)
+    wrong = []
+    modules = {str(MODULES[m].relative_to(ROOT)): m for m in MODULES
+               if MODULES[m].name != "__init__.py"}  # fmt: skip
+    for path, module in sorted(modules.items()):
+        mirrored = _mirror(module).exists()
+        if mirrored and path in rows:
+            wrong.append(f"{path} has {_mirror(module).relative_to(ROOT)}: drop its row")
+        elif not mirrored and path not in rows:
+            wrong.append(f"{path}: no {_mirror(module).relative_to(ROOT)} and no row")
+    for path, tests in rows.items():
+        if path not in modules:
+            wrong.append(f"a row for {path}, which is not a module")
+        wrong += [f"{path}: its row names {t}, which does not exist"
+                  for t in tests if not (ROOT / t).exists()]  # fmt: skip
+    assert not wrong, "\n".join(wrong)
+    assert len(rows) > 20  # the table was found
