@@ -23,7 +23,8 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__)  # fmt: skip
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), metavar="N",
                         help="square array sizes (default: 2 4 8 16)")  # fmt: skip
-    parser.add_argument("--clock-ns", type=float, default=10.0, metavar="T")
+    parser.add_argument("--clock-mhz", type=float, default=100.0, metavar="MHZ",
+                        help="the clock timing is checked against (default 100 MHz)")
     parser.add_argument("--design", choices=["array", "device"], default="array")
     args = parser.parse_args(argv)
     print(f"{'config':<20} {'cells':>8} {'flops':>7} {'area mm^2':>10} {'um^2/PE':>9} "
@@ -33,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.sizes:
             config = ArrayConfig(dataflow, n, n)
             start = time.monotonic()
-            r = synthesize(config, args.design, clock_ns=args.clock_ns)
+            r = synthesize(config, args.design, clock_ns=1000.0 / args.clock_mhz)
             fmax[dataflow, n] = r.fmax_mhz
             print(f"{config.name:<20} {r.cells:>8} {r.flops:>7} {r.area_um2 / 1e6:>10.4f} "
                   f"{r.components['pe_array'].area_um2 / n / n:>9.0f} {r.fmax_mhz:>9.1f} "

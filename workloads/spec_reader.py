@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 from systolic.contract.checks import is_integer, is_number
-from systolic.contract.config import PRECISIONS, ArrayConfig
+from systolic.contract.config import DEFAULT_DEPTH, PRECISIONS, ArrayConfig
 from systolic.contract.memory import DRAM_PRESETS, Memory
 from systolic.models.energy import CoefficientsError, load_coefficients
 from systolic.workloads.library import (
@@ -119,7 +119,7 @@ def parse_configs(doc: SpecDoc, raw) -> list[ArrayConfig]:
             raise doc.error(path, f"missing key {key!r}")
     axes = {}
     for key in _CONFIG_KEYS:
-        default = {"precision": ["int8"], "depth": [4096]}.get(key)
+        default = {"precision": ["int8"], "depth": [DEFAULT_DEPTH]}.get(key)
         axes[key] = as_list(doc, raw.get(key, default), (*path, key))
     arrays = []
     for i, text in enumerate(axes["array"]):

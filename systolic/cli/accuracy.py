@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .options import positive
+from .options import add_seed_option, positive, seed_of
 
 
 def add_parser(sub) -> None:
@@ -20,7 +20,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--samples", type=positive, default=1000, help="test samples (1000)")
     p.add_argument("--rows", type=positive, default=8, help="array rows = cols (8)")
-    p.add_argument("--seed", type=int, default=0, help="data and training seed (0)")
+    add_seed_option(p, "the data and the training")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=run)
 
@@ -28,7 +28,7 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from systolic.quant.accuracy import run_accuracy
 
-    experiment = run_accuracy(args.samples, args.rows, args.seed)
+    experiment = run_accuracy(args.samples, args.rows, seed_of(args))
     if args.json:
         print(json.dumps({"float_accuracy": experiment.float_accuracy,
                           "test_samples": experiment.test_samples,

@@ -14,10 +14,12 @@ from .options import (
     add_config_options,
     add_energy_options,
     add_memory_options,
+    add_seed_option,
     add_shape_options,
     config_from_args,
     energy_coefficients,
     memory_from_args,
+    seed_of,
 )
 
 
@@ -41,7 +43,7 @@ def add_parser(sub) -> None:
         metavar="FILE",
         help="GEMM shapes to compare on the given configuration, one M,K,N a line",
     )
-    p.add_argument("--seed", type=int, default=0, help="random seed of the operands (default 0)")
+    add_seed_option(p, "the operands")
     p.add_argument(
         "--scalesim",
         action="store_true",
@@ -70,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     show = None if args.json else (lambda row: _print_row(row, args))
     given = (args.memory, args.bandwidth, args.latency, args.max_requests)
     memories = [memory_from_args(args)] if any(v is not None for v in given) else DEFAULT_MEMORIES
-    rows = compare(points, memories=memories, order=args.order, seed=args.seed,
+    rows = compare(points, memories=memories, order=args.order, seed=seed_of(args),
                    scalesim=args.scalesim, progress=show, energy=args.energy,
                    coefficients=coefficients)  # fmt: skip
     differing = [r for r in rows if r.differences]

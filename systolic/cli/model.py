@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
                                 "model": "device" if args.exact else "pipeline"}  # fmt: skip
     if args.trace is not None:
         events = trace_device(config, d, memory)
-        write_trace(args.trace, events, config.name, args.clock_ghz)
+        write_trace(args.trace, events, config.name, args.clock_mhz)
         summary["trace"] = {"file": str(args.trace), "events": len(events)}
     report = None
     if args.energy:

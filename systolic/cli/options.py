@@ -137,7 +137,10 @@ def add_config_options(p: argparse.ArgumentParser, *, rtl: bool) -> None:
         return f"{lo}..{hi}"
 
     p.set_defaults(rtl_limits=rtl)
-    g = p.add_argument_group("array configuration")
+    g = p.add_argument_group(
+        "array configuration",
+        "--dataflow, --rows and --cols are required, unless --config gives them",
+    )
     g.add_argument(
         "--config",
         metavar="FILE",
@@ -147,10 +150,12 @@ def add_config_options(p: argparse.ArgumentParser, *, rtl: bool) -> None:
     g.add_argument(
         "--dataflow",
         choices=[d.value for d in Dataflow],
-        help="weight-, output- or input-stationary",
+        help="weight-, output- or input-stationary (required, unless --config)",
     )
-    g.add_argument("--rows", type=int, metavar="R", help=f"PE rows ({span('rows')})")
-    g.add_argument("--cols", type=int, metavar="C", help=f"PE columns ({span('cols')})")
+    g.add_argument("--rows", type=int, metavar="R",
+                   help=f"PE rows ({span('rows')}; required, unless --config)")  # fmt: skip
+    g.add_argument("--cols", type=int, metavar="C",
+                   help=f"PE columns ({span('cols')}; required, unless --config)")  # fmt: skip
     g.add_argument(
         "--a-width",
         type=int,
@@ -249,12 +254,12 @@ def add_memory_options(p: argparse.ArgumentParser) -> None:
         "--memory",
         choices=list(DRAM_PRESETS),
         metavar="PRESET",
-        help=f"a named memory at --clock-ghz ({', '.join(DRAM_PRESETS)}); "
+        help=f"a named memory at --clock-mhz ({', '.join(DRAM_PRESETS)}); "
         "--bandwidth, --latency and --max-requests override its numbers",
     )
-    g.add_argument("--clock-ghz", type=float, default=1.0, metavar="GHZ",
-                   help="the accelerator's clock, to see a --memory preset in cycles "
-                   "(default 1)")  # fmt: skip
+    g.add_argument("--clock-mhz", type=positive_number, default=1000.0, metavar="MHZ",
+                   help="the accelerator's clock in MHz, to see a --memory preset in cycles "
+                   "(default 1000)")  # fmt: skip
     g.add_argument("--bandwidth", metavar="BYTES", help="DRAM bytes per cycle, a number or a "
                    f"fraction such as 7/3 (default {DEFAULT_MEMORY.bandwidth})")  # fmt: skip
     g.add_argument("--latency", type=int, metavar="CYCLES",
@@ -292,9 +297,9 @@ def memory_from_args(args: argparse.Namespace) -> Dram:
     base = DEFAULT_MEMORY
     if args.memory is not None:
         try:
-            base = Dram.preset(args.memory, args.clock_ghz)
+            base = Dram.preset(args.memory, args.clock_mhz / 1000)
         except ValueError as e:
-            raise UsageError(f"systolic {args.command}: --clock-ghz: {e}") from None
+            raise UsageError(f"systolic {args.command}: --clock-mhz: {e}") from None
     values = {"bandwidth": base.bandwidth, "latency": base.latency,
               "max_requests": base.max_requests}  # fmt: skip
     for key in values:
@@ -360,6 +365,48 @@ def _integer_at_least(lo: int, what: str):
 
 positive = _integer_at_least(1, "a positive integer")
 non_negative = _integer_at_least(0, "an integer >= 0")
+
+
+def positive_number(text: str) -> float:
+    """A finite number above zero, such as a clock in MHz."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, not {text!r}")
+    return value
+
+
+def add_json_option(p: argparse.ArgumentParser, what: str) -> None:
+    """``--json``: print ``what`` as one JSON document on stdout (the human lines go to stderr)."""
+    p.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+
+
+def human(args: argparse.Namespace):
+    """Where a command's human-readable lines go: stdout, or stderr under ``--json``."""
+    import sys
+
+    return sys.stderr if getattr(args, "json", False) else sys.stdout
+
+
+def add_seed_option(p: argparse.ArgumentParser, what: str) -> None:
+    """``--seed``: of ``what``; when not given, drawn and printed (:func:`seed_of`)."""
+    p.add_argument("--seed", type=non_negative, metavar="N",
+                   help=f"seed of {what} (default: drawn, and printed for a replay)")  # fmt: skip
+
+
+def seed_of(args: argparse.Namespace) -> int:
+    """The run's seed: ``--seed``, or one drawn now and printed on stderr with the option that
+    replays it (every command draws and prints alike)."""
+    if args.seed is None:
+        import random
+        import sys
+
+        args.seed = random.SystemRandom().randrange(2**31)
+        print(f"systolic {args.command}: seed {args.seed} (replay with --seed {args.seed})",
+              file=sys.stderr)  # fmt: skip
+    return args.seed
 
 
 def fraction(text: str) -> float:

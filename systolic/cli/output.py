@@ -69,7 +69,7 @@ def print_energy(report: EnergyReport) -> None:
     print("    (nJ; array = registers and datapath, buffer = on-chip SRAM and its ports)")
 
 
-def write_trace(path: Path, events: list, label: str, clock_ghz: float) -> None:
+def write_trace(path: Path, events: list, label: str, clock_mhz: float) -> None:
     """A timeline's Chrome trace-event JSON in ``path`` (Perfetto, chrome://tracing)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(chrome_trace(events, clock_mhz=1000 * clock_ghz, label=label)))
+    path.write_text(json.dumps(chrome_trace(events, clock_mhz=clock_mhz, label=label)))

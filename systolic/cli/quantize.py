@@ -4,12 +4,23 @@ a report with its deployment checks."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from systolic.quant.tasks import MODELS
 
-from .options import check_output_folder, fraction, non_negative, output_folder, positive
+from .options import (
+    add_json_option,
+    add_seed_option,
+    check_output_folder,
+    fraction,
+    human,
+    non_negative,
+    output_folder,
+    positive,
+    seed_of,
+)
 
 KNOWN = tuple(f"{t}:{m}" for t, ms in MODELS.items() for m in ms)
 
@@ -46,13 +57,14 @@ def add_parser(sub) -> None:
                    help="test samples run through the simulated RTL (16; 0: none)")  # fmt: skip
     p.add_argument("--qat-epochs", type=positive, default=10, help="QAT epochs (10)")
     p.add_argument("--rows", type=positive, default=8, help="array rows = cols (8)")
-    p.add_argument("--seed", type=int, default=0, help="training and sampling seed (0)")
+    add_seed_option(p, "the training and the sampling")
     p.add_argument(
         "--quick",
         action="store_true",
         help="shorter training and fewer calibration draws (a smoke run)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_json_option(p, "the playbook's records")
     p.set_defaults(func=run)
 
 
@@ -65,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     check_output_folder(args.out, "quantize")  # the default's too, before any work
     opts = Options(
         models=tuple(args.models), out=args.out, floor=args.floor, qat_epochs=args.qat_epochs,
-        rtl_samples=args.rtl_samples, rows=args.rows, seed=args.seed, onnx=args.onnx,
+        rtl_samples=args.rtl_samples, rows=args.rows, seed=seed_of(args), onnx=args.onnx,
         log=(lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr)),
     )  # fmt: skip
     if args.quick:
@@ -73,13 +85,17 @@ def run(args: argparse.Namespace) -> int:
         opts.qat_epochs = min(opts.qat_epochs, 3)
     records = run_playbook(opts)
     md, page = write_report(records, opts.out)
+    out = human(args)
     for r in records:
-        print(f"{r['model']} ({r['name']}): float {100 * r['float']['test']:.2f}%")
+        print(f"{r['model']} ({r['name']}): float {100 * r['float']['test']:.2f}%", file=out)
         for row in r["retention"][1:]:
             energy = "" if row["energy_pj"] is None else f", {row['energy_pj'] / 1e3:,.1f} nJ"
             print(f"  {row['name']}: {100 * row['test']:.2f}% "
-                  f"(retention {100 * row['retention']:.2f}%{energy})")  # fmt: skip
+                  f"(retention {100 * row['retention']:.2f}%{energy})", file=out)  # fmt: skip
         for c in r["checks"]:
-            print(f"  {'PASS' if c['passed'] else 'FAIL'} {c['name']}: {c['detail']}")
-    print(f"report: {md} and {page}")
+            print(f"  {'PASS' if c['passed'] else 'FAIL'} {c['name']}: {c['detail']}", file=out)
+    print(f"report: {md} and {page}", file=out)
+    if args.json:
+        print(json.dumps({"records": records, "files": [str(md), str(page)]}, indent=2,
+                         default=str))  # fmt: skip
     return 0 if all(c["passed"] for r in records for c in r["checks"]) else 1

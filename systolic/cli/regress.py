@@ -4,13 +4,21 @@ simulated device, for an RTL engineer's own config.json and for CI (JUnit XML)."
 from __future__ import annotations
 
 import argparse
-import random
-import sys
+import json
 from pathlib import Path
 
 from systolic.contract.config import ArrayConfig, check_buildable
 
-from .options import UsageError, file_problem, output_file, positive
+from .options import (
+    UsageError,
+    add_json_option,
+    add_seed_option,
+    file_problem,
+    human,
+    output_file,
+    positive,
+    seed_of,
+)
 
 
 def add_parser(sub) -> None:
@@ -29,7 +37,8 @@ def add_parser(sub) -> None:
     )
     p.add_argument("config", type=Path, metavar="CONFIG", help="the configuration's JSON file")
     p.add_argument("--count", type=positive, default=24, help="GEMMs to run (default 24)")
-    p.add_argument("--seed", type=int, help="seed of the cases (default: drawn and printed)")
+    add_seed_option(p, "the cases")
+    add_json_option(p, "every case's outcome")
     p.add_argument("--case", type=int, action="append", metavar="I",
                    help="run case I of the seed alone (repeatable), as a replay")  # fmt: skip
     p.add_argument("--junit", type=output_file, metavar="FILE",
@@ -60,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from systolic.verify.regress import case, replay_command, run_regression, write_junit
 
     config = _config(args.config)
-    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
+    seed = seed_of(args)
     pauses = not args.no_pauses
     indices = args.case if args.case else list(range(args.count))
     if any(i < 0 for i in indices):
@@ -73,26 +82,36 @@ def run(args: argparse.Namespace) -> int:
     if file_problem(junit):  # the default name, checked before any case runs
         raise UsageError(f"systolic regress: {file_problem(junit)} (choose another with --junit)")
     selected = [case(config, seed, i, pauses) for i in indices]
-    print(f"{config.name}: {len(selected)} GEMM(s), seed {seed}"
-          + (f", case {indices[0]}" if args.case and len(indices) == 1 else ""))  # fmt: skip
+    out = human(args)
+    case_note = f", case {indices[0]}" if args.case and len(indices) == 1 else ""
+    print(f"{config.name}: {len(selected)} GEMM(s), seed {seed}{case_note}", file=out)
 
     def replay(index: int) -> str:
         return replay_command(args.config, seed, index, pauses)
 
     def show(outcome) -> None:
         status = "passed" if outcome.passed else "FAILED"
-        print(f"  case {outcome.case.index:3d}  {status}  {outcome.case.describe()}")
+        print(f"  case {outcome.case.index:3d}  {status}  {outcome.case.describe()}", file=out)
         for failure in outcome.failures:
-            print(f"      {failure}")
+            print(f"      {failure}", file=out)
         if not outcome.passed:
-            print(f"      replay: {replay(outcome.case.index)}")
-        sys.stdout.flush()
+            print(f"      replay: {replay(outcome.case.index)}", file=out)
+        out.flush()
 
     outcomes = run_regression(config, selected, waves=args.waves, timeout=args.timeout,
                               progress=show)  # fmt: skip
     write_junit(junit, config, seed, outcomes, replay)
     failed = [o for o in outcomes if not o.passed]
-    print(f"{len(outcomes) - len(failed)} of {len(outcomes)} passed; JUnit XML: {junit}")
+    print(f"{len(outcomes) - len(failed)} of {len(outcomes)} passed; JUnit XML: {junit}",
+          file=out)  # fmt: skip
     if args.waves is not None:
-        print(f"waveform: {args.waves} (open it with gtkwave or surfer)")
+        print(f"waveform: {args.waves} (open it with gtkwave or surfer)", file=out)
+    if args.json:
+        cases = [{"index": o.case.index, "case": o.case.describe(), "passed": o.passed,
+                  "failures": o.failures, "seconds": o.seconds,
+                  "replay": None if o.passed else replay(o.case.index)}
+                 for o in outcomes]  # fmt: skip
+        summary = {"config": config.name, "seed": seed, "passed": len(outcomes) - len(failed),
+                   "failed": len(failed), "junit": str(junit), "cases": cases}  # fmt: skip
+        print(json.dumps(summary, indent=2))
     return 1 if failed else 0

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
-from .options import UsageError, output_file, output_folder
+from .options import UsageError, add_json_option, human, output_file, output_folder
 
 
 def add_parser(sub) -> None:
@@ -20,6 +21,7 @@ def add_parser(sub) -> None:
     p.add_argument("--screenshot", type=output_file, metavar="PNG",
                    help="also open report.html in headless Chromium and save its first screen "
                    "(1280x800) as PNG; exit 1 if the page logs an error")  # fmt: skip
+    add_json_option(p, "the files written (and the browser's problems with --screenshot)")
     p.set_defaults(func=run)
 
 
@@ -30,9 +32,13 @@ def run(args: argparse.Namespace) -> int:
     if not args.results.is_file():
         raise UsageError(f"systolic report: no results file {args.results}")
     paths = write_report(args.results, args.out)
+    out = human(args)
     print(f"report: {paths['html']} (and {paths['markdown'].name}, "
-          f"{len(paths) - 2} plot(s))")  # fmt: skip
+          f"{len(paths) - 2} plot(s))", file=out)  # fmt: skip
+    written = {k: str(v) for k, v in paths.items()}
     if args.screenshot is None:
+        if args.json:
+            print(json.dumps({"files": written}, indent=2))
         return 0
     with Browser() as browser:
         browser.open(paths["html"])
@@ -40,6 +46,9 @@ def run(args: argparse.Namespace) -> int:
         browser.screenshot(args.screenshot)
         problems = browser.problems()
     for line in problems:
-        print(f"report.html: {line}")
-    print(f"first screen: {args.screenshot}")
+        print(f"report.html: {line}", file=out)
+    print(f"first screen: {args.screenshot}", file=out)
+    if args.json:
+        print(json.dumps({"files": written, "screenshot": str(args.screenshot),
+                          "problems": problems}, indent=2))  # fmt: skip
     return 1 if problems else 0

@@ -14,12 +14,14 @@ from .options import (
     add_data_option,
     add_energy_options,
     add_memory_options,
+    add_seed_option,
     add_shape_options,
     chunk_from_args,
     config_from_args,
     energy_coefficients,
     memory_from_args,
     output_file,
+    seed_of,
 )
 from .output import print_energy, print_figures, write_trace
 
@@ -36,7 +38,7 @@ def add_parser(sub) -> None:
     )
     add_config_options(p, rtl=True)
     add_shape_options(p, required=True)
-    p.add_argument("--seed", type=int, help="random seed of the operands (default: random)")
+    add_seed_option(p, "the operands")
     p.add_argument("--waves", type=output_file, metavar="FILE",
                    help="write the waveform of the run: FILE.fst (compact) or FILE.vcd; open "
                    "it with gtkwave or surfer")  # fmt: skip
@@ -84,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     chunk_sizes(config, args.m, args.k, args.n)  # buffers too small: a clear error, before building
     check_zero_points(config, args.a_zero, args.b_zero)
     memory = memory_from_args(args)
-    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**31)
+    seed = seed_of(args)
     rng = np.random.default_rng(seed)
     ((a, b),) = random_operands(rng, config, [(args.m, args.k, args.n)], args.data)
     coefficients = energy_coefficients(args) if args.energy else None
@@ -131,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{len(timeline)} events against the model's "
                 f"{len(predicted_timeline)}, first different at {first}"
             )
-        write_trace(args.trace, timeline, config.name, args.clock_ghz)
+        write_trace(args.trace, timeline, config.name, args.clock_mhz)
         summary["trace"] = {"file": str(args.trace), "events": len(timeline),
                             "model_agrees": timeline == predicted_timeline}  # fmt: skip
     report = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from .options import (
     EXIT_OK,
     EXIT_UNAVAILABLE,
     UsageError,
+    add_json_option,
     check_output_folder,
     output_folder,
     positive,
@@ -43,6 +45,7 @@ def add_parser(sub) -> None:
                     "(tcp://HOST:PORT; default: $SYSTOLIC_SCHEDULER, else a local pool of "
                     "--jobs workers); see the README")  # fmt: skip
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_json_option(p, "the points, failures and files written")
     p.set_defaults(func=run)
 
 
@@ -88,5 +91,10 @@ def run(args: argparse.Namespace) -> int:
     paths = write_report(results)
     points, failures = points_of(load_results(results))
     print(f"{len(points)} points, {len(failures)} failed evaluation(s); report: {paths['html']} "
-          f"(and {paths['markdown'].name}, plots in {paths['html'].parent})")  # fmt: skip
+          f"(and {paths['markdown'].name}, plots in {paths['html'].parent})",
+          file=sys.stderr if args.json else sys.stdout)  # fmt: skip
+    if args.json:
+        print(json.dumps({"name": sweep.name, "points": len(points), "failed": len(failures),
+                          "results": str(results),
+                          "files": {k: str(v) for k, v in paths.items()}}, indent=2))  # fmt: skip
     return EXIT_FAILED if failures else EXIT_OK

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from systolic.contract.config import check_buildable, value_range
 from systolic.synth.fpga import PARTS, RESOURCES, place_and_route
 
-from .options import add_config_options, config_from_args
+from .options import add_config_options, add_seed_option, config_from_args, positive_number, seed_of
 
 if TYPE_CHECKING:
     from systolic.verify.gate_energy import GateEnergy
@@ -32,14 +32,15 @@ def add_parser(sub) -> None:
                    "(Yosys synth_ecp5, nextpnr-ecp5)")  # fmt: skip
     p.add_argument("--part", choices=list(PARTS), default="85k",
                    help="the ECP5 part for --target ecp5 (default 85k)")  # fmt: skip
-    p.add_argument("--clock-ns", type=float, default=10.0, metavar="T",
-                   help="clock period the timing is checked against (default 10 ns)")  # fmt: skip
+    p.add_argument("--clock-mhz", type=positive_number, default=100.0, metavar="MHZ",
+                   help="the clock the timing is checked against, in MHz (default 100: a 10 ns "
+                   "period)")  # fmt: skip
     p.add_argument("--power", action="store_true",
                    help="also simulate a random GEMM on the activity build and price it at gate "
                    "level (OpenSTA, measured activity) beside the toggle model")  # fmt: skip
     p.add_argument("--gemm", type=int, nargs=3, metavar=("M", "K", "N"), default=(64, 64, 64),
                    help="the GEMM --power simulates (default 64 64 64)")  # fmt: skip
-    p.add_argument("--seed", type=int, default=0, help="the --power GEMM's operands (default 0)")
+    add_seed_option(p, "the --power GEMM's operands")
     p.add_argument("--force", action="store_true", help="synthesize again even if cached")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=run)
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         if args.power:
             raise ValueError("--power is for --target asic (OpenSTA with the cell library)")
         return _fpga(config, args)
-    report = synthesize(config, args.design, clock_ns=args.clock_ns, force=args.force)
+    report = synthesize(config, args.design, clock_ns=1000.0 / args.clock_mhz, force=args.force)
     gate = _gate_energy(config, args) if args.power else None
     if args.json:
         print(json.dumps(report.to_dict() | ({"power": gate.to_dict()} if gate else {}),
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _fpga(config, args) -> int:
     report = place_and_route(config, args.design, part=args.part,
-                             target_mhz=1000.0 / args.clock_ns, force=args.force)  # fmt: skip
+                             target_mhz=args.clock_mhz, force=args.force)  # fmt: skip
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
         return 0
@@ -112,13 +113,13 @@ def _gate_energy(config, args) -> GateEnergy:
 
     from systolic.verify.gate_energy import gate_energy
 
-    rng = np.random.default_rng(args.seed)
+    rng = np.random.default_rng(seed_of(args))
     m, k, n = args.gemm
     lo_a, hi_a = value_range(config.a_width, config.a_signed)
     lo_b, hi_b = value_range(config.b_width, config.b_signed)
     a = rng.integers(lo_a, hi_a + 1, (m, k))
     b = rng.integers(lo_b, hi_b + 1, (k, n))
-    (gate,) = gate_energy(config, [(a, b)], clock_ns=args.clock_ns)
+    (gate,) = gate_energy(config, [(a, b)], clock_ns=1000.0 / args.clock_mhz)
     return gate
 
 

@@ -91,3 +91,61 @@ def test_parsing_the_command_line_imports_no_heavy_stack():
     assert status == "2", r.stdout + r.stderr
     assert "systolic" in loaded
     assert not [m for m in HEAVY if f"'{m}'" in loaded], loaded
+
+
+def _subcommands() -> dict:
+    import argparse
+
+    from systolic.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def test_every_subcommand_follows_one_convention():
+    """The clock in MHz wherever a command takes one; a seed drawn (and printed) when not given;
+    --json on every command; the configuration's required options say so in --help."""
+    commands = _subcommands()
+    assert set(commands) >= {"generate", "sim", "model", "compare", "regress", "synth", "sweep",
+                             "report", "serve", "quantize", "accuracy"}  # fmt: skip
+    for name, parser in commands.items():
+        flags = {f: a for a in parser._actions for f in a.option_strings}
+        clocks = {f for f in flags if "clock" in f}
+        assert clocks <= {"--clock-mhz"}, (name, clocks)
+        if "--seed" in flags:
+            assert flags["--seed"].default is None, name  # drawn, not a fixed 0
+        assert "--json" in flags, name
+        if "--dataflow" in flags:
+            help_text = parser.format_help()
+            assert "required, unless --config" in help_text, name
+
+
+def test_a_seed_not_given_is_drawn_and_printed(capsys):
+    import argparse
+
+    from systolic.cli.options import seed_of
+
+    args = argparse.Namespace(seed=None, command="compare")
+    seed = seed_of(args)
+    assert 0 <= seed < 2**31 and args.seed == seed
+    assert f"systolic compare: seed {seed} (replay with --seed {seed})" in capsys.readouterr().err
+    assert seed_of(argparse.Namespace(seed=7, command="compare")) == 7
+    assert capsys.readouterr().err == ""  # a given seed is not announced
+
+
+def test_a_sweep_and_its_report_print_json(tmp_path):
+    """--json on stdout, one document; the human lines on stderr."""
+    import json
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: j\nconfigs: {dataflow: [ws], array: [2x2]}\n"
+                    "workloads: [{gemm: {m: 8, k: 8, n: 8}}]\n")  # fmt: skip
+    r = run_cli("sweep", str(spec), "--out", str(tmp_path / "out"), "--quiet", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert (doc["name"], doc["points"], doc["failed"]) == ("j", 1, 0)
+    assert "report:" in r.stderr
+    again = run_cli("report", doc["results"], "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["files"]["html"].endswith("report.html")

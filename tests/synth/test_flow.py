@@ -111,7 +111,7 @@ def test_the_device_synthesizes_with_its_srams_as_timed_macros():
 
 
 def test_cli_synth_prints_area_by_component_fmax_and_the_critical_path():
-    args = ("synth", "--dataflow", "ws", "--rows", "2", "--cols", "2", "--clock-ns", "10")
+    args = ("synth", "--dataflow", "ws", "--rows", "2", "--cols", "2", "--clock-mhz", "100")
     res = run_cli(*args)
     assert res.returncode == 0, res.stderr
     out = res.stdout
