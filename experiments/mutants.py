@@ -64,7 +64,7 @@ MUTANTS = (
            "m.d.sync += [getattr(cnt, name).eq(0) for name in COUNTERS]",
            'm.d.sync += [getattr(cnt, name).eq(int(name == "cycles")) for name in COUNTERS]',
            ("tests/rtl/test_timing.py::test_cycles_follow_the_architecture[ws-2x2-i8-acc12-d48.48.48]",)),
-    Mutant("the bench monitor counts one cycle too many", "sim/build.py",
+    Mutant("the bench monitor counts one cycle too many", "sim/wrapper.py",
            "else bench_cycles <= bench_cycles + 64'd1;",
            "else bench_cycles <= bench_cycles + 64'd1 + (bench_cycles == 64'd3);",
            ("tests/rtl/test_gemms.py::test_gemms_bit_exact[ws-2x2-i8-acc12-d48.48.48]",)),

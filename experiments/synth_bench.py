@@ -23,8 +23,13 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__)  # fmt: skip
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), metavar="N",
                         help="square array sizes (default: 2 4 8 16)")  # fmt: skip
-    parser.add_argument("--clock-mhz", type=float, default=100.0, metavar="MHZ",
-                        help="the clock timing is checked against (default 100 MHz)")
+    parser.add_argument(
+        "--clock-mhz",
+        type=float,
+        default=100.0,
+        metavar="MHZ",
+        help="the clock timing is checked against (default 100 MHz)",
+    )
     parser.add_argument("--design", choices=["array", "device"], default="array")
     args = parser.parse_args(argv)
     print(f"{'config':<20} {'cells':>8} {'flops':>7} {'area mm^2':>10} {'um^2/PE':>9} "

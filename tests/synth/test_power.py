@@ -97,7 +97,7 @@ def test_a_register_is_found_under_its_alias_and_cut_from_its_loads():
 
 def test_cli_synth_power_prints_the_gate_level_table_beside_the_model():
     args = ("synth", "--dataflow", "ws", "--rows", "2", "--cols", "2", "--clock-mhz", "100",
-            "--power", "--gemm", "16", "12", "8")  # fmt: skip
+            "--power", "--gemm", "16", "12", "8", "--seed", "0")  # fmt: skip
     res = run_cli(*args, "--json")
     assert res.returncode == 0, res.stderr
     power = json.loads(res.stdout)["power"]
