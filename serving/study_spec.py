@@ -46,7 +46,7 @@ from pathlib import Path
 
 from systolic.contract.checks import is_number
 from systolic.contract.config import ArrayConfig
-from systolic.contract.memory import Memory
+from systolic.contract.memory import DEFAULT_MEMORY_PRESET, Memory
 from systolic.workloads.library import CNNS, TRANSFORMERS
 from systolic.workloads.spec_reader import (
     SpecDoc,
@@ -161,9 +161,13 @@ def _policies(doc: SpecDoc, raw, path: tuple, generation: bool) -> tuple:
             ((name, value),) = m.items()
             if name == "dynamic":
                 d = mapping(doc, value, (*where, name), ("max_batch", "max_wait_ms"))
+                wait = d.get("max_wait_ms", 0.0)
+                if not is_number(wait) or not 0 <= wait < math.inf:
+                    raise doc.error((*where, name, "max_wait_ms"), "must be a number of "
+                                    f"milliseconds, 0 or more, not {wait!r}")  # fmt: skip
                 out.append(Policy("dynamic", integer(doc, d.get("max_batch", 8),
                                                      (*where, name, "max_batch")),
-                                  float(d.get("max_wait_ms", 0.0)) / 1e3))  # fmt: skip
+                                  float(wait) / 1e3))  # fmt: skip
             else:
                 batch = integer(doc, value, (*where, name))
                 out.append(GenPolicy(name, batch) if generation else Policy(name, batch))
@@ -208,7 +212,7 @@ def load_serving_spec(path: str | Path) -> ServingSpec:
     """Read and validate a serving study (see the module docstring)."""
     path = Path(path)
     doc, raw = read_spec(path, _TOP, ("configs", "streams"))
-    memories = parse_memories(doc, raw.get("memory", "lpddr4x-4266-x32"))
+    memories = parse_memories(doc, raw.get("memory", DEFAULT_MEMORY_PRESET))
     if len(memories) != 1:
         raise doc.error(("memory",), "a serving study runs behind one memory")
     streams_raw = raw["streams"]

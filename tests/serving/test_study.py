@@ -106,6 +106,15 @@ def test_a_study_from_spec_to_report(tmp_path):
         ),
         ("clocks: [1000, 500]", "clocks: [1000, -1]", r"clocks: must be a clock in MHz"),
         ("model: gpt2-small", "model: llama", r"streams.1.model: must be one of"),
+        *(
+            (
+                "max_wait_ms: 5",
+                f"max_wait_ms: {bad}",
+                r":\d+: streams.0.policies.1.dynamic."
+                rf"max_wait_ms: must be a number of milliseconds, 0 or more, not {shown}",
+            )
+            for bad, shown in (("abc", "'abc'"), ("true", "True"), ("-1", "-1"))
+        ),
         ("    outputs: [8]\n", "    outputs: [0]\n", r"streams.1.outputs: must be an integer"),
     ],
 )
