@@ -124,7 +124,7 @@ class DaskCluster(Engine):
             raise EngineError(
                 f"no Dask scheduler answered at {address} within {timeout:g} s ({e}); start "
                 f"one with `dask scheduler` and workers with `dask worker {address}` "
-                f"(see the README)"
+                f"(see docs/sweeps.md, 'On a cluster: Dask')"
             ) from None
         try:
             self.client.wait_for_workers(1, timeout=timeout)

@@ -43,7 +43,7 @@ def add_parser(sub) -> None:
     p.add_argument("--scheduler", metavar="ADDRESS",
                     help="run the tasks on the Dask cluster whose scheduler is at ADDRESS "
                     "(tcp://HOST:PORT; default: $SYSTOLIC_SCHEDULER, else a local pool of "
-                    "--jobs workers); see the README")  # fmt: skip
+                    "--jobs workers); see docs/sweeps.md")  # fmt: skip
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_json_option(p, "the points, failures and files written")
     p.set_defaults(func=run)
