@@ -342,6 +342,23 @@ _NONE2 = (False, False)
 _NONE3 = (False, False, False)
 
 
+def _next_event(t: int, bus: _Bus, wr: _Writer, cp: _Compute, limit: int) -> int:
+    """The first cycle after ``t`` in which something can happen when nothing happens in ``t``:
+    only time moves the state on then, through the bus head's beat slot, a write response
+    falling due, or the running chunk's end (``limit`` if none is pending)."""
+    times = [limit]
+    if bus.queue:
+        kind, ready = bus.queue[0][0], bus.queue[0][1]
+        if kind == "r" or wr.can_write():
+            u = max(bus.clock.v, ready * bus.clock.num)
+            times.append(-(-u // bus.clock.num))
+    if bus.responses:
+        times.append(bus.responses[0])
+    if cp.busy:
+        times.append(cp.done_at)
+    return max(t + 1, min(times))
+
+
 def _timeline(config: ArrayConfig, d: Descriptor, dram: Dram, limit: int,
               trace: list | None = None) -> dict:  # fmt: skip
     """Cycles, jobs and waits of ``d``, one cycle at a time; ``trace`` (a list) collects the
@@ -350,7 +367,9 @@ def _timeline(config: ArrayConfig, d: Descriptor, dram: Dram, limit: int,
     starting and ending (its C bank).
 
     Each cycle first decides, from the state at its start, what every engine does; then
-    applies the updates in the order the hardware's registers take them."""
+    applies the updates in the order the hardware's registers take them. A cycle in which
+    nothing happens is followed by the same until a timed event (:func:`_next_event`): the walk
+    jumps there, so its time grows with the events, not the cycles."""
     note = trace.append if trace is not None else (lambda _: None)
     js = jobs(config, d)
     loads, stores, q = _moves(config, d)
@@ -384,6 +403,16 @@ def _timeline(config: ArrayConfig, d: Descriptor, dram: Dram, limit: int,
                 and wr.requesting is None and not wr.bursts and wr.outstanding == 0
                 and rd.active is None and not rd.inflight):  # fmt: skip
             break
+        if not (ar_taken or aw_taken or r_take or w_take or b_take or go or finished or prod_read
+                or wr.in_flight or rd_advance or wr_advance or cmd is not None
+                or store is not None):  # fmt: skip
+            # nothing happens: nothing will until the next timed event, so skip to it (the
+            # cycles between wait as this one does)
+            skip_to = _next_event(t, bus, wr, cp, limit)
+            counters["array_wait_cycles"] += array_wait * (skip_to - t - 1)
+            counters["dma_wait_cycles"] += dma_wait * (skip_to - t - 1)
+            t = skip_to
+            continue
         # ---- updates at the end of the cycle ----
         completed, loaded = rd.take_beat(bus) if r_take else (0, None)
         stored = wr.take_beat(t, bus) if w_take else None
