@@ -328,10 +328,8 @@ def run_gemms(
            "SYSTOLIC_PAUSE_SEED": str(bench.pause_seed)}  # fmt: skip
     if timeout is not None:
         env["SYSTOLIC_DEADLINE"] = str(time.time() + timeout)
-    finished = _simulate(build, run_dir, env, len(checked), result, on_result, bench.waves)
-    if isinstance(finished, SimulationError):
-        raise SimulationError(f"{config.name}: {finished}", finished.log, finished.finished)
-    return finished
+    return _simulate(config.name, build, run_dir, env, len(checked), result, on_result,
+                     bench.waves)  # fmt: skip
 
 
 def _check_gemms(config: ArrayConfig, operands, order, chunk, quant, c_in, pad,
@@ -372,11 +370,12 @@ def _check_gemms(config: ArrayConfig, operands, order, chunk, quant, c_in, pad,
     return checked
 
 
-def _simulate(build, run_dir: Path, env: dict, count: int, result, on_result,
-              waves: Path | None) -> list[SimResult] | SimulationError:  # fmt: skip
+def _simulate(label: str, build, run_dir: Path, env: dict, count: int, result, on_result,
+              waves: Path | None) -> list[SimResult]:  # fmt: skip
     """Run the cocotb driver on the jobs in ``run_dir``, collecting each GEMM's result as its
     file appears (a watcher thread, so that ``on_result`` hears of it at once); the results in
-    order, or the error (with those that finished) when the run failed or ended early."""
+    order; a :class:`SimulationError` (with those that finished) when the run failed or ended
+    early."""
     finished: dict[int, SimResult] = {}
     lock = threading.Lock()
 
@@ -412,7 +411,7 @@ def _simulate(build, run_dir: Path, env: dict, count: int, result, on_result,
     collect()
     if failure or len(finished) < count:
         message, log = failure or ("the simulation ended early", None)
-        return SimulationError(f"{message}; see {log}", log, finished)
+        raise SimulationError(f"{label}: {message}; see {log}", log, finished)
     return [finished[i] for i in range(count)]
 
 

@@ -31,6 +31,26 @@ from ..helpers import coefficients_with, run_cli
         (["generate", "--rows", "two"], "argument --rows: invalid int value: 'two'"),
         (["generate", "--config", "missing.json"], "cannot read --config missing.json"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
+        (
+            [
+                "model",
+                "--dataflow",
+                "ws",
+                "--rows",
+                "2",
+                "--cols",
+                "2",
+                "--m",
+                "2",
+                "--k",
+                "2",
+                "--n",
+                "2",
+                "--clock-mhz",
+                "0",
+            ],
+            "argument --clock-mhz: must be a positive number",
+        ),
     ],
 )
 def test_bad_options_exit_2_with_one_line(tmp_path, args, message):

@@ -124,6 +124,14 @@ def test_a_bad_study_is_refused_with_its_line_and_key(tmp_path, old, new, messag
         load_serving_spec(write_spec(tmp_path, SPEC.replace(old, new)))
 
 
+def test_a_dynamic_policy_may_wait_zero_ms(tmp_path):
+    """The edge of "0 or more": no wait at all is a policy (a batch as soon as one waits)."""
+    study = load_serving_spec(
+        write_spec(tmp_path, SPEC.replace("max_wait_ms: 5", "max_wait_ms: 0"))
+    )
+    assert [p.max_wait_s for p in study.streams[0].policies if p.name == "dynamic"] == [0.0]
+
+
 def test_a_trace_out_of_order_is_refused_with_its_line(tmp_path):
     (tmp_path / "trace.csv").write_text("t\n0.0\n0.5\n0.2\n")
     text = SPEC.replace("arrival: {poisson: 20}", "arrival: {trace: trace.csv}")
