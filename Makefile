@@ -21,7 +21,7 @@ help:
 	@echo "make bench-model  the model on a 100,800-point design space: points/s locally and on Dask"
 	@echo "make bench-sweep  a larger sweep (more RTL points, 32x32 arrays, int16): a benchmark, ~1 h"
 	@echo "make bench-synth  area and Fmax of every dataflow's mesh from 2x2 to 16x16 (synthesis)"
-	@echo "make bench-power  gate-level power of the device against the toggle model, 2x2 to 8x8"
+	@echo "make bench-power  gate-level points the logic fit lacks (resumable), the fit and its table"
 	@echo "make lint    ruff over the Python sources"
 	@echo "make clean   remove compiled models (build/); keep .venv"
 
@@ -74,7 +74,8 @@ bench-synth: $(STAMP) $(DEB_STAMP)
 	$(BIN)/python -m systolic.experiments.synth_bench $(BENCH_ARGS)
 
 bench-power: $(STAMP) $(DEB_STAMP)
-	$(BIN)/python -m systolic.verify.gate_energy $(BENCH_ARGS)
+	$(BIN)/python -m systolic.verify.gate_points $(BENCH_ARGS)
+	$(BIN)/python -m systolic.verify.logic_fit
 
 bench-model: $(STAMP)
 	$(BIN)/python -m systolic.sweeps.bench_model $(BENCH_ARGS)

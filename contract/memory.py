@@ -20,6 +20,7 @@ __all__ = [
     "DRAM_PRESETS",
     "BeatClock",
     "Dram",
+    "DramEnergy",
     "Memory",
     "container_bytes",
 ]
@@ -119,19 +120,64 @@ DEFAULT_MEMORY_PRESET = "lpddr4x-4266-x32"
 
 
 @dataclass(frozen=True)
+class DramEnergy:
+    """What moving a bit to or from a DRAM device costs, interface and core (pJ per bit), with
+    the range its sources span: ``low`` and ``high`` bound the read figure, and a write moves
+    with it in proportion. ``source`` says where the figures come from."""
+
+    read_pj_per_bit: float
+    write_pj_per_bit: float
+    low_pj_per_bit: float
+    high_pj_per_bit: float
+    source: str
+
+    def __post_init__(self) -> None:
+        for name in ("read_pj_per_bit", "write_pj_per_bit", "low_pj_per_bit", "high_pj_per_bit"):
+            value = getattr(self, name)
+            if not is_number(value) or not 0 < value < 1e4:
+                raise ValueError(f"{name} must be a number of pJ in (0, 10000), not {value!r}")
+            object.__setattr__(self, name, float(value))
+        if not self.low_pj_per_bit <= self.read_pj_per_bit <= self.high_pj_per_bit:
+            raise ValueError(
+                f"the read energy {self.read_pj_per_bit:g} pJ/bit must lie in its "
+                f"range [{self.low_pj_per_bit:g}, {self.high_pj_per_bit:g}]"
+            )
+        if not isinstance(self.source, str) or not self.source.strip():
+            raise ValueError("a DRAM energy needs a source: where its figures come from")
+
+    @property
+    def spread(self) -> tuple[float, float]:
+        """The range as factors of the nominal figures: ``(low, high)``."""
+        return (self.low_pj_per_bit / self.read_pj_per_bit,
+                self.high_pj_per_bit / self.read_pj_per_bit)  # fmt: skip
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> DramEnergy:
+        return cls(**d)
+
+
+@dataclass(frozen=True)
 class Memory:
     """A DRAM in physical units (GB/s, ns), as specs name it; :meth:`at` gives the
-    :class:`Dram` a clock sees, in bytes and cycles."""
+    :class:`Dram` a clock sees, in bytes and cycles. ``device`` is the preset it is (or is
+    derived from), whose energy per bit prices it unless ``energy`` gives its own."""
 
     name: str
     gb_per_s: float
     latency_ns: float
     max_requests: int = 64
+    device: str = ""
+    energy: DramEnergy | None = None
 
     @classmethod
     def preset(cls, name: str) -> Memory:
+        if name not in DRAM_PRESETS:
+            raise ValueError(f"unknown DRAM preset {name!r}; presets: {', '.join(DRAM_PRESETS)}")
         gbps, ns, requests = DRAM_PRESETS[name]
-        return cls(name, gbps, ns, requests)
+        return cls(name, gbps, ns, requests, device=name)
 
     def at(self, clock_mhz: float) -> Dram:
         """The DRAM in bytes and cycles of a clock of ``clock_mhz``."""
@@ -139,7 +185,20 @@ class Memory:
 
     def to_dict(self) -> dict:
         return {"name": self.name, "gb_per_s": self.gb_per_s, "latency_ns": self.latency_ns,
-                "max_requests": self.max_requests}  # fmt: skip
+                "max_requests": self.max_requests, "device": self.device,
+                "energy": self.energy.to_dict() if self.energy else None}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Memory:
+        energy = d.get("energy")
+        return cls(
+            d["name"],
+            d["gb_per_s"],
+            d["latency_ns"],
+            d.get("max_requests", 64),
+            d.get("device", ""),
+            DramEnergy.from_dict(energy) if energy else None,
+        )
 
 
 @dataclass

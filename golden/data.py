@@ -39,12 +39,24 @@ def corner_matrix(
 
 
 class DataKind:
-    """What operand data looks like: ``random`` (uniform over the range), ``zeros``, or
-    ``sparse:P`` (uniform, then each element zero with probability ``P``)."""
+    """What operand data looks like: ``random`` (uniform over the range), ``zeros``,
+    ``sparse:P`` (uniform, then each element zero with probability ``P``) or ``narrow:B``
+    (uniform over the values of ``B`` bits, small values in a wide operand; for bf16, ``B``
+    significand bits kept of 8)."""
 
     def __init__(self, text: str = "random"):
-        self.zero_fraction = self._parse(text)
+        self.narrow_bits = self._narrow(text)
+        self.zero_fraction = 0.0 if self.narrow_bits else self._parse(text)
         self.text = text
+
+    @staticmethod
+    def _narrow(text: str) -> int | None:
+        if not text.startswith("narrow:"):
+            return None
+        bits = text.removeprefix("narrow:")
+        if not bits.isdigit() or not 1 <= int(bits) <= 32:
+            raise ValueError(f"data 'narrow:B' needs a number of bits B in 1 to 32, not {text!r}")
+        return int(bits)
 
     @staticmethod
     def _parse(text: str) -> float:
@@ -60,12 +72,14 @@ class DataKind:
             if 0.0 <= p <= 1.0:
                 return p
             raise ValueError(f"data 'sparse:P' needs a fraction of zeros P in [0, 1], not {text!r}")
-        raise ValueError(f"data must be 'random', 'zeros' or 'sparse:P', not {text!r}")
+        raise ValueError(f"data must be 'random', 'zeros', 'sparse:P' or 'narrow:B', not {text!r}")
 
     def __repr__(self) -> str:
         return f"DataKind({self.text!r})"
 
     def matrix(self, rng, shape, width: int, signed: bool) -> np.ndarray:
+        if self.narrow_bits is not None:
+            width = min(width, self.narrow_bits)
         values = random_matrix(rng, shape, width, signed)
         if self.zero_fraction:
             values[rng.random(shape) < self.zero_fraction] = 0
@@ -76,7 +90,10 @@ class DataKind:
         values = rng.standard_normal(shape)
         if self.zero_fraction:
             values[rng.random(shape) < self.zero_fraction] = 0.0
-        return bf16_bits(values)
+        bits = bf16_bits(values)
+        if self.narrow_bits is not None and self.narrow_bits < 8:  # 7 stored bits + hidden one
+            bits &= ~((1 << (8 - self.narrow_bits)) - 1)
+        return bits
 
     def operand(self, rng, shape, config: ArrayConfig, which: str) -> np.ndarray:
         """Operand ``which`` (``"a"`` or ``"b"``) of ``config``: integers in its range, or bf16

@@ -1,20 +1,25 @@
-"""Energy of a GEMM from its activity: bit flips per component, memory accesses, cycles.
+"""Energy of a GEMM from its activity: logic events, memory accesses, cycles.
 
 One pricing function serves both sides of the comparison: :func:`energy` turns toggle counts
 (measured by an activity build of the RTL, or predicted by :mod:`models.toggles`) plus the
-performance counters and off-chip words into an :class:`EnergyReport`, with coefficients from
-one data file (:func:`load_coefficients`; ``models/coefficients/horowitz45.toml`` by default).
+performance counters and off-chip words into an :class:`EnergyReport`. What it reads is one
+technology description (:func:`load_coefficients`; ``models/coefficients/calibrated45.toml``
+by default):
 
-Pricing:
+- **logic**: the events of :func:`models.logic.logic_events` (bit flips per register group,
+  operations, clocked cycles), each at the price fitted to gate-level power at 0.18 um
+  (``logic_osu018.toml``, :mod:`verify.logic_fit`), scaled to the technology's node by
+  Stillmaker and Baas' energy factor (:mod:`models.technology`);
+- **SRAM**: every buffer access at the read or write energy of the CACTI macro synthesis places
+  for that buffer (:func:`models.sram.buffer_macros`, the one lookup both use);
+- **DRAM**: every off-chip bit at its device's read or write energy
+  (:func:`models.technology.dram_energy`: per memory preset, cited, or a memory's own);
+- **leakage**: per PE and per SRAM KiB per cycle (stated assumptions).
 
-- multiplier operand bit flips at ``E_mul / (a * (wa + wb))`` each, where ``E_mul`` is the
-  multiply energy at the operand widths and ``a`` the reference activity, so random operands cost
-  the published per-multiply figure and constant ones cost nothing;
-- accumulator register bit flips at the register figure plus ``E_add32 / (32 a)`` for the adder;
-- other register bit flips at their component's per-toggle figure;
-- SRAM accesses (counters and host transfers) at the 64-bit figure for the buffer's capacity,
-  scaled by word width; DRAM (off-chip) words the host moves, per 64 bits;
-- clock per mesh register bit per busy cycle; leakage per PE and per SRAM KiB per busy cycle.
+Each of logic, SRAM and DRAM carries a range (:data:`UNCERTAIN`): the fit's error on held-out
+points times the node scaling's, CACTI against published SRAM figures, the spread of the DRAM
+device's sources. A report gives each term's energy, so a range can be taken at any corner,
+with the same corner for two designs compared (:mod:`models.uncertainty`).
 """
 
 from __future__ import annotations
@@ -24,56 +29,64 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from systolic.contract.activity import COMPONENTS, datapath_flop_bits
+from systolic.contract.activity import COMPONENTS
 from systolic.contract.checks import is_number
 from systolic.contract.config import ArrayConfig
+from systolic.contract.dma import place
 from systolic.contract.layouts import layouts
+from systolic.contract.memory import DEFAULT_MEMORY, Dram, DramEnergy
 
-from .cycles import predict
-from .toggles import predict_toggles
+from .device import DeviceFigures, predict_device
+from .logic import TERMS, logic_events
+from .sram import NODES as SRAM_NODES
+from .sram import buffer_macros
+from .technology import dram_energy, factor
+from .toggles import flag_flips, predict_toggles
 
 __all__ = [
-    "clock_pj_per_cycle",
-    "leakage_pj_per_cycle",
     "DEFAULT_COEFFICIENTS",
     "ENERGY_COMPONENTS",
     "TRAFFIC_CLASSES",
+    "UNCERTAIN",
     "Coefficients",
     "CoefficientsError",
     "EnergyReport",
+    "clock_pj_per_cycle",
     "energy",
     "figures_energy",
+    "leakage_pj_per_cycle",
     "load_coefficients",
     "model_energy",
 ]
 
-DEFAULT_COEFFICIENTS = Path(__file__).parent / "coefficients" / "horowitz45.toml"
+DEFAULT_COEFFICIENTS = Path(__file__).parent / "coefficients" / "calibrated45.toml"
 
-#: The rows of the component split, in report order.
-ENERGY_COMPONENTS = (*COMPONENTS, "sram", "dram", "clock", "leakage")
+#: The rows of the component split, in report order: the toggle groups, the mesh's clock (its
+#: flip-flops and per-PE logic every cycle), the rest of the device's logic per cycle, leakage,
+#: and the memories.
+ENERGY_COMPONENTS = (*COMPONENTS, "clock", "device", "leakage", "sram", "dram")
+#: The terms whose prices carry a range, and the components each covers.
+UNCERTAIN = {
+    "logic": (*COMPONENTS, "clock", "device", "leakage"),
+    "sram": ("sram",),
+    "dram": ("dram",),
+}
 #: The traffic split: data classes by level, then compute and overhead.
 DATA_TRAFFIC = ("activation", "weight", "psum", "output")
 #: Every class of the traffic split.
 TRAFFIC_CLASSES = (*DATA_TRAFFIC, "compute", "overhead")
 LEVELS = ("array", "buffer", "offchip")
 
-# What a coefficients file holds: section -> figure names (each a {value, source} table).
+# What a technology file holds: section -> names (figures are {value, source}, ranges
+# {low, high, source}).
 _SCHEMA = {
     "clock_mhz": None,
-    "mac": (
-        "multiply_8bit",
-        "add_32bit",
-        "reference_activity",
-        "multiply_width_exponent",
-        "multiply_bf16",
-        "add_fp32",
-    ),
-    "toggle": COMPONENTS[1:],  # every component but the multiplier, priced from mac
-    "sram": ("points", "write_factor"),
-    "dram": ("access_64bit",),
-    "clock": ("per_flop_bit",),
+    "node_nm": None,
+    "logic": ("file", "node_range"),
+    "sram": ("range",),
     "leakage": ("per_pe", "per_sram_kib"),
 }
+_TOP = ("name", "technology")
 
 
 class CoefficientsError(ValueError):
@@ -82,17 +95,22 @@ class CoefficientsError(ValueError):
 
 @dataclass(frozen=True)
 class Coefficients:
-    """Validated energy figures (pJ; see the default file for their meaning and sources)."""
+    """A validated technology description (see the default file for each figure's source).
+
+    ``logic`` holds the fitted prices (pJ per event of :data:`models.logic.TERMS`) at
+    ``logic_node_nm``; :attr:`node_factor` carries them to ``node_nm``, the node every figure
+    of a report is given at. Ranges are ``(low, high)`` factors of the nominal figure."""
 
     name: str
     technology: str
+    node_nm: int
     clock_mhz: float
-    mac: dict[str, float]
-    toggle: dict[str, float]
-    sram_points: tuple[tuple[float, float], ...]  # (KiB, pJ per 64-bit access), by size
-    sram_write_factor: float
-    dram_access_64bit: float
-    clock_per_flop_bit: float
+    logic: dict[str, float]
+    logic_node_nm: int
+    logic_source: str
+    logic_range: tuple[float, float]  # the fit's error on held-out points
+    node_range: tuple[float, float]  # the node scaling's
+    sram_range: tuple[float, float]
     leakage: dict[str, float]
     path: str = ""
 
@@ -105,39 +123,19 @@ class Coefficients:
             object.__setattr__(self, "_hash", hash(key))
             return self.__dict__["_hash"]
 
-    def multiply(self, a_width: int, b_width: int) -> float:
-        """One multiply at the reference activity."""
-        scale = (a_width * b_width / 64) ** (self.mac["multiply_width_exponent"] / 2)
-        return self.mac["multiply_8bit"] * scale
+    @property
+    def node_factor(self) -> float:
+        """Logic energy at ``node_nm`` over the same at ``logic_node_nm``."""
+        return factor("energy", self.logic_node_nm, self.node_nm)
 
-    def per_toggle(self, component: str, config: ArrayConfig) -> float:
-        """pJ per bit flip of ``component``."""
-        ref = self.mac["reference_activity"]
-        bf16 = config.number == "bf16"
-        if component == "multiplier":
-            a, b = config.mesh_widths  # with zero points, one bit wider than the buffers
-            energy = self.mac["multiply_bf16"] if bf16 else self.multiply(a, b)
-            return energy / (ref * (a + b))
-        if component == "accumulator":
-            adder = self.mac["add_fp32"] if bf16 else self.mac["add_32bit"]
-            return self.toggle["accumulator"] + adder / (ref * 32)
-        return self.toggle[component]
+    def price(self, term: str) -> float:
+        """pJ per event of ``term`` at the technology's node."""
+        return self.logic[term] * self.node_factor
 
-    def sram_access(self, width_bits: int, depth: int) -> float:
-        """One access of ``width_bits`` to an SRAM of ``depth`` such words."""
-        kib = depth * width_bits / 8 / 1024
-        pts = self.sram_points
-        if len(pts) == 1:
-            per64 = pts[0][1]
-        else:
-            i = 0 if kib <= pts[0][0] else len(pts) - 2
-            for j in range(len(pts) - 1):
-                if pts[j][0] <= kib <= pts[j + 1][0]:
-                    i = j
-            (k0, e0), (k1, e1) = pts[i], pts[i + 1]
-            slope = math.log(e1 / e0) / math.log(k1 / k0)
-            per64 = e0 * (kib / k0) ** slope
-        return per64 * width_bits / 64
+    def ranges(self, dram: DramEnergy) -> dict[str, tuple[float, float]]:
+        """Each uncertain term's range (:data:`UNCERTAIN`) behind the DRAM device ``dram``."""
+        (fl, fh), (nl, nh) = self.logic_range, self.node_range
+        return {"logic": (fl * nl, fh * nh), "sram": self.sram_range, "dram": dram.spread}
 
 
 def _fail(path, key: str, problem: str) -> CoefficientsError:
@@ -157,23 +155,75 @@ def _figure(path, key: str, entry) -> float:
     return float(value)
 
 
-def load_coefficients(path: str | Path | None = None) -> Coefficients:
-    """Read and validate a coefficients file (TOML; the default when ``path`` is None).
+def _range(path, key: str, entry) -> tuple[float, float]:
+    if not isinstance(entry, dict) or set(entry) != {"low", "high", "source"}:
+        raise _fail(path, key, "must be a table { low = <factor>, high = <factor>, "
+                               'source = "..." }')  # fmt: skip
+    low, high = entry["low"], entry["high"]
+    for name, value in (("low", low), ("high", high)):
+        if not is_number(value) or not math.isfinite(value) or value <= 0:
+            raise _fail(path, key, f"{name} must be a positive number, not {value!r}")
+    if not low <= 1 <= high:
+        raise _fail(path, key, f"the range must hold the nominal figure: low <= 1 <= high, "
+                               f"not [{low}, {high}]")  # fmt: skip
+    if not isinstance(entry["source"], str) or not entry["source"].strip():
+        raise _fail(path, key, "source must say where the range comes from")
+    return float(low), float(high)
 
-    Unknown or missing keys, negative or non-numeric values and figures without a source are
-    rejected with :class:`CoefficientsError` naming the file and the key."""
-    path = Path(path) if path is not None else DEFAULT_COEFFICIENTS
+
+def _toml(path: Path) -> dict:
     try:
-        raw = tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text())
     except OSError as e:
         raise CoefficientsError(f"{path}: cannot read: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise CoefficientsError(f"{path}: not valid TOML: {e}") from None
-    for key in ("name", "technology"):
+
+
+def _logic_file(path: Path) -> tuple[dict[str, float], int, str, tuple[float, float]]:
+    """The fitted prices of a logic file: (prices, node, source, the fit's range)."""
+    raw = _toml(path)
+    for key in raw:
+        if key not in ("name", "node_nm", "cell_library", "source", "range", "price"):
+            raise _fail(path, key, "unknown key; expected name, node_nm, cell_library, source, "
+                                   "range, price")  # fmt: skip
+    for key in ("name", "cell_library", "source"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            raise _fail(path, key, "missing (a string)")
+    node = raw.get("node_nm")
+    if node not in SRAM_NODES:
+        raise _fail(path, "node_nm", f"must be one of {', '.join(map(str, SRAM_NODES))}, "
+                                     f"not {node!r}")  # fmt: skip
+    prices = raw.get("price")
+    if not isinstance(prices, dict):
+        raise _fail(path, "price", "missing (a table of term = pJ)")
+    for key in prices:
+        if key not in TERMS:
+            raise _fail(path, f"price.{key}", f"unknown term; expected one of {', '.join(TERMS)}")
+    for key in TERMS:
+        value = prices.get(key)
+        if not is_number(value) or not math.isfinite(value) or value < 0:
+            raise _fail(path, f"price.{key}", f"must be a number >= 0, not {value!r}")
+    if "range" not in raw:
+        raise _fail(path, "range", "missing")
+    return ({k: float(prices[k]) for k in TERMS}, int(node), f"{raw['source']} ({path.name})",
+            _range(path, "range", raw["range"]))  # fmt: skip
+
+
+def load_coefficients(path: str | Path | None = None) -> Coefficients:
+    """Read and validate a technology file (TOML; the default when ``path`` is None) and the
+    logic file it names (relative to it).
+
+    Unknown or missing keys, negative or non-numeric values, ranges that leave out their
+    nominal figure and figures without a source are rejected with :class:`CoefficientsError`
+    naming the file and the key."""
+    path = Path(path) if path is not None else DEFAULT_COEFFICIENTS
+    raw = _toml(path)
+    for key in _TOP:
         if not isinstance(raw.get(key), str):
             raise _fail(path, key, "missing (a string)")
     for key in raw:
-        if key not in _SCHEMA and key not in ("name", "technology"):
+        if key not in _SCHEMA and key not in _TOP:
             raise _fail(path, key, f"unknown key; expected one of {', '.join(_SCHEMA)}")
     sections: dict[str, dict] = {}
     for section, names in _SCHEMA.items():
@@ -191,56 +241,31 @@ def load_coefficients(path: str | Path | None = None) -> Coefficients:
         for key in names:
             if key not in table:
                 raise _fail(path, f"{section}.{key}", "missing")
-        sections[section] = {k: table[k] for k in names}
-    points = sections["sram"]["points"]
-    if not isinstance(points, list) or not points:
-        raise _fail(path, "sram.points", "must be a non-empty list of {kib, pj_per_64bit, source}")
-    parsed = []
-    for i, point in enumerate(points):
-        key = f"sram.points[{i}]"
-        if not isinstance(point, dict) or set(point) != {"kib", "pj_per_64bit", "source"}:
-            raise _fail(path, key, "must be a table { kib, pj_per_64bit, source }")
-        kib = _figure(path, f"{key}.kib", {"value": point["kib"], "source": point["source"]})
-        pj = _figure(path, f"{key}.pj_per_64bit",
-                     {"value": point["pj_per_64bit"], "source": point["source"]})  # fmt: skip
-        if kib <= 0 or pj <= 0:
-            raise _fail(path, key, "kib and pj_per_64bit must be > 0")
-        parsed.append((kib, pj))
-    parsed.sort()
-    if len({k for k, _ in parsed}) != len(parsed):
-        raise _fail(path, "sram.points", "two points have the same kib")
-
-    def figures(section: str, skip=()) -> dict[str, float]:
-        return {
-            k: _figure(path, f"{section}.{k}", v)
-            for k, v in sections[section].items()
-            if k not in skip
-        }
-
-    mac = figures("mac")
-    if mac["reference_activity"] <= 0 or mac["reference_activity"] > 1:
-        raise _fail(path, "mac.reference_activity", "value must be in (0, 1]")
+        sections[section] = table
+    node = raw["node_nm"]
+    if node not in SRAM_NODES:
+        raise _fail(path, "node_nm", f"must be one of {', '.join(map(str, SRAM_NODES))}, "
+                                     f"not {node!r}")  # fmt: skip
     clock_mhz = _figure(path, "clock_mhz", raw["clock_mhz"])
     if clock_mhz <= 0:
         raise _fail(path, "clock_mhz", "value must be > 0")
+    logic_path = path.parent / str(sections["logic"]["file"])
+    prices, logic_node, logic_source, logic_range = _logic_file(logic_path)
     return Coefficients(
-        name=raw["name"],
-        technology=raw["technology"],
-        clock_mhz=clock_mhz,
-        mac=mac,
-        toggle=figures("toggle"),
-        sram_points=tuple(parsed),
-        sram_write_factor=figures("sram", skip=("points",))["write_factor"],
-        dram_access_64bit=figures("dram")["access_64bit"],
-        clock_per_flop_bit=figures("clock")["per_flop_bit"],
-        leakage=figures("leakage"),
+        name=raw["name"], technology=raw["technology"], node_nm=int(node), clock_mhz=clock_mhz,
+        logic=prices, logic_node_nm=logic_node, logic_source=logic_source,
+        logic_range=logic_range,
+        node_range=_range(path, "logic.node_range", sections["logic"]["node_range"]),
+        sram_range=_range(path, "sram.range", sections["sram"]["range"]),
+        leakage={k: _figure(path, f"leakage.{k}", v) for k, v in sections["leakage"].items()},
         path=str(path),
-    )
+    )  # fmt: skip
 
 
 @dataclass
 class EnergyReport:
-    """Energy of one GEMM (pJ), split by component and by traffic class."""
+    """Energy of one GEMM (pJ), split by component and by traffic class, with the energy of
+    each uncertain term and its range (:data:`UNCERTAIN`)."""
 
     components: dict[str, float]
     traffic: dict[str, dict[str, float]]  # class -> level -> pJ (compute/overhead: "array")
@@ -249,11 +274,26 @@ class EnergyReport:
     clock_mhz: float
     coefficients: str
     source: str  # "toggles" (measured in RTL) or "model"
+    dram: str = ""  # what priced the DRAM bits
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     @property
     def total(self) -> float:
         return sum(self.components.values())
+
+    @property
+    def terms(self) -> dict[str, float]:
+        """The energy of each uncertain term (they add up to the total)."""
+        return {t: sum(self.components[c] for c in comps) for t, comps in UNCERTAIN.items()}
+
+    @property
+    def low(self) -> float:
+        return sum(e * self.ranges[t][0] for t, e in self.terms.items())
+
+    @property
+    def high(self) -> float:
+        return sum(e * self.ranges[t][1] for t, e in self.terms.items())
 
     @property
     def activity(self) -> float:
@@ -278,6 +318,10 @@ class EnergyReport:
             "source": self.source,
             "coefficients": self.coefficients,
             "total_pj": self.total,
+            "range_pj": [self.low, self.high],
+            "terms_pj": self.terms,
+            "ranges": {t: list(r) for t, r in self.ranges.items()},
+            "dram": self.dram,
             "activity_pj": self.activity,
             "pj_per_mac": self.pj_per_mac,
             "power_mw": self.power_mw,
@@ -288,19 +332,24 @@ class EnergyReport:
         }
 
 
+def _sram_kib(config: ArrayConfig) -> float:
+    width = {name: word.bits for name, word in layouts(config).items()}
+    depth = {"a": config.a_depth, "b": config.b_depth, "c": config.c_depth}
+    return sum(depth[b] * width[b] for b in "abc") / 8 / 1024
+
+
 def clock_pj_per_cycle(config: ArrayConfig, co: Coefficients) -> float:
-    """The mesh's clock energy per cycle: every register bit's clock pin, busy or idle (no
-    clock gating)."""
-    return sum(datapath_flop_bits(config).values()) * co.clock_per_flop_bit
+    """What the device's logic spends every cycle, busy or idle (no clock gating): the mesh's
+    flip-flops and per-PE logic, the buffers' ports and the rest of the device, at the
+    technology's node."""
+    idle = {"stream_cycles": 0, "cycles": 1}
+    return sum(co.price(term) * count for term, _, count in logic_events(config, idle, {}))
 
 
 def leakage_pj_per_cycle(config: ArrayConfig, co: Coefficients) -> float:
     """Leakage per cycle of the coefficients' clock (a power: ``* clock_mhz * 1e-6`` is mW):
     per PE and per KiB of buffer SRAM."""
-    width = {name: word.bits for name, word in layouts(config).items()}
-    depth = {"a": config.a_depth, "b": config.b_depth, "c": config.c_depth}
-    sram_kib = sum(depth[b] * width[b] for b in "abc") / 8 / 1024
-    return co.leakage["per_pe"] * config.pes + co.leakage["per_sram_kib"] * sram_kib
+    return co.leakage["per_pe"] * config.pes + co.leakage["per_sram_kib"] * _sram_kib(config)
 
 
 def energy(
@@ -312,10 +361,15 @@ def energy(
     coefficients: Coefficients | None = None,
     *,
     source: str = "toggles",
+    dram: DramEnergy | None = None,
+    shape: tuple[int, int, int] | None = None,
 ) -> EnergyReport:
     """Price one GEMM (see the module docstring). ``toggles`` maps ``(component, traffic)`` to
-    bit flips while busy, as :func:`sim.simulate.run_gemm` (``activity=True``) returns them."""
+    bit flips while busy, as :func:`sim.simulate.run_gemm` (``activity=True``) returns them;
+    ``dram`` prices the off-chip bits (default: the default memory's device); the GEMM's
+    ``shape`` gives its PEs' flag flips (:func:`models.toggles.flag_flips`; none without)."""
     co = coefficients or load_coefficients()
+    dram = dram or dram_energy(None)
     comp = dict.fromkeys(ENERGY_COMPONENTS, 0.0)
     traffic = {t: dict.fromkeys(LEVELS, 0.0) for t in DATA_TRAFFIC}
     traffic |= {"compute": {"array": 0.0}, "overhead": {"array": 0.0}}
@@ -324,25 +378,15 @@ def energy(
         comp[component] += pj
         traffic[klass][level] += pj
 
-    for (component, klass), flips in toggles.items():
-        if component not in COMPONENTS:
-            raise ValueError(f"unknown activity component {component!r}")
-        if component == "multiplier":
-            add(component, "compute", "array", flips * co.per_toggle(component, config))
-        elif component == "accumulator":
-            adder = co.per_toggle(component, config) - co.toggle["accumulator"]  # the rest
-            add(component, "compute", "array", flips * adder)
-            add(component, klass, "array", flips * co.toggle["accumulator"])
-        elif component == "control" or klass == "control":
-            add(component, "overhead", "array", flips * co.per_toggle(component, config))
-        else:
-            level = "buffer" if component == "buffer" else "array"
-            add(component, klass, level, flips * co.per_toggle(component, config))
+    flags = flag_flips(config, *shape) if shape else 0
+    for term, klass, count in logic_events(config, counters, toggles, flags=flags):
+        component = TERMS[term][0]
+        level = "buffer" if component == "buffer" and klass in DATA_TRAFFIC else "array"
+        add(component, klass, level, count * co.price(term))
 
-    width = {name: word.bits for name, word in layouts(config).items()}
-    depth = {"a": config.a_depth, "b": config.b_depth, "c": config.c_depth}
-    read = {b: co.sram_access(width[b], depth[b]) for b in "abc"}
-    write = {b: read[b] * co.sram_write_factor for b in "abc"}
+    macros = buffer_macros(config, co.node_nm)
+    read = {b: macros[b].read_pj for b in "abc"}
+    write = {b: macros[b].write_pj for b in "abc"}
     c_final = offchip_words.get("c", 0)  # each finished C word is written once, read once
     accesses = [
         ("activation", counters["a_reads"] * read["a"] + offchip_words.get("a", 0) * write["a"]),
@@ -352,33 +396,39 @@ def energy(
     ]
     for klass, pj in accesses:
         add("sram", klass, "buffer", pj)
+    width = {name: word.bits for name, word in layouts(config).items()}
     for klass, buf in (("activation", "a"), ("weight", "b"), ("output", "c")):
         bits = offchip_words.get(buf, 0) * width[buf]
-        add("dram", klass, "offchip", bits / 64 * co.dram_access_64bit)
+        per_bit = dram.write_pj_per_bit if buf == "c" else dram.read_pj_per_bit
+        add("dram", klass, "offchip", bits * per_bit)
 
-    cycles = counters["cycles"]
-    add("clock", "overhead", "array", cycles * clock_pj_per_cycle(config, co))
-    add("leakage", "overhead", "array", cycles * leakage_pj_per_cycle(config, co))
+    add("leakage", "overhead", "array", counters["cycles"] * leakage_pj_per_cycle(config, co))
     return EnergyReport(
-        components=comp, traffic=traffic, macs=macs, cycles=cycles, clock_mhz=co.clock_mhz,
-        coefficients=co.name, source=source,
+        components=comp, traffic=traffic, macs=macs, cycles=counters["cycles"],
+        clock_mhz=co.clock_mhz, coefficients=co.name, source=source, dram=dram.source,
+        ranges=co.ranges(dram),
     )  # fmt: skip
 
 
 def figures_energy(
     fig, toggles: dict[tuple[str, str], int], coefficients: Coefficients | None = None, *,
-    source: str,
+    source: str, dram: DramEnergy | None = None,
 ) -> EnergyReport:  # fmt: skip
     """:func:`energy` of a :class:`contract.figures.GemmFigures` (a prediction or an RTL result)."""
     return energy(fig.config, fig.counters, fig.offchip_words, toggles, fig.macs, coefficients,
-                  source=source)  # fmt: skip
+                  source=source, dram=dram, shape=fig.shape)  # fmt: skip
 
 
 def model_energy(
-    config: ArrayConfig, a, b, coefficients: Coefficients | None = None
-) -> EnergyReport:
-    """The analytical energy of ``A @ B``: the model's counters and off-chip words, and bit flips
-    predicted from the operands (:func:`models.toggles.predict_toggles`)."""
+    config: ArrayConfig, a, b, coefficients: Coefficients | None = None, *,
+    memory: Dram = DEFAULT_MEMORY, dram: DramEnergy | None = None,
+) -> EnergyReport:  # fmt: skip
+    """The analytical energy of ``A @ B`` run as the driver runs it behind ``memory``: the exact
+    device model's counters (the whole descriptor's cycles, which the clock pays for) and
+    off-chip words, and bit flips predicted from the operands
+    (:func:`models.toggles.predict_toggles`)."""
     (m, k), n = a.shape, b.shape[1]
-    pred = predict(config, m, k, n)
-    return figures_energy(pred, predict_toggles(config, a, b), coefficients, source="model")
+    d = place(config, m, k, n)
+    fig = DeviceFigures(config, (m, k, n), d, dict(predict_device(config, d, memory)))
+    return figures_energy(fig, predict_toggles(config, a, b), coefficients, source="model",
+                          dram=dram)  # fmt: skip

@@ -19,9 +19,21 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from systolic.contract.config import ArrayConfig
+from systolic.contract.memories import Sram, memories
+
 from .technology import factor
 
-__all__ = ["CACTI_NODES", "MACRO_MAX_WIDTH", "NODES", "SramMacro", "sram_macro", "tiled_memory"]
+__all__ = [
+    "CACTI_NODES",
+    "MACRO_MAX_WIDTH",
+    "NODES",
+    "SramMacro",
+    "buffer_macros",
+    "memory_macro",
+    "sram_macro",
+    "tiled_memory",
+]
 
 TABLE = Path(__file__).parent / "coefficients" / "sram_cacti.csv"
 #: Nodes (nm) the table holds.
@@ -132,3 +144,18 @@ def tiled_memory(width: int, depth: int, reads: int = 1, node_nm: int = 45) -> S
     return SramMacro(width, depth, reads, node_nm, one.read_pj * tiles, one.write_pj * tiles,
                      one.leakage_mw * tiles, one.area_um2 * tiles, one.access_ns,
                      f"{one.source}; {tiles} macros of {one.width} bits side by side")  # fmt: skip
+
+
+def memory_macro(memory: Sram, node_nm: int) -> SramMacro:
+    """The macro that implements one of the device's memories (:func:`contract.memories.memories`)
+    at ``node_nm``: what synthesis places and the energy model prices, the one lookup both use."""
+    return tiled_memory(memory.width, memory.depth, memory.reads, node_nm)
+
+
+def buffer_macros(config: ArrayConfig, node_nm: int) -> dict[str, SramMacro]:
+    """The macro of one bank of each buffer (``a``, ``b``, ``c``, and ``q`` with requantization):
+    an access reads or writes one bank."""
+    found: dict[str, SramMacro] = {}
+    for memory in memories(config):
+        found.setdefault(memory.path[0], memory_macro(memory, node_nm))
+    return found

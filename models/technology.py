@@ -1,4 +1,6 @@
-"""Technology scaling: area, delay and dynamic energy measured at one node, estimated at another.
+"""The technology a figure is priced in: scaling between nodes, and the DRAM devices.
+
+**Scaling.** Area, delay and dynamic energy measured at one node, estimated at another.
 
 The open-tool flow measures at 0.18 um (OSU cells, 1.8 V); the energy model's coefficients are
 for 45 nm. :func:`scale` carries a figure between nodes with Stillmaker and Baas' published
@@ -6,6 +8,10 @@ fits (``models/coefficients/stillmaker_baas_2017.toml``, with its sources), so b
 side by side. Every scaled figure is an estimate and is labelled as one; the measured 0.18 um
 figure stays the reference. 22 nm is not a node of the fits: it is interpolated linearly in the
 node size between 32 and 20 nm (:data:`INTERPOLATED`).
+
+**DRAM devices.** What a bit costs to read from or write to each memory preset
+(``models/coefficients/dram_devices.toml``, every figure cited, with the range its sources
+span): :func:`dram_energy` gives a memory's, its own when it carries one.
 """
 
 from __future__ import annotations
@@ -14,7 +20,12 @@ import tomllib
 from functools import cache
 from pathlib import Path
 
+from systolic.contract.memory import DEFAULT_MEMORY_PRESET, DRAM_PRESETS, DramEnergy, Memory
+
 __all__ = [
+    "DRAM_FILE",
+    "dram_devices",
+    "dram_energy",
     "CELL_LIBRARY_NM",
     "COEFFICIENTS_NM",
     "INTERPOLATED",
@@ -26,7 +37,7 @@ __all__ = [
 
 #: The node synthesis measures at: the OSU 0.18 um standard cells (synth/).
 CELL_LIBRARY_NM = 180
-#: The node the default energy coefficients describe (horowitz45.toml: 45 nm at 0.9 V).
+#: The node the default technology file describes (calibrated45.toml).
 COEFFICIENTS_NM = 45
 
 SCALING_FILE = Path(__file__).parent / "coefficients" / "stillmaker_baas_2017.toml"
@@ -79,3 +90,44 @@ def factor(quantity: str, from_nm: int, to_nm: int) -> float:
 def scale(quantity: str, value: float, from_nm: int, to_nm: int) -> float:
     """``value`` of ``quantity`` measured at ``from_nm``, estimated at ``to_nm``."""
     return value * factor(quantity, from_nm, to_nm)
+
+
+DRAM_FILE = Path(__file__).parent / "coefficients" / "dram_devices.toml"
+_DRAM_KEYS = ("read_pj_per_bit", "write_pj_per_bit", "low_pj_per_bit", "high_pj_per_bit",
+              "source")  # fmt: skip
+
+
+@cache
+def dram_devices(path: Path = DRAM_FILE) -> dict[str, DramEnergy]:
+    """Each memory preset's energy per bit, from the devices file (every preset has one)."""
+    raw = tomllib.loads(path.read_text())
+    devices = raw.get("device", {})
+    found = {}
+    for name, entry in devices.items():
+        where = f"{path}: device.{name}"
+        if name not in DRAM_PRESETS:
+            raise ValueError(f"{where}: not a memory preset ({', '.join(DRAM_PRESETS)})")
+        if not isinstance(entry, dict) or set(entry) != set(_DRAM_KEYS):
+            raise ValueError(f"{where}: must hold exactly {', '.join(_DRAM_KEYS)}")
+        try:
+            found[name] = DramEnergy(**entry)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{where}: {e}") from None
+    missing = [name for name in DRAM_PRESETS if name not in found]
+    if missing:
+        raise ValueError(f"{path}: no energy for the presets {', '.join(missing)}")
+    return found
+
+
+def dram_energy(memory: Memory | None) -> DramEnergy:
+    """What ``memory``'s bits cost: its own figures, else its device preset's (the default
+    memory's when None)."""
+    if memory is None:
+        return dram_devices()[DEFAULT_MEMORY_PRESET]
+    if memory.energy is not None:
+        return memory.energy
+    if memory.device not in DRAM_PRESETS:
+        raise ValueError(f"memory {memory.name!r} has no energy per bit: give it a preset (one "
+                         f"of {', '.join(DRAM_PRESETS)}) or its own read_pj_per_bit, "
+                         "write_pj_per_bit and energy_source")  # fmt: skip
+    return dram_devices()[memory.device]

@@ -36,7 +36,7 @@ from systolic.golden.data import DataKind, random_operands
 from . import psums
 from .cycles import command_counters, predict, stationary_schedule
 
-__all__ = ["estimate_toggles", "predict_toggles"]
+__all__ = ["estimate_toggles", "flag_flips", "predict_toggles"]
 
 
 def _bits(values: np.ndarray, width: int) -> np.ndarray:
@@ -97,8 +97,7 @@ def _stationary(config, x, s, counts, state, separate):
     lane_seq = np.concatenate([_bits(xp[:, qi * rows : qi * rows + rows], xw) for _, qi in tiles])
     lane = _flips(lane_seq, state.get("lane", np.zeros(rows, np.uint64)))  # per row
     state["lane"] = lane_seq[-1]
-    flags = (2 * (n_tiles if separate else 1)) + n_tiles  # valid rises/falls; bank per tile
-    per_row = lane + flags
+    per_row = lane + _flags(Dataflow.WS, n_tiles, separate, q)
     counts.add("pipeline", streaming, cols * per_row.sum())
     counts.add("edge", streaming, (np.arange(rows) * per_row).sum())
     counts.add("multiplier", "compute", cols * lane.sum())
@@ -175,8 +174,7 @@ def _output_stationary(config, a, b, counts, state, separate):
                               for _, ni in tiles])  # fmt: skip
     column = _flips(col_seq, state.get("column", np.zeros(cols, np.uint64)))
     state["column"] = col_seq[-1]
-    flags = 2 * (n_tiles if separate else 1) + (2 * n_tiles if k > 1 else 2)  # valid; last
-    per_row = lane + flags
+    per_row = lane + _flags(Dataflow.OS, n_tiles, separate, k)
     counts.add("pipeline", "activation", cols * per_row.sum())
     counts.add("pipeline", "weight", rows * column.sum())
     counts.add("edge", "activation", (np.arange(rows) * per_row).sum())
@@ -206,6 +204,36 @@ def _output_stationary(config, a, b, counts, state, separate):
     counts.add("accumulator", "output", flips.sum())
     counts.add("edge", "output", (np.arange(cols)[::-1] * drained).sum())
     counts.add("buffer", "psum", drained.sum())
+
+
+def _flags(dataflow: Dataflow, n_tiles: int, separate: bool, k: int) -> int:
+    """Flips of one lane's flags over a command of ``n_tiles`` tiles: ``valid`` rises and falls
+    once, or around every tile when tiles stream ``separate`` (stalls); WS/IS's ``bank`` moves
+    on every tile; OS's ``last`` rises and falls every tile (once when ``k`` is 1)."""
+    valid = 2 * (n_tiles if separate else 1)
+    if dataflow is Dataflow.OS:
+        return valid + (2 * n_tiles if k > 1 else 2)
+    return valid + n_tiles
+
+
+def flag_flips(config: ArrayConfig, m: int, k: int, n: int) -> int:
+    """Flips of the PEs' flag registers (``valid``, ``bank``, ``last``) over an ``m x k x n``
+    GEMM run as the host runs it: every PE of a row sees its lane's flags. Part of the
+    ``pipeline`` group's flips; apart, because a flag drives the PE's muxes, not one bit of
+    data. They follow from the plan alone, whatever the data."""
+    rows, cols = config.rows, config.cols
+    total = 0
+    for step in steps(config, m, k, n):
+        ch = step.chunk
+        mc, kc, nc = ch.shape
+        separate = command_counters(config, mc, kc, nc, ch.accumulate)["stall_cycles"] > 0
+        if config.dataflow is Dataflow.OS:
+            n_tiles = -(-mc // rows) * -(-nc // cols)
+        else:
+            wide = nc if config.dataflow is Dataflow.WS else mc
+            n_tiles = -(-kc // rows) * -(-wide // cols)
+        total += rows * cols * _flags(config.dataflow, n_tiles, separate, kc)
+    return total
 
 
 def _control(counts: _Counts, c: dict) -> None:

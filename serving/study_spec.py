@@ -35,7 +35,7 @@ and the key::
         sla_p99_ms: [500]
         policies: [{static: 1}, {continuous: 16}]
     seed: 0
-    coefficients: my.toml         # energy coefficients (default: horowitz45)
+    coefficients: my.toml         # energy coefficients (default: calibrated45)
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ Validated whole before anything runs; every error names the file, the line and t
                                 # else at its Fmax; default: the coefficients' clock)
     data: random                # operand data: random, zeros, sparse:P
     seed: 0
-    coefficients: my.toml       # energy coefficients (default: models/coefficients/horowitz45.toml)
+    coefficients: my.toml       # technology (default: models/coefficients/calibrated45.toml)
     serving: serving.yaml       # a serving study (serving/study_spec.py) to run too; the
                                 # report gains its section (relative to this file)
 """

@@ -221,7 +221,7 @@ def _run(config: ArrayConfig, kind: str, clock_ns: float, lib: Path, verilog: st
     (directory / "design.v").write_text(verilog)
     shutil.copyfile(lib, directory / lib.name)  # the Yosys sandbox sees the folder it runs in
     cells = read_cells(lib)
-    macros = {s.module: sram.tiled_memory(s.width, s.depth, s.reads, SRAM_NODE_NM) for s in srams}
+    macros = {s.module: sram.memory_macro(s, SRAM_NODE_NM) for s in srams}
     if srams:
         (directory / "srams.lib").write_text(sram_liberty(
             srams, {m: f.area_um2 for m, f in macros.items()},

@@ -152,21 +152,22 @@ def _top_inputs(netlist: str, top: str) -> dict[str, list[str]]:
 
 
 def cut_netlist(flat: str, top: str, note: Annotation,
-                ) -> tuple[str, dict[str, float], dict[str, str]]:  # fmt: skip
+                ) -> tuple[str, dict[str, float], dict[str, tuple[str, bool]]]:  # fmt: skip
     """The flattened netlist with every annotated flip-flop output and macro output bit cut
     from its loads, which a :data:`PROBE_BUFFER` drives from a new input port instead; the
-    activity of every annotated input port, old and new (see module); and the instance path
-    whose net each buffer drives (``probe_buf$3`` -> ``array.pe_0_0``)."""
+    activity of every annotated input port, old and new (see module); and for each buffer the
+    instance path whose net it drives and whether a flip-flop or a macro holds that net
+    (``probe_buf$3`` -> ``("array.pe_0_0", True)``)."""
     ports = dict(note.ports)
     added: list[tuple[str, str, str]] = []  # (port, cut net, the net it drove)
-    owners: dict[str, str] = {}
+    owners: dict[str, tuple[str, bool]] = {}
     macros = {inst for inst, _, _ in note.macro_pins}
 
-    def cut(net: str, rate: float, owner: str) -> str:
+    def cut(net: str, rate: float, owner: str, flop: bool) -> str:
         k = len(added)
         added.append((f"probe${k}", f"cut${k}", net.strip()))
         ports[f"probe${k}"] = rate
-        owners[f"probe_buf${k}"] = owner
+        owners[f"probe_buf${k}"] = (owner, flop)
         return f"\\cut${k} "
 
     def bus(name: str, pin: re.Match) -> str:
@@ -176,7 +177,7 @@ def cut_netlist(flat: str, top: str, note: Annotation,
         for i, net in enumerate(bits):
             rate = note.macro_pins.get((name, port, len(bits) - 1 - i))
             if rate is not None and net:
-                bits[i] = cut(net, rate, name).strip()
+                bits[i] = cut(net, rate, name, False).strip()
         return f".{port}({{ {' , '.join(b + ' ' for b in bits)}}})"
 
     def rewire(cell: re.Match) -> str:
@@ -184,7 +185,7 @@ def cut_netlist(flat: str, top: str, note: Annotation,
         if name in note.flops:
             rate = note.flops[name]
             owner = name.rpartition(".")[0]
-            body = re.sub(r"\.Q\(([^()]+)\)", lambda q: f".Q({cut(q.group(1), rate, owner)})",
+            body = re.sub(r"\.Q\(([^()]+)\)", lambda q: f".Q({cut(q.group(1), rate, owner, True)})",
                           body)  # fmt: skip
         elif name in macros:
             body = _PIN.sub(lambda pin: bus(name, pin), body)
@@ -229,6 +230,9 @@ class PowerReport:
     clock_ns: float
     directory: Path  # OpenSTA's script, the activities and its per-instance report
     components: dict[str, ComponentPower]
+    #: per component, the part of it in flip-flops: their clock pins, internal state and output
+    #: nets (the rest of the component is combinational logic)
+    flops: dict[str, ComponentPower]
     probe_buffers: ComponentPower  # the cut's own buffers' internal and leakage power, left out
     #: per component: (flip-flops whose activity the simulation measured, flip-flops); the
     #: others (FIFO storage, registers renamed by synthesis) take OpenSTA's propagated activity
@@ -323,24 +327,34 @@ def gate_power(report: SynthReport, activity: dict[str, tuple[float, int]],
         raise ToolError(f"OpenSTA reported no instance power (see {work})")
     (work / "netlist_power.v").unlink()  # large, and remade from the flat netlist at will
     by_component: dict[str, list[float]] = {}
+    in_flops: dict[str, list[float]] = {}
+    flop_cells = {name.strip().lstrip("\\") for kind, name, _ in _CELL.findall(text)
+                  if kind in sequential}  # fmt: skip
     buffers = [0.0, 0.0, 0.0]
     for internal, switching, leakage, inst in rows:
         watts = [float(internal) * 1e3, float(switching) * 1e3, float(leakage) * 1e3]
         name = inst.replace("\\", "")
         if name.startswith("probe_buf$"):
             # its output switching is the cut register's; the rest is the cut's own cost
-            owner = component_of(owners[name], report.kind)
+            path, flop = owners[name]
+            owner = component_of(path, report.kind)
             by_component.setdefault(owner, [0.0, 0.0, 0.0])[1] += watts[1]
+            if flop:
+                in_flops.setdefault(owner, [0.0, 0.0, 0.0])[1] += watts[1]
             buffers[0] += watts[0]
             buffers[2] += watts[2]
             continue
-        tally = by_component.setdefault(component_of(name.rpartition(".")[0], report.kind),
-                                        [0.0, 0.0, 0.0])  # fmt: skip
-        for i in range(3):
-            tally[i] += watts[i]
+        component = component_of(name.rpartition(".")[0], report.kind)
+        tallies = [by_component.setdefault(component, [0.0, 0.0, 0.0])]
+        if name in flop_cells:
+            tallies.append(in_flops.setdefault(component, [0.0, 0.0, 0.0]))
+        for tally in tallies:
+            for i in range(3):
+                tally[i] += watts[i]
     return PowerReport(
         clock_ns=period, directory=work,
         components={k: ComponentPower(*v) for k, v in sorted(by_component.items())},
+        flops={k: ComponentPower(*in_flops.get(k, (0.0, 0.0, 0.0))) for k in sorted(by_component)},
         probe_buffers=ComponentPower(buffers[0], 0.0, buffers[2]),
         coverage=_coverage(note, report.kind), unmatched=list(note.unmatched),
         annotated_ports=len(ports),

@@ -109,12 +109,17 @@ def write_spec(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def coefficients_with(tmp_path: Path, old: str, new: str) -> Path:
-    """The default coefficients file with ``old`` (which must be in it) replaced by ``new``."""
+def coefficients_with(tmp_path: Path, old: str, new: str, logic: tuple[str, str] = ("", "")
+                      ) -> Path:  # fmt: skip
+    """The default technology file with ``old`` (which must be in it) replaced by ``new``, and
+    beside it its logic file, with ``logic[0]`` replaced by ``logic[1]``."""
     text = DEFAULT_COEFFICIENTS.read_text()
     assert old in text
     path = tmp_path / "coefficients.toml"
     path.write_text(text.replace(old, new))
+    source = DEFAULT_COEFFICIENTS.with_name("logic_osu018.toml").read_text()
+    assert logic[0] in source
+    (tmp_path / "logic_osu018.toml").write_text(source.replace(*logic))
     return path
 
 

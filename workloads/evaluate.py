@@ -21,13 +21,14 @@ import numpy as np
 from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import containers, place, tile_rows, word_layout
 from systolic.contract.interface import DIM_BITS
-from systolic.contract.memory import Dram, Memory
+from systolic.contract.memory import Dram, DramEnergy, Memory
 from systolic.golden.data import DataKind
 from systolic.golden.reference import reference
 from systolic.models.chunking import choose_chunk
 from systolic.models.device import DeviceFigures, predict_device
-from systolic.models.energy import Coefficients, EnergyReport, figures_energy
+from systolic.models.energy import UNCERTAIN, Coefficients, EnergyReport, figures_energy
 from systolic.models.pipeline import predict_pipeline
+from systolic.models.technology import dram_energy
 from systolic.models.toggles import estimate_toggles
 from systolic.workloads.library import Workload
 
@@ -131,10 +132,13 @@ def summarize(
     memory: Memory,
     parts: list[GemmPart],
     clock_mhz: float,
+    ranges: dict[str, tuple[float, float]],
 ) -> dict:
     """The figures of a point from its GEMMs' :class:`GemmPart`. A point is *memory-bound*
     when the DRAM's time for the bytes it moves (at the DRAM's or the AXI4 port's bandwidth,
-    the lower) exceeds the array's busy cycles."""
+    the lower) exceeds the array's busy cycles. ``ranges`` are the uncertain terms' ranges
+    (:meth:`models.energy.Coefficients.ranges`): the record gives each term's energy, so a
+    range can be taken at any corner."""
     counters: dict = {}
     offchip: dict = {}
     components: dict = {}
@@ -156,6 +160,9 @@ def summarize(
             weight_bytes += part.counters["dram_read_bytes_b"] * times
         gemms.append({"name": gemm.name, "count": times, "weights": gemm.weights} | part.row)
     energy = sum(components.values())
+    terms = {t: sum(components.get(c, 0.0) for c in comps) for t, comps in UNCERTAIN.items()}
+    low = sum(e * ranges[t][0] for t, e in terms.items())
+    high = sum(e * ranges[t][1] for t, e in terms.items())
     seconds = cycles / (clock_mhz * 1e6)
     dram_bytes = _dram_bytes(counters)
     batch = workload.batch
@@ -176,6 +183,9 @@ def summarize(
         "latency_s": seconds,
         "throughput_inf_s": batch / seconds if seconds else 0.0,
         "energy_pj": energy,
+        "energy_range_pj": [low, high],
+        "energy_terms_pj": terms,
+        "energy_ranges": {t: list(r) for t, r in ranges.items()},
         "energy_per_inference_pj": energy / batch,
         "pj_per_mac": energy / macs if macs else 0.0,
         "components_pj": components,
@@ -251,6 +261,12 @@ def _bound(config: ArrayConfig, counters: dict, dram: Dram) -> str:
     return "memory" if _dram_bytes(counters) / rate > counters["compute_cycles"] else "compute"
 
 
+def priced_by(coefficients: Coefficients, bits: DramEnergy) -> dict:
+    """The figures that priced a record's energy: the technology file and the DRAM device's."""
+    return {"priced_by": {"technology": coefficients.name, "logic": coefficients.logic_source,
+                          "dram": bits.to_dict()}}  # fmt: skip
+
+
 def model_record(
     config: ArrayConfig, workload: Workload, memory: Memory, coefficients: Coefficients,
     data: str, seed: int, clock_mhz: float | None = None,
@@ -261,17 +277,21 @@ def model_record(
     clock_mhz = clock_mhz or coefficients.clock_mhz
     workload = driver_workload(workload)
     dram = memory.at(clock_mhz)
-    parts = [_model_part(config, g.shape, dram, coefficients, data, seed) for g in workload.gemms]
-    return summarize(config, workload, memory, parts, clock_mhz)
+    bits = dram_energy(memory)
+    parts = [_model_part(config, g.shape, dram, coefficients, bits, data, seed)
+             for g in workload.gemms]  # fmt: skip
+    record = summarize(config, workload, memory, parts, clock_mhz, coefficients.ranges(bits))
+    return record | priced_by(coefficients, bits)
 
 
 @functools.lru_cache(maxsize=8192)  # workloads share layer shapes (BERT at b1 s512 and b4 s128)
 def _model_part(config: ArrayConfig, shape: tuple[int, int, int], dram: Dram,
-                coefficients: Coefficients, data: str, seed: int) -> GemmPart:  # fmt: skip
+                coefficients: Coefficients, bits: DramEnergy, data: str,
+                seed: int) -> GemmPart:  # fmt: skip
     d = place(config, *shape, chunk=gemm_chunk(config, shape, dram))
     fig = DeviceFigures(config, shape, d, dict(predict_pipeline(config, d, dram)))
     toggles = estimate_toggles(config, *shape, data=data, seed=seed)
-    report = figures_energy(fig, toggles, coefficients, source="model")
+    report = figures_energy(fig, toggles, coefficients, source="model", dram=bits)
     return gemm_part(config, shape, fig, report, dram)
 
 
@@ -313,10 +333,12 @@ def rtl_record(
     clock of its model record."""
     clock_mhz = model["clock_mhz"]
     dram = memory.at(clock_mhz)
+    bits = dram_energy(memory)
     parts = [gemm_part(config, g.shape, r, figures_energy(r, r.toggles, coefficients,
-                                                          source="toggles"), dram)
+                                                          source="toggles", dram=bits), dram)
              for g, r in zip(workload.gemms, results, strict=True)]  # fmt: skip
-    record = summarize(config, workload, memory, parts, clock_mhz)
+    record = summarize(config, workload, memory, parts, clock_mhz, coefficients.ranges(bits))
+    record |= priced_by(coefficients, bits)
     exact = all(
         np.array_equal(r.c, reference(config, a, b)) and r.errors == 0
         for r, (a, b) in zip(results, operands, strict=True)

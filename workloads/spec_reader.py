@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 from systolic.contract.checks import is_integer, is_number
 from systolic.contract.config import DEFAULT_DEPTH, PRECISIONS, ArrayConfig
-from systolic.contract.memory import DRAM_PRESETS, Memory
+from systolic.contract.memory import DRAM_PRESETS, DramEnergy, Memory
 from systolic.models.energy import CoefficientsError, load_coefficients
 from systolic.workloads.library import (
     CNNS,
@@ -43,7 +43,21 @@ __all__ = [
 
 #: Precision names of a spec: the integer presets of contract.config, and bf16.
 PRECISION_NAMES = (*PRECISIONS, "bf16")
-_MEMORY_KEYS = ("name", "preset", "gb_per_s", "latency_ns", "max_requests")
+_MEMORY_KEYS = (
+    "name",
+    "preset",
+    "gb_per_s",
+    "latency_ns",
+    "max_requests",
+    "read_pj_per_bit",
+    "write_pj_per_bit",
+    "low_pj_per_bit",
+    "high_pj_per_bit",
+    "energy_source",
+)
+#: A memory's own energy: what it must give (or none of), and what it may.
+_ENERGY_KEYS = ("read_pj_per_bit", "write_pj_per_bit", "energy_source")
+_ENERGY_RANGE = ("low_pj_per_bit", "high_pj_per_bit")
 _CONFIG_KEYS = ("dataflow", "array", "precision", "depth")
 
 
@@ -189,12 +203,35 @@ def parse_memories(doc: SpecDoc, raw) -> list[Memory]:
         if requests > 4096:
             raise doc.error((*where, "max_requests"), f"must be 1 to 4096, not {requests}")
         name = str(m.get("name", m.get("preset", f"{values['gb_per_s']:g}GB/s")))
-        out.append(Memory(name, values["gb_per_s"], values["latency_ns"], requests))
+        energy = _memory_energy(doc, m, where)
+        if energy is None and not base.device:
+            raise doc.error(where, "a memory without a preset needs its energy per bit: "
+                            f"{', '.join(_ENERGY_KEYS)}")  # fmt: skip
+        out.append(Memory(name, values["gb_per_s"], values["latency_ns"], requests,
+                          base.device, energy))  # fmt: skip
     if not out:
         raise doc.error(path, "must name at least one memory")
     if len({m.name for m in out}) < len(out):
         raise doc.error(path, "memory names must differ (give each a name)")
     return out
+
+
+def _memory_energy(doc: SpecDoc, m: dict, where: tuple) -> DramEnergy | None:
+    """A memory's own energy per bit, when it gives one (all of :data:`_ENERGY_KEYS`; the range
+    defaults to the read figure alone)."""
+    given = [k for k in (*_ENERGY_KEYS, *_ENERGY_RANGE) if k in m]
+    if not given:
+        return None
+    missing = [k for k in _ENERGY_KEYS if k not in m]
+    if missing:
+        raise doc.error(where, f"a memory's own energy needs {', '.join(_ENERGY_KEYS)}; "
+                        f"missing {', '.join(missing)}")  # fmt: skip
+    read = m["read_pj_per_bit"]
+    try:
+        return DramEnergy(read, m["write_pj_per_bit"], m.get("low_pj_per_bit", read),
+                          m.get("high_pj_per_bit", read), m["energy_source"])  # fmt: skip
+    except ValueError as e:
+        raise doc.error(where, str(e)) from None
 
 
 def parse_workloads(doc: SpecDoc, raw, base: Path) -> tuple[list[Workload], set[str]]:

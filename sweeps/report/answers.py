@@ -9,6 +9,8 @@ import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
+from systolic.models.uncertainty import margin_range
+
 __all__ = [
     "OBJECTIVES",
     "TIE",
@@ -18,6 +20,7 @@ __all__ = [
     "answers",
     "family_of",
     "matrices",
+    "Tally",
     "tally",
 ]
 
@@ -50,11 +53,19 @@ class Cell:
     margin: float | None  # runner-up's figure over the winner's, minus one (None: one dataflow)
     value: float = 0.0
     runner_up: str = ""
+    #: energy cells: the margin's range over the uncertain terms' ranges (models.uncertainty)
+    margin_range: tuple[float, float] | None = None
 
     @property
     def tie(self) -> bool:
         """The runner-up is within :data:`TIE` of the winner: neither wins."""
         return self.margin is not None and self.margin < TIE
+
+    @property
+    def uncertain(self) -> bool:
+        """Not a tie, but within uncertainty: at some corner of the energy figures' ranges the
+        runner-up would win."""
+        return not self.tie and self.margin_range is not None and self.margin_range[0] < TIE
 
 
 @dataclass(frozen=True)
@@ -137,20 +148,25 @@ def _setting_label(p: dict, settings: tuple[str, ...]) -> str:
     return " ".join(parts)
 
 
-def _rank(by: dict[str, float], lower: bool) -> Cell:
-    """The cell of one workload and column: the best dataflow, its runner-up and margin."""
+def _rank(by: dict[str, float], lower: bool, points: dict[str, dict] | None = None) -> Cell:
+    """The cell of one workload and column: the best dataflow, its runner-up and margin; for
+    energy (``points`` by dataflow), the margin's range over the energy terms' ranges."""
     ranked = sorted(by.items(), key=lambda kv: kv[1] if lower else -kv[1])
     if not ranked:
         return Cell("", None)
     (win, best), rest = ranked[0], ranked[1:]
-    margin = None
+    margin = spread = None
     if rest and best:
         second = rest[0][1]
         if lower:
             margin = second / best - 1
         elif second:
             margin = best / second - 1
-    return Cell(win, margin, best, rest[0][0] if rest else "")
+        if points and all("energy_terms_pj" in points[d] for d in (win, rest[0][0])):
+            ranges = {t: tuple(r) for t, r in points[win]["energy_ranges"].items()}
+            spread = margin_range(points[win]["energy_terms_pj"],
+                                  points[rest[0][0]]["energy_terms_pj"], ranges)  # fmt: skip
+    return Cell(win, margin, best, rest[0][0] if rest else "", spread)
 
 
 def matrices(points: list[dict]) -> list[Matrix]:
@@ -168,6 +184,7 @@ def matrices(points: list[dict]) -> list[Matrix]:
         if not any(figure in p for p in points):
             continue
         grid = defaultdict(dict)
+        whole = defaultdict(dict)
         duplicates = 0
         for p in points:
             if figure in p:
@@ -176,7 +193,10 @@ def matrices(points: list[dict]) -> list[Matrix]:
                     duplicates += 1
                     continue
                 by[p["dataflow"]] = p[figure]
-        cells = [[_rank(grid.get((r, c), {}), lower) for c in columns] for r in rows]
+                whole[(_row_key(p), column(p))][p["dataflow"]] = p
+        energy = figure == "energy_per_inference_pj"
+        cells = [[_rank(grid.get((r, c), {}), lower, whole.get((r, c)) if energy else None)
+                  for c in columns] for r in rows]  # fmt: skip
         names = [" ".join(x for x in (f"{c[1]} {c[3]}", c[5]) if x) for c in columns]
         out.append(Matrix(figure, title, f"wins-{figure}", names, [r[-1] for r in rows], cells,
                           settings, duplicates))  # fmt: skip
@@ -203,10 +223,22 @@ def _mb(b: float) -> str:
     return f"{b / 1e6:.3g} MB"
 
 
-def tally(m: Matrix, workloads: set[str]) -> tuple[Counter, int, list[float]]:
-    """Over the cells of ``workloads``' rows: wins per dataflow (ties apart), the ties, and the
-    margins of the cells each dataflow wins."""
-    wins, ties, margins = Counter(), 0, defaultdict(list)
+@dataclass
+class Tally:
+    """The cells of some rows of a matrix: wins per dataflow (ties and cells within
+    uncertainty apart), and each dataflow's margins, with their ranges where known."""
+
+    wins: Counter
+    ties: int
+    uncertain: Counter  # winner at the nominal figures, but within uncertainty
+    margins: dict[str, list[float]]
+    ranges: dict[str, list[tuple[float, float]]]
+
+
+def tally(m: Matrix, workloads: set[str]) -> Tally:
+    """Over the cells of ``workloads``' rows: wins per dataflow (ties and cells within
+    uncertainty apart), the ties, and the margins of the cells each dataflow wins."""
+    t = Tally(Counter(), 0, Counter(), defaultdict(list), defaultdict(list))
     for name, row in zip(m.rows, m.cells, strict=True):
         if name not in workloads:
             continue
@@ -214,12 +246,27 @@ def tally(m: Matrix, workloads: set[str]) -> tuple[Counter, int, list[float]]:
             if not c.winner:
                 continue
             if c.tie:
-                ties += 1
+                t.ties += 1
+            elif c.uncertain:
+                t.uncertain[c.winner] += 1
             else:
-                wins[c.winner] += 1
+                t.wins[c.winner] += 1
                 if c.margin is not None:
-                    margins[c.winner].append(c.margin)
-    return wins, ties, margins
+                    t.margins[c.winner].append(c.margin)
+                if c.margin_range is not None:
+                    t.ranges[c.winner].append(c.margin_range)
+    return t
+
+
+def _median_margin(t: Tally, top: str) -> str:
+    if not t.margins[top]:
+        return ""
+    text = f", median margin of its wins {_pct(statistics.median(t.margins[top]))}"
+    if t.ranges[top]:
+        low = statistics.median(r[0] for r in t.ranges[top])
+        high = statistics.median(r[1] for r in t.ranges[top])
+        text += f" (within the energy figures' ranges, {_pct(low)} to {_pct(high)})"
+    return text
 
 
 def _dataflow_answers(points: list[dict], grids: list[Matrix]) -> list[Answer]:
@@ -230,20 +277,23 @@ def _dataflow_answers(points: list[dict], grids: list[Matrix]) -> list[Answer]:
     for m in grids[:2]:  # energy and latency; throughput at a fixed batch follows latency
         parts = []
         for family in sorted(families):
-            wins, ties, margins = tally(m, families[family])
-            total = sum(wins.values()) + ties
+            t = tally(m, families[family])
+            undecided = sum(t.uncertain.values())
+            total = sum(t.wins.values()) + t.ties + undecided
             if not total:
                 continue
-            tied = f"tie in {ties}" if ties else ""
-            if not wins:
-                parts.append(f"{family}: a tie in all {total} cells")
+            extra = [f"tie in {t.ties}"] if t.ties else []
+            if undecided:
+                leaders = ", ".join(f"{d.upper()} {k}" for d, k in t.uncertain.most_common())
+                extra.append(f"within uncertainty in {undecided}: {leaders}")
+            if not t.wins:
+                parts.append(f"{family}: no dataflow wins any of the {total} cells "
+                             f"({'; '.join(extra)})")  # fmt: skip
                 continue
-            (top, n), *others = wins.most_common()
-            rest = ", ".join([*(f"{d.upper()} {k}" for d, k in others), *([tied] if tied else [])])
-            median = (f", median margin of its wins {_pct(statistics.median(margins[top]))}"
-                      if margins[top] else "")  # fmt: skip
+            (top, n), *others = t.wins.most_common()
+            rest = ", ".join([*(f"{d.upper()} {k}" for d, k in others), *extra])
             parts.append(f"{family}: {top.upper()} in {n} of {total} cells"
-                         f"{f' ({rest})' if rest else ''}{median}")  # fmt: skip
+                         f"{f' ({rest})' if rest else ''}{_median_margin(t, top)}")  # fmt: skip
         if parts:
             where = f" Cells split by {', '.join(m.settings)}." if m.settings else ""
             if m.duplicates:

@@ -179,7 +179,7 @@ def _table(points: list[dict]) -> tuple[list[str], list[list[str]]]:
         "latency ms",
         "inf/s",
         "MACs/cycle",
-        "uJ/inference",
+        "uJ/inference (range)",
         "pJ/MAC",
         "weight words/inf",
         "model vs RTL",
@@ -202,7 +202,7 @@ def _table(points: list[dict]) -> tuple[list[str], list[list[str]]]:
                 _fmt(p["latency_s"] * 1e3),
                 _fmt(p["throughput_inf_s"]),
                 _fmt(p["macs_per_cycle"]),
-                _fmt(p["energy_per_inference_pj"] / 1e6),
+                _energy_range(p),
                 _fmt(p["pj_per_mac"]),
                 _fmt(p["weight_words_array_per_inference"]),
                 diff,
@@ -231,21 +231,30 @@ def _memory_section(by_memory: dict[str, list[dict]]) -> tuple[list[str], Table 
             kinds[kind][1] += 1
         parts = ", ".join(f"{k} {b} of {n}" for k, (b, n) in sorted(kinds.items()))
         bound = sum(p.get("bound") == "memory" for p in pts)
+        dram = pts[0].get("priced_by", {}).get("dram")
+        energy = (f" Its bits cost {dram['read_pj_per_bit']:g} pJ read, "
+                  f"{dram['write_pj_per_bit']:g} pJ written ({dram['low_pj_per_bit']:g} to "
+                  f"{dram['high_pj_per_bit']:g} over the sources): {dram['source']}."
+                  if dram else "")  # fmt: skip
         lines.append(
             f"{name} ({mem.get('gb_per_s', 0):g} GB/s, {mem.get('latency_ns', 0):g} ns: "
             f"{mem.get('bytes_per_cycle', 0):.3g} bytes and {mem.get('latency_cycles', 0)} "
             f"cycles at the clock, behind a port of {mem.get('port_bytes_per_cycle', '-')} bytes "
-            f"a cycle): {bound} of {len(pts)} points memory-bound ({parts})."
+            f"a cycle): {bound} of {len(pts)} points memory-bound ({parts}).{energy}"
         )
     names = list(by_memory)
     if len(names) < 2:
         return lines, None
     best = defaultdict(dict)
+    frugal = defaultdict(dict)
     for name, pts in by_memory.items():
         for p in pts:
             key = p["workload"]["name"]
             if key not in best[name] or p["latency_s"] < best[name][key]["latency_s"]:
                 best[name][key] = p
+            energy = p["energy_per_inference_pj"]
+            if key not in frugal[name] or energy < frugal[name][key]["energy_per_inference_pj"]:
+                frugal[name][key] = p
     rows = []
     for workload in sorted({w for b in best.values() for w in b}):
         row = [workload]
@@ -254,9 +263,23 @@ def _memory_section(by_memory: dict[str, list[dict]]) -> tuple[list[str], Table 
             row.append("-" if p is None else
                        f"{_fmt(p['latency_s'] * 1e3)} ({p.get('bound', '-')}, "
                        f"{p['config_name']})")  # fmt: skip
+        for name in names:
+            p = frugal[name].get(workload)
+            row.append("-" if p is None else f"{_energy_range(p)} ({p['config_name']})")
         rows.append(row)
     head = ["workload"] + [f"{n}: lowest latency ms (bound, configuration)" for n in names]
+    head += [f"{n}: lowest uJ/inference, range (configuration)" for n in names]
     return lines, Table(head, rows)
+
+
+def _energy_range(p: dict) -> str:
+    """A point's energy per inference in uJ, with its range where the record has one."""
+    batch = p["energy_pj"] / p["energy_per_inference_pj"] if p["energy_per_inference_pj"] else 1
+    text = _fmt(p["energy_per_inference_pj"] / 1e6)
+    if "energy_range_pj" in p:
+        low, high = (x / batch / 1e6 for x in p["energy_range_pj"])
+        text += f" ({_fmt(low)} to {_fmt(high)})"
+    return text
 
 
 #: Inference rates (per second) at which the weight-bandwidth table prices each workload.
@@ -356,8 +379,7 @@ def _loop_orders(points: list[dict]) -> Table | None:
     for _, p in sorted(configs.items()):
         config = ArrayConfig.from_dict(p["config"])
         mem = p["memory"]
-        dram = Memory(mem["name"], mem["gb_per_s"], mem["latency_ns"],
-                      mem.get("max_requests", 64)).at(p["clock_mhz"])  # fmt: skip
+        dram = Memory.from_dict(mem).at(p["clock_mhz"])
         for shape in dict.fromkeys([few_rows, largest]):
             results = {}
             try:

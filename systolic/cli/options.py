@@ -446,7 +446,7 @@ def add_energy_options(p: argparse.ArgumentParser, energy_help: str) -> None:
         "--coefficients",
         type=Path,
         metavar="FILE",
-        help="energy coefficients (TOML; default models/coefficients/horowitz45.toml)",
+        help="energy coefficients (TOML; default models/coefficients/calibrated45.toml)",
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from systolic.contract.config import ArrayConfig
+from systolic.contract.memory import DramEnergy
 from systolic.golden.data import DataKind, random_operands
 from systolic.models.energy import (
     CoefficientsError,
@@ -61,17 +62,52 @@ def test_breakdowns_sum_to_the_total(seed):
     assert report.pj_per_mac == pytest.approx(report.total / (10 * 7 * 12))
 
 
-def test_every_pricing_path_in_picojoules():
-    """One small case priced by hand from the default file's figures, term by term.
+#: A technology for pricing by hand: 90 nm throughout (CACTI's own node, so the SRAM figures are
+#: the table's rows and the logic needs no scaling), a distinct round price per logic term.
+HAND_TECHNOLOGY = """
+name = "hand"
+technology = "round figures, for a test"
+node_nm = 90
+clock_mhz = { value = 1000, source = "test" }
+[logic]
+file = "hand_logic.toml"
+node_range = { low = 0.5, high = 1.0, source = "test" }
+[sram]
+range = { low = 0.8, high = 1.5, source = "test" }
+[leakage]
+per_pe = { value = 0.5, source = "test" }
+per_sram_kib = { value = 0.25, source = "test" }
+"""
+HAND_PRICES = {"multiplier": 1, "accumulator": 2, "adder": 3, "pipeline": 4, "stationary": 5,
+               "edge": 6, "buffer": 7, "control": 8, "mac": 9, "mesh_clock": 10, "pe_cycle": 11,
+               "buffer_cycle": 12, "device_cycle": 13}  # fmt: skip
+HAND_LOGIC = """
+name = "hand_logic"
+node_nm = 90
+cell_library = "none"
+source = "test"
+range = { low = 0.9, high = 1.2, source = "test" }
+[price]
+""" + "".join(f"{k} = {v}\n" for k, v in HAND_PRICES.items())
 
-    WS 2x2 int8, 64-word buffers: A and B words are 2 x 8 = 16 bits, C words 2 x 32 = 64 bits;
-    A and B hold 64 * 16 / 8 / 1024 = 0.125 KiB, C 0.5 KiB. Below the 8 KiB point the SRAM figure
-    extrapolates the first segment's slope, log(20 / 10) / log(32 / 8) = 1/2: a 64-bit access
-    costs 10 * (0.125 / 8) ** 0.5 = 1.25 pJ in A or B, so 0.3125 pJ per 16-bit word, and
-    10 * (0.5 / 8) ** 0.5 = 2.5 pJ per 64-bit C word; writes cost as much (write_factor 1).
+
+def hand_technology(tmp_path):
+    (tmp_path / "hand_logic.toml").write_text(HAND_LOGIC)
+    (tmp_path / "hand.toml").write_text(HAND_TECHNOLOGY)
+    return load_coefficients(tmp_path / "hand.toml")
+
+
+def test_every_pricing_path_in_picojoules(tmp_path):
+    """One small case priced by hand, term by term, from a test-owned technology.
+
+    WS 2x2 int8, 64-word buffers: A and B words are 2 x 8 = 16 bits, C words 2 x 32 = 64 bits,
+    C banks with two read ports. CACTI's rows at 90 nm (sram_cacti.csv, read here as numbers):
+    1r1w 16 x 64: read 1.12434 pJ, write 1.90096 pJ; 2r1w 64 x 64: read 5.02577, write 8.72469.
     """
+    co = hand_technology(tmp_path)
     config = ArrayConfig("ws", 2, 2, a_depth=64, b_depth=64, c_depth=64)
-    counters = {"cycles": 100, "a_reads": 10, "b_reads": 20, "c_reads": 5, "c_writes": 8}
+    counters = {"cycles": 100, "stream_cycles": 16, "a_reads": 10, "b_reads": 20, "c_reads": 5,
+                "c_writes": 8}  # fmt: skip
     offchip = {"a": 3, "b": 4, "c": 2}
     toggles = {
         ("multiplier", "compute"): 16,
@@ -82,76 +118,91 @@ def test_every_pricing_path_in_picojoules():
         ("buffer", "activation"): 7,
         ("control", "control"): 20,
     }
-    report = energy(config, counters, offchip, toggles, macs=64)  # fmt: skip
+    dram = DramEnergy(2.0, 3.0, 1.0, 4.0, "test")
+    report = energy(config, counters, offchip, toggles, macs=64, coefficients=co, dram=dram)
     pj = report.components
-    # multiply: 0.2 pJ per 8x8 multiply at activity 0.5 over 16 operand bits -> 0.025 a flip
-    assert pj["multiplier"] == pytest.approx(16 * 0.2 / (0.5 * 16))  # 0.4
-    # accumulator: the register (0.009) plus the 32-bit adder (0.1 / (0.5 * 32)) per flip
-    assert pj["accumulator"] == pytest.approx(32 * (0.009 + 0.1 / 16))  # 0.488
-    assert pj["pipeline"] == pytest.approx(100 * 0.009)
-    assert pj["stationary"] == pytest.approx(10 * 0.009)
-    assert pj["edge"] == pytest.approx(50 * 0.009)
-    assert pj["buffer"] == pytest.approx(7 * 0.009)
-    assert pj["control"] == pytest.approx(20 * 0.018)
-    # SRAM: reads and host writes of A and B; C partial sums read and rewritten, and every
-    # finished C word written once and read once by the host
-    sram = {"activation": (10 + 3) * 0.3125, "weight": (20 + 4) * 0.3125,
-            "psum": 5 * 2.5 + (8 - 2) * 2.5, "output": 2 * (2.5 + 2.5)}  # fmt: skip
-    assert pj["sram"] == pytest.approx(sum(sram.values()))  # 49.0625
-    # DRAM: 1950 pJ per 64 bits moved: A 3 x 16, B 4 x 16, C 2 x 64 bits
-    dram = {"activation": 48 / 64 * 1950, "weight": 64 / 64 * 1950, "output": 128 / 64 * 1950}
-    assert pj["dram"] == pytest.approx(sum(dram.values()))  # 7312.5
-    # clock: 0.002 pJ per mesh flop bit per busy cycle; the 2x2 WS mesh has 4 PEs of a 10-bit
-    # lane (8 + valid + bank), a 32-bit partial sum and two 8-bit weights, plus one 10-bit skew
-    # register (row 1), one 8-bit preload skew register (column 1) and one 32-bit de-skew
-    # register (column 0): 40 + 128 + 64 + 50 = 282
-    assert pj["clock"] == pytest.approx(100 * 282 * 0.002)  # 56.4
-    # leakage: 0.01 per PE and 0.005 per SRAM KiB (0.125 + 0.125 + 0.5) per busy cycle
-    assert pj["leakage"] == pytest.approx(100 * (4 * 0.01 + 0.75 * 0.005))  # 4.375
-    assert report.total == pytest.approx(7425.0885)
+    assert pj["multiplier"] == 16 * 1
+    # the register's flips, the adder's (the same flips), and 4 PEs x 16 streamed cycles of MACs
+    assert pj["accumulator"] == 32 * 2 + 32 * 3 + 4 * 16 * 9
+    assert (pj["pipeline"], pj["stationary"], pj["edge"]) == (100 * 4, 10 * 5, 50 * 6)
+    assert (pj["buffer"], pj["control"]) == (7 * 7, 20 * 8)
+    # the 2x2 WS mesh has 4 PEs of a 10-bit lane (8 + valid + bank), a 32-bit partial sum and two
+    # 8-bit weights, plus one 10-bit skew register (row 1), one 8-bit preload skew register
+    # (column 1) and one 32-bit de-skew register (column 0): 40 + 128 + 64 + 50 = 282 bits
+    assert pj["clock"] == 100 * (282 * 10 + 4 * 11)
+    # the buffers' words (16 + 16 + 64 bits) and the rest of the device, every cycle
+    assert pj["device"] == 100 * (96 * 12 + 13)
+    ra, wa, rc, wc = 1.12434, 1.90096, 5.02577, 8.72469
+    sram = {"activation": 10 * ra + 3 * wa, "weight": 20 * ra + 4 * wa,
+            "psum": 5 * rc + (8 - 2) * wc, "output": 2 * (wc + rc)}  # fmt: skip
+    assert pj["sram"] == pytest.approx(sum(sram.values()))
+    # DRAM: A 3 x 16 and B 4 x 16 bits read at 2 pJ, C 2 x 64 bits written at 3 pJ
+    dram_pj = {"activation": 48 * 2, "weight": 64 * 2, "output": 128 * 3}
+    assert pj["dram"] == sum(dram_pj.values())
+    # leakage: 0.5 per PE and 0.25 per SRAM KiB (0.125 + 0.125 + 0.5) per busy cycle
+    assert pj["leakage"] == pytest.approx(100 * (4 * 0.5 + 0.75 * 0.25))
     t = report.traffic
-    assert t["activation"]["array"] == pytest.approx(0.9)
-    assert t["activation"]["buffer"] == pytest.approx(7 * 0.009 + sram["activation"])
-    assert t["activation"]["offchip"] == pytest.approx(dram["activation"])
-    assert t["weight"] == pytest.approx(
-        {"array": 0.09, "buffer": sram["weight"], "offchip": dram["weight"]}
+    assert t["activation"] == pytest.approx(
+        {"array": 400, "buffer": 49 + sram["activation"], "offchip": 96}
     )
-    assert t["psum"] == pytest.approx({"array": 32 * 0.009, "buffer": sram["psum"], "offchip": 0})
-    assert t["output"] == pytest.approx(
-        {"array": 0.45, "buffer": sram["output"], "offchip": dram["output"]}
-    )
-    assert t["compute"]["array"] == pytest.approx(0.4 + 32 * 0.1 / 16)
-    assert t["overhead"]["array"] == pytest.approx(0.36 + 56.4 + 4.375)
-    assert report.pj_per_mac == pytest.approx(7425.0885 / 64)
+    assert t["weight"] == pytest.approx({"array": 50, "buffer": sram["weight"], "offchip": 128})
+    assert t["psum"] == pytest.approx({"array": 64, "buffer": sram["psum"], "offchip": 0})
+    assert t["output"] == pytest.approx({"array": 300, "buffer": sram["output"], "offchip": 384})
+    assert t["compute"]["array"] == 16 + 32 * 3 + 4 * 16 * 9
+    assert t["overhead"]["array"] == pytest.approx(160 + pj["clock"] + pj["device"]
+                                                   + pj["leakage"])  # fmt: skip
+    # the range: logic at the fit's range times the node scaling's, SRAM and DRAM at theirs
+    logic = report.total - pj["sram"] - pj["dram"]
+    assert report.terms == pytest.approx({"logic": logic, "sram": pj["sram"], "dram": 608})
+    assert report.low == pytest.approx(logic * 0.9 * 0.5 + pj["sram"] * 0.8 + 608 * 0.5)
+    assert report.high == pytest.approx(logic * 1.2 * 1.0 + pj["sram"] * 1.5 + 608 * 2.0)
 
 
-def test_default_coefficients_reproduce_the_published_sram_figures():
-    co = load_coefficients()
-    assert co.name == "horowitz45"
-    # 64-bit words: 8 KB = 1024 words, 32 KB = 4096, 1 MB = 131072 (Horowitz's 10/20/100 pJ)
-    for depth, pj in [(1024, 10.0), (4096, 20.0), (131072, 100.0)]:
-        assert co.sram_access(64, depth) == pytest.approx(pj)
-    assert co.multiply(8, 8) == pytest.approx(0.2)
+def test_the_logic_is_scaled_from_its_node_by_the_energy_factor(tmp_path):
+    co = hand_technology(tmp_path)
+    (tmp_path / "hand.toml").write_text(HAND_TECHNOLOGY.replace("node_nm = 90", "node_nm = 45"))
+    at45 = load_coefficients(tmp_path / "hand.toml")
+    # Stillmaker-Baas: energy fit 1.018 V^2 - 0.3107 V + 0.1539 at 45 nm, 1.0 V; 90 nm at 1.2 V
+    # 4.762 V^2 - 4.781 V + 2.092 (stillmaker_baas_2017.toml, evaluated here)
+    e45 = 1.018 - 0.3107 + 0.1539
+    e90 = 4.762 * 1.44 - 4.781 * 1.2 + 2.092
+    assert at45.price("mac") == pytest.approx(9 * e45 / e90)
+    assert co.price("mac") == 9
 
 
 @pytest.mark.parametrize(
     "old, new, message",
     [
-        ("control = {", "controller = {", "toggle.controller: unknown key"),
-        ("edge = { value = 0.009", "edge = { value = -0.009", "toggle.edge: value must be >= 0"),
+        ("[sram]", "[srams]", "srams: unknown key"),
+        ("per_pe = { value = 0.01", "per_pe = { value = -0.01",
+         "leakage.per_pe: value must be >= 0"),
         ("per_pe = { value = 0.01", "per_pe = { value = \"a lot\"",
          "leakage.per_pe: value must be a number"),
-        ('source = "Horowitz ISSCC 2014: DRAM 64-bit access 1.3-2.6 nJ; the midpoint"',
-         'source = "  "', "dram.access_64bit: source must name where"),
-        ("[dram]", "[drams]", "drams: unknown key"),
-        ("[clock]", "[clock", "not valid TOML"),
+        ("range = { low = 0.917", "range = { low = 1.2",
+         "sram.range: the range must hold the nominal"),
+        ("node_nm = 45", "node_nm = 44", "node_nm: must be one of 180, 90, 45, 22, 7, not 44"),
+        ('file = "logic_osu018.toml"', 'file = "nope.toml"', "nope.toml: cannot read"),
+        ("[clock_mhz]", "[clock_mhz", "not valid TOML"),
     ],
-    ids=["unknown-component", "negative", "not-a-number", "dram-source", "unknown-section",
-         "syntax"],
+    ids=["unknown-section", "negative", "not-a-number", "range", "node", "logic-file", "syntax"],
 )  # fmt: skip
 def test_bad_coefficients_are_named(tmp_path, old, new, message):
     with pytest.raises(CoefficientsError, match=message.replace("(", r"\(")):
         load_coefficients(coefficients_with(tmp_path, old, new))
+
+
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        ("mac = ", "macs = ", "price.macs: unknown term"),
+        ("mesh_clock = ", "mesh_clock = -", "price.mesh_clock: must be a number >= 0"),
+        ("node_nm = 180", "node_nm = 130", "node_nm: must be one of"),
+    ],
+    ids=["unknown-term", "negative", "node"],
+)  # fmt: skip
+def test_bad_logic_files_are_named(tmp_path, old, new, message):
+    with pytest.raises(CoefficientsError, match=f"logic_osu018.toml: {message}"):
+        load_coefficients(coefficients_with(tmp_path, "[sram]", "[sram]", (old, new)))
 
 
 def test_missing_coefficients_file(tmp_path):

@@ -90,7 +90,7 @@ def test_a_register_is_found_under_its_alias_and_cut_from_its_loads():
                     aliases(design, "top"))  # fmt: skip
     assert note.flops == {"_1_": 0.25} and not note.unmatched
     text, ports, owners = cut_netlist(netlist, "top", note)
-    assert ports == {"probe$0": 0.25, "tie$0": 0.0} and owners == {"probe_buf$0": ""}
+    assert ports == {"probe$0": 0.25, "tie$0": 0.0} and owners == {"probe_buf$0": ("", True)}
     assert ".D(\\tie$0 ),\n    .Q(\\cut$0 )" in text
     assert "BUFX2 \\probe_buf$0  (\n    .A(\\probe$0 ),\n    .Y(\\a[0] )" in text
 

@@ -1,0 +1,85 @@
+"""The events the device's logic spends energy on, each priced by one calibrated term.
+
+The energy model prices logic as a sum of ``price x count`` over :data:`TERMS`; the prices are
+fitted to gate-level power (``verify/logic_fit.py``, OpenSTA on the synthesized netlist, 0.18
+um), and the counts come from one place, :func:`logic_events`, for the fit and for every
+estimate alike. The counts follow from a GEMM's bit flips per toggle group (measured by the
+RTL's activity build or predicted by :mod:`models.toggles`), its performance counters and the
+configuration's structure:
+
+- every toggle group's bit flips (multiplier operands, accumulator, pipeline, stationary and
+  edge registers, buffer ports, control registers), each group its own price, and the
+  accumulator's flips once more for the adder logic behind them;
+- the multiply-accumulates the PEs do, padding included (PEs x streamed cycles): the adder's
+  and the multiplier's work per operation, whatever the bits;
+- the flips of the PEs' flags (valid, bank, last), which steer each PE's muxes: many more
+  gates switch than for a bit of data (they follow from the plan:
+  :func:`models.toggles.flag_flips`);
+- per cycle: each mesh flip-flop bit's clock pin and internal state; each PE's muxes and
+  enables; each bit of the buffers' words (their ports' registers and muxes); and the rest of
+  the device (DMA engines, descriptor queue, control registers, walkers), which clocks every
+  cycle with or without work.
+"""
+
+from __future__ import annotations
+
+from systolic.contract.activity import COMPONENTS, datapath_flop_bits
+from systolic.contract.config import ArrayConfig
+from systolic.contract.layouts import layouts
+
+__all__ = ["TERMS", "logic_events"]
+
+#: Each priced term: (the energy component it adds to, what it counts).
+TERMS: dict[str, tuple[str, str]] = {
+    "multiplier": ("multiplier", "multiplier operand bit flips"),
+    "accumulator": ("accumulator", "accumulator register bit flips (the adder's output)"),
+    "adder": ("accumulator", "accumulator bit flips, for the adder's logic that makes them"),
+    "pipeline": ("pipeline", "bit flips of the registers passing operands between PEs"),
+    "stationary": ("stationary", "bit flips of the stationary operand registers"),
+    "edge": ("edge", "bit flips of the skew and de-skew registers"),
+    "buffer": ("buffer", "bit flips of the buffers' port registers"),
+    "control": ("control", "bit flips of the controller's registers and counters"),
+    "mac": ("accumulator", "multiply-accumulates, padding included: PEs x streamed cycles"),
+    "flag": ("pipeline", "flips of the PEs' valid, bank and last flags, which steer their muxes"),
+    "mesh_clock": ("clock", "mesh flip-flop bits x cycles"),
+    "clock_tree": ("clock", "mesh flip-flop bits x cycles: the buffers of the clock net to them"),
+    "pe_cycle": ("clock", "PEs x cycles: operand muxes and enables"),
+    "buffer_cycle": ("device", "bits of the A, B and C buffer words x cycles"),
+    "device_cycle": ("device", "cycles: the DMA, queue and control registers, clocked always"),
+}
+#: Each toggle group's term is its own name.
+assert set(COMPONENTS) <= set(TERMS)
+
+
+def logic_events(config: ArrayConfig, counters: dict[str, int],
+                 toggles: dict[tuple[str, str], int], *, flags: int = 0,
+                 cycles: int | None = None) -> list[tuple[str, str, float]]:  # fmt: skip
+    """``(term, traffic class, count)`` for each event of a GEMM: ``toggles`` per ``(component,
+    traffic)``, the device's ``counters``, the PEs' ``flags`` flips
+    (:func:`models.toggles.flag_flips`) and the clocked ``cycles`` (default: the counters'
+    busy cycles). The traffic class is the toggle group's, ``compute`` for the operations and
+    ``overhead`` for what the clock and the flags spend."""
+    cycles = counters["cycles"] if cycles is None else cycles
+    events: list[tuple[str, str, float]] = []
+    for (component, klass), flips in sorted(toggles.items()):
+        if component not in COMPONENTS:
+            raise ValueError(f"unknown activity component {component!r}")
+        if component == "multiplier":
+            klass = "compute"
+        elif component == "control" or klass == "control":
+            klass = "overhead"
+        events.append((component, klass, flips))
+        if component == "accumulator":
+            events.append(("adder", "compute", flips))
+    mesh_bits = sum(datapath_flop_bits(config).values())
+    words = sum(word.bits for name, word in layouts(config).items() if name in "abc")
+    events += [
+        ("mac", "compute", config.pes * counters["stream_cycles"]),
+        ("flag", "overhead", flags),
+        ("mesh_clock", "overhead", mesh_bits * cycles),
+        ("clock_tree", "overhead", mesh_bits * cycles),
+        ("pe_cycle", "overhead", config.pes * cycles),
+        ("buffer_cycle", "overhead", words * cycles),
+        ("device_cycle", "overhead", cycles),
+    ]
+    return events

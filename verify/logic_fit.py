@@ -1,0 +1,186 @@
+"""The energy model's logic terms, fitted to gate-level power and checked on points held out.
+
+The points (:mod:`verify.gate_points`, ``models/coefficients/gate_osu018.jsonl``) give
+OpenSTA's energy of every component of a device over a GEMM's busy window at 0.18 um. Each
+point's events come from :func:`models.logic.logic_events` on the *model's* view of the GEMM
+(toggles predicted from its operands, :func:`models.toggles.predict_toggles`, and the model's
+counters), so the fit prices exactly what an estimate counts. Two non-negative least-squares
+fits on relative error, over the training points only: the mesh (PE array and edge registers)
+from the datapath terms, and the rest of the device's logic (buffers' ports, controller, DMA,
+queue, control registers) from the others. No node scaling happens here: the prices are
+0.18 um picojoules, and the energy model scales them (models/energy.py).
+
+``python -m systolic.verify.logic_fit`` (``make bench-power``) refits, prints the table of
+every point (gate level, model, error; training and held out) and, with ``--write``, writes the
+prices to ``models/coefficients/logic_osu018.toml``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import nnls
+from systolic.contract.config import ArrayConfig
+from systolic.models.cycles import predict
+from systolic.models.logic import TERMS, logic_events
+from systolic.models.toggles import flag_flips, predict_toggles
+
+from .gate_points import POINTS_FILE, Point, operands, read_points
+
+__all__ = ["PARTS", "ROWS", "Fit", "events", "fit", "LOGIC_FILE"]
+
+LOGIC_FILE = Path(__file__).parents[1] / "models" / "coefficients" / "logic_osu018.toml"
+#: Each fitted part: the gate-level components, which of their cells (flip-flops, the other
+#: logic or all), and the terms that price it. The mesh's registers and its arithmetic are fitted
+#: apart, so that each price means what its name says.
+PARTS = {
+    "mesh_flops": (("pe_array", "edge"), "flops",
+                   ("mesh_clock", "pipeline", "stationary", "edge", "accumulator")),
+    "mesh_logic": (("pe_array", "edge"), "logic",
+                   ("multiplier", "adder", "mac", "flag", "clock_tree", "pe_cycle")),
+    "device": (("buffers", "controller", "dma", "control"), "all",
+               ("buffer", "control", "buffer_cycle", "device_cycle")),
+}  # fmt: skip
+#: The rows a user reads: the mesh, and the device's whole logic (the mesh included).
+ROWS = {"mesh": ("mesh_flops", "mesh_logic"), "logic": tuple(PARTS)}
+
+
+def _point(record: dict) -> Point:
+    config = ArrayConfig.from_dict(record["config"])
+    return Point(config, tuple(record["shape"]), record["data"], record["role"], record["label"])
+
+
+@cache
+def _events(key: str, record_json: str) -> dict[str, float]:
+    import json
+
+    record = json.loads(record_json)
+    point = _point(record)
+    assert point.key == key
+    a, b = operands(point)
+    config = point.config
+    counters = predict(config, *point.shape).counters
+    totals: dict[str, float] = dict.fromkeys(TERMS, 0.0)
+    flags = flag_flips(config, *point.shape)
+    for term, _, count in logic_events(config, counters, predict_toggles(config, a, b),
+                                       flags=flags):  # fmt: skip
+        totals[term] += count
+    return totals
+
+
+def events(record: dict) -> dict[str, float]:
+    """Each term's count for a measured point, from the model's view of its GEMM."""
+    import json
+
+    return _events(record["key"], json.dumps(record, sort_keys=True))
+
+
+def gate_pj(record: dict, part: str) -> float:
+    """The gate-level energy (0.18 um, pJ) of one fitted part (or row) of a point."""
+    if part in ROWS:
+        return sum(gate_pj(record, p) for p in ROWS[part])
+    components, cells, _ = PARTS[part]
+    flops = sum(record["gate_flops_pj"][c] for c in components)
+    if cells == "flops":
+        return flops
+    whole = sum(record["gate_pj"][c] for c in components)
+    return whole - flops if cells == "logic" else whole
+
+
+@dataclass
+class Fit:
+    """Prices (pJ per event at 0.18 um) and, per point, each part's fitted energy."""
+
+    prices: dict[str, float]
+    records: list[dict]
+
+    def model_pj(self, record: dict, part: str) -> float:
+        if part in ROWS:
+            return sum(self.model_pj(record, p) for p in ROWS[part])
+        counts = events(record)
+        return sum(self.prices[t] * counts[t] for t in PARTS[part][2])
+
+    def error(self, record: dict, part: str) -> float:
+        """Model over gate level, minus one."""
+        return self.model_pj(record, part) / gate_pj(record, part) - 1
+
+
+def fit(records: list[dict]) -> Fit:
+    """Fit every part's prices to the training points among ``records``."""
+    train = [r for r in records if r["role"] == "train"]
+    prices: dict[str, float] = {}
+    for part, (_, _, terms) in PARTS.items():
+        x = np.array([[events(r)[t] for t in terms] for r in train], dtype=float)
+        y = np.array([gate_pj(r, part) for r in train])
+        scale = x.max(axis=0)
+        scale[scale == 0] = 1.0
+        solution, _ = nnls(x / scale / y[:, None], np.ones_like(y))
+        prices |= dict(zip(terms, solution / scale, strict=True))
+    return Fit(prices, records)
+
+
+def fit_range(f: Fit) -> tuple[float, float, str]:
+    """The range of the true logic energy around the model's, from the device's whole logic on
+    the held-out points (the training points when none is held out): gate level over model."""
+    held = [r for r in f.records if r["role"] == "held-out"]
+    role = "held-out" if held else "training"
+    ratios = [1 / (1 + f.error(r, "logic")) for r in held or f.records]
+    low, high = min(1.0, *ratios), max(1.0, *ratios)
+    return low, high, (f"gate level over model, the device's logic on the {len(ratios)} "
+                       f"{role} points (verify/logic_fit.py)")  # fmt: skip
+
+
+def write(f: Fit, path: Path = LOGIC_FILE) -> None:
+    """Write the fitted prices as the energy model's logic file."""
+    train = sum(r["role"] == "train" for r in f.records)
+    low, high, source = fit_range(f)
+    lines = [
+        "# The energy model's logic prices, pJ per event at 0.18 um: written by",
+        "# `python -m systolic.verify.logic_fit --write` from gate_osu018.jsonl; do not edit.",
+        "",
+        'name = "logic_osu018"',
+        "node_nm = 180",
+        'cell_library = "OSU 0.18 um standard cells at 1.8 V (Debian qflow-tech-osu018)"',
+        f'source = "non-negative least squares on relative error over {train} training points '
+        f'of OpenSTA per-instance power (verify/logic_fit.py)"',
+        f'range = {{ low = {low:.4f}, high = {high:.4f}, source = "{source}" }}',
+        "",
+        "[price]",
+        *(f"{term} = {price:.6g}  # {TERMS[term][1]}" for term, price in f.prices.items()),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Refit the logic terms and print every point: gate level against the fitted model."""
+    p = argparse.ArgumentParser(
+        prog="python -m systolic.verify.logic_fit", description=main.__doc__
+    )
+    p.add_argument("--points", type=Path, default=POINTS_FILE)
+    p.add_argument("--write", action="store_true", help=f"write the prices to {LOGIC_FILE}")
+    args = p.parse_args(argv)
+    records = read_points(args.points)
+    f = fit(records)
+    if args.write:
+        write(f)
+    print("prices at 0.18 um (pJ per event):")
+    for term, price in f.prices.items():
+        print(f"  {term:<14} {price:10.5f}   {TERMS[term][1]}")
+    print(f"\n{'point':<46} {'role':<9} {'mesh gate':>10} {'model':>8} {'logic gate':>11} "
+          f"{'model':>8}  (pJ/cycle at 0.18 um)")  # fmt: skip
+    for r in records:
+        w = r["window_cycles"]
+        cells = []
+        for part in ROWS:
+            cells.append(f"{gate_pj(r, part) / w:>10.1f} {f.error(r, part) * 100:>+7.1f}%")
+        print(f"{r['key']:<46} {r['role']:<9} " + " ".join(cells))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
