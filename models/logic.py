@@ -9,7 +9,9 @@ configuration's structure:
 
 - every toggle group's bit flips (multiplier operands, accumulator, pipeline, stationary and
   edge registers, buffer ports, control registers), each group its own price, and the
-  accumulator's flips once more for the adder logic behind them;
+  accumulator's flips once more for the adder logic behind them, and the share of those in
+  PEs that add a live partial sum once more (in WS and IS the first row adds its product to
+  zero: at the gate level its PEs cost about 40% of the others');
 - the multiply-accumulates the PEs do, padding included (PEs x streamed cycles): the adder's
   and the multiplier's work per operation, whatever the bits;
 - the flips of the PEs' flags (valid, bank, last), which steer each PE's muxes: many more
@@ -24,7 +26,7 @@ configuration's structure:
 from __future__ import annotations
 
 from systolic.contract.activity import COMPONENTS, datapath_flop_bits
-from systolic.contract.config import ArrayConfig
+from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.contract.layouts import layouts
 
 __all__ = ["TERMS", "logic_events"]
@@ -37,9 +39,19 @@ TERMS: dict[str, tuple[str, str]] = {
     "pipeline": ("pipeline", "bit flips of the registers passing operands between PEs"),
     "stationary": ("stationary", "bit flips of the stationary operand registers"),
     "edge": ("edge", "bit flips of the skew and de-skew registers"),
+    "multiplier_both": (
+        "multiplier",
+        "multiplier operand bit flips while the other operand moves "
+        "too (OS, where both stream; in WS and IS one stays)",
+    ),
     "buffer": ("buffer", "bit flips of the buffers' port registers"),
     "control": ("control", "bit flips of the controller's registers and counters"),
     "mac": ("accumulator", "multiply-accumulates, padding included: PEs x streamed cycles"),
+    "psum_add": (
+        "accumulator",
+        "accumulator bit flips of the PEs that add a live partial sum: "
+        "every PE in OS, all but the first row in WS and IS (which adds to zero)",
+    ),
     "flag": ("pipeline", "flips of the PEs' valid, bank and last flags, which steer their muxes"),
     "mesh_clock": ("clock", "mesh flip-flop bits x cycles"),
     "clock_tree": ("clock", "mesh flip-flop bits x cycles: the buffers of the clock net to them"),
@@ -60,6 +72,7 @@ def logic_events(config: ArrayConfig, counters: dict[str, int],
     busy cycles). The traffic class is the toggle group's, ``compute`` for the operations and
     ``overhead`` for what the clock and the flags spend."""
     cycles = counters["cycles"] if cycles is None else cycles
+    chained = config.rows if config.dataflow is Dataflow.OS else config.rows - 1
     events: list[tuple[str, str, float]] = []
     for (component, klass), flips in sorted(toggles.items()):
         if component not in COMPONENTS:
@@ -69,8 +82,11 @@ def logic_events(config: ArrayConfig, counters: dict[str, int],
         elif component == "control" or klass == "control":
             klass = "overhead"
         events.append((component, klass, flips))
+        if component == "multiplier" and config.dataflow is Dataflow.OS:
+            events.append(("multiplier_both", klass, flips))
         if component == "accumulator":
             events.append(("adder", "compute", flips))
+            events.append(("psum_add", "compute", flips * chained / config.rows))
     mesh_bits = sum(datapath_flop_bits(config).values())
     words = sum(word.bits for name, word in layouts(config).items() if name in "abc")
     events += [

@@ -40,6 +40,8 @@ CLOCK_NS = 10.0
 
 #: Data kinds of the training set: dense, idle, two sparsities and small values.
 TRAINING_DATA = ("random", "zeros", "sparse:0.5", "sparse:0.9", "narrow:3")
+#: Data kinds of the held-out points: dense, sparse, and the zero-operand floor.
+HELD_OUT_DATA = ("random", "sparse:0.7", "zeros")
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,7 @@ def _plan() -> list[Point]:
     for config in held:
         shape = _shapes(config)["K >> rows"]
         points += [Point(config, shape, d, "held-out", "K >> rows")
-                   for d in ("random", "sparse:0.7")]  # fmt: skip
+                   for d in HELD_OUT_DATA]  # fmt: skip
     precisions = [ArrayConfig(d, 4, 4, a_width=16, b_width=16, acc_width=48) for d in Dataflow]
     precisions += [ArrayConfig(d, 4, 4, number="bf16") for d in Dataflow]
     for config in precisions:

@@ -18,6 +18,7 @@ prices to ``models/coefficients/logic_osu018.toml``.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from dataclasses import dataclass
 from functools import cache
@@ -27,6 +28,7 @@ import numpy as np
 from scipy.optimize import nnls
 from systolic.contract.config import ArrayConfig
 from systolic.models.cycles import predict
+from systolic.models.energy import DEFAULT_COEFFICIENTS
 from systolic.models.logic import TERMS, logic_events
 from systolic.models.toggles import flag_flips, predict_toggles
 
@@ -42,7 +44,8 @@ PARTS = {
     "mesh_flops": (("pe_array", "edge"), "flops",
                    ("mesh_clock", "pipeline", "stationary", "edge", "accumulator")),
     "mesh_logic": (("pe_array", "edge"), "logic",
-                   ("multiplier", "adder", "mac", "flag", "clock_tree", "pe_cycle")),
+                   ("multiplier", "multiplier_both", "adder", "mac", "psum_add", "flag",
+                    "clock_tree", "pe_cycle")),
     "device": (("buffers", "controller", "dma", "control"), "all",
                ("buffer", "control", "buffer_cycle", "device_cycle")),
 }  # fmt: skip
@@ -135,6 +138,40 @@ def fit_range(f: Fit) -> tuple[float, float, str]:
                        f"{role} points (verify/logic_fit.py)")  # fmt: skip
 
 
+#: Horowitz (ISSCC 2014) at 45 nm: an 8-bit multiply 0.2 pJ, a 32-bit add 0.1 pJ.
+HOROWITZ_MAC_PJ = 0.3
+
+
+def node_range() -> tuple[float, float, str]:
+    """The node scaling's range: a full-custom 45 nm datapath (Horowitz's published multiply and
+    add) against the fitted arithmetic scaled from 0.18 um (the compute energy per MAC of a
+    random int8 GEMM on WS 16x16, the technology's nominal figure): the low end; the scaled
+    figure itself: the high end."""
+    import numpy as np
+    from systolic.models.energy import load_coefficients, model_energy
+
+    config = ArrayConfig("ws", 16, 16)
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(-128, 128, (128, 256)), rng.integers(-128, 128, (256, 128))
+    report = model_energy(config, a, b, load_coefficients())
+    scaled = report.traffic["compute"]["array"] / report.macs
+    low = HOROWITZ_MAC_PJ / scaled
+    return low, 1.0, (f"Horowitz ISSCC 2014's 45 nm 8-bit multiply and 32-bit add (0.3 pJ) over "
+                      f"the fitted arithmetic scaled from 0.18 um ({scaled:.3f} pJ per random "
+                      f"int8 MAC, WS 16x16; verify/logic_fit.py): a full-custom datapath, "
+                      f"against the synthesized one scaled")  # fmt: skip
+
+
+def write_node_range(path: Path = DEFAULT_COEFFICIENTS) -> None:
+    """Write :func:`node_range` into the technology file's ``logic.node_range``."""
+    low, high, source = node_range()
+    text = path.read_text()
+    line = f'node_range = {{ low = {low:.4f}, high = {high:.4f}, source = "{source}" }}'
+    new, n = re.subn(r"^node_range = \{.*\}$", line, text, flags=re.M)
+    assert n == 1, f"{path}: no node_range line"
+    path.write_text(new)
+
+
 def write(f: Fit, path: Path = LOGIC_FILE) -> None:
     """Write the fitted prices as the energy model's logic file."""
     train = sum(r["role"] == "train" for r in f.records)
@@ -168,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     f = fit(records)
     if args.write:
         write(f)
+        write_node_range()
     print("prices at 0.18 um (pJ per event):")
     for term, price in f.prices.items():
         print(f"  {term:<14} {price:10.5f}   {TERMS[term][1]}")

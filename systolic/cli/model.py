@@ -15,6 +15,7 @@ from .options import (
     add_shape_options,
     chunk_from_args,
     config_from_args,
+    dram_energy_from_args,
     energy_coefficients,
     memory_from_args,
     output_file,
@@ -73,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
     report = None
     if args.energy:
         toggles = estimate_toggles(config, args.m, args.k, args.n, data=args.data.text)
-        report = figures_energy(pred, toggles, energy_coefficients(args), source="model")
+        report = figures_energy(pred, toggles, energy_coefficients(args), source="model",
+                                dram=dram_energy_from_args(args))  # fmt: skip
         summary["energy"] = report.to_dict() | {"data": args.data.text}
     if args.json:
         print(json.dumps(summary, indent=2))

@@ -311,6 +311,15 @@ def memory_from_args(args: argparse.Namespace) -> Dram:
         raise UsageError(f"systolic {args.command}: {e}") from None
 
 
+def dram_energy_from_args(args: argparse.Namespace):
+    """What the memory options' DRAM bits cost: the ``--memory`` preset's device, or the
+    default memory's (:func:`models.technology.dram_energy`)."""
+    from systolic.contract.memory import Memory
+    from systolic.models.technology import dram_energy
+
+    return dram_energy(Memory.preset(args.memory) if args.memory is not None else None)
+
+
 def config_from_args(args: argparse.Namespace) -> ArrayConfig:
     values: dict = {}
     if args.config is not None:

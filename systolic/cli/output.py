@@ -54,10 +54,12 @@ def print_energy(report: EnergyReport) -> None:
     """The component and traffic split of an EnergyReport."""
     total = report.total
     print(
-        f"  energy ({report.source}, coefficients {report.coefficients}): {total / 1e3:,.1f} nJ, "
-        f"{report.pj_per_mac:.3f} pJ/MAC, {report.power_mw:,.1f} mW average at "
-        f"{report.clock_mhz:g} MHz"
+        f"  energy ({report.source}, coefficients {report.coefficients}): {total / 1e3:,.1f} nJ "
+        f"({report.low / 1e3:,.1f} to {report.high / 1e3:,.1f}), {report.pj_per_mac:.3f} pJ/MAC, "
+        f"{report.power_mw:,.1f} mW average at {report.clock_mhz:g} MHz"
     )
+    ranges = ", ".join(f"{t} {lo:.2f}-{hi:.2f}x" for t, (lo, hi) in report.ranges.items())
+    print(f"    ranges: {ranges}; DRAM bits priced by: {report.dram}")
     print(f"    {'by component':24}{'nJ':>13} {'share':>7}")
     for name, pj in report.components.items():
         print(f"    {name:24}{pj / 1e3:>13,.2f} {100 * pj / total:>6.1f}%")

@@ -18,6 +18,7 @@ from .options import (
     add_shape_options,
     chunk_from_args,
     config_from_args,
+    dram_energy_from_args,
     energy_coefficients,
     memory_from_args,
     output_file,
@@ -138,7 +139,8 @@ def run(args: argparse.Namespace) -> int:
                             "model_agrees": timeline == predicted_timeline}  # fmt: skip
     report = None
     if args.energy:
-        report = figures_energy(result, result.toggles, coefficients, source="toggles")
+        report = figures_energy(result, result.toggles, coefficients, source="toggles",
+                                dram=dram_energy_from_args(args))  # fmt: skip
         summary["energy"] = report.to_dict()
     if args.json:
         print(json.dumps(summary, indent=2))

@@ -140,9 +140,11 @@ def _print_power(gate: GateEnergy, seed: int) -> None:
               f"{measured:>7}/{flops:<7}")  # fmt: skip
     print(f"  total {p.total_mw:.3f} mW, {gate.gate_pj_per_mac():.3f} pJ/MAC at 0.18 um "
           f"(SRAM macros and DRAM not included)")  # fmt: skip
-    print(f"  against the toggle model (45 nm; gate level scaled to 45 nm by "
-          f"{factor('energy', FLOW_NM, MODEL_NM):.4f}, Stillmaker-Baas, an estimate):")  # fmt: skip
+    print(f"  against the energy model (its logic prices fitted to such points at 0.18 um; "
+          f"at {MODEL_NM} nm both scale by {factor('energy', FLOW_NM, MODEL_NM):.4f}, "
+          f"Stillmaker-Baas, an estimate):")  # fmt: skip
     for row in gate.rows():
-        print(f"  {row['row']:<12} gate {row['gate_pj_per_mac_45nm']:.4f} pJ/MAC, model "
-              f"{row['model_pj_per_mac_45nm']:.4f} pJ/MAC, ratio {row['ratio']:.2f}")  # fmt: skip
+        print(f"  {row['row']:<12} gate {row['gate_pj_per_mac_180nm']:.3f} pJ/MAC, model "
+              f"{row['model_pj_per_mac_180nm']:.3f} pJ/MAC, "
+              f"model/gate {row['ratio']:.3f}")  # fmt: skip
     print(f"  OpenSTA files: {p.directory}")

@@ -94,3 +94,107 @@ def test_a_memory_wider_than_a_macro_is_tiled_from_macros_side_by_side():
     assert "2 macros of 256 bits side by side" in wide.source
     odd = tiled_memory(600, 64, node_nm=45)  # three macros of 200 bits
     assert odd.area_um2 == pytest.approx(3 * sram_macro(200, 64, node_nm=45).area_um2)
+
+
+def test_the_energy_model_prices_a_buffer_access_at_its_tiled_macro():
+    """16x16 OS int8: the C buffer's 512-bit words come from two 256-bit 2r1w macros of 1,024
+    words (CACTI's rows at 45 nm, read here); A's and B's 128-bit words from one 1r1w macro.
+    One C read through energy() costs two macro reads; an untiled 512-bit array would not."""
+    from systolic.contract.config import ArrayConfig
+    from systolic.models.energy import energy, load_coefficients
+
+    config = ArrayConfig("os", 16, 16)
+    co = load_coefficients()
+    assert co.node_nm == 45
+
+    def sram_pj(**counters) -> float:
+        c = {"cycles": 0, "stream_cycles": 0, "a_reads": 0, "b_reads": 0, "c_reads": 0,
+             "c_writes": 0} | counters  # fmt: skip
+        return energy(config, c, {}, {}, 1, co).components["sram"]
+
+    c_row = _row("0.045", "2r1w", 256, 1024)
+    assert sram_pj(c_reads=1) == pytest.approx(2 * float(c_row["read_energy_pJ"]))
+    assert sram_pj(c_reads=1) != pytest.approx(float(_row("0.045", "2r1w", 512, 1024)[
+        "read_energy_pJ"]))  # fmt: skip
+    a_row = _row("0.045", "1r1w", 128, 1024)
+    assert sram_pj(a_reads=1) == pytest.approx(float(a_row["read_energy_pJ"]))
+    assert sram_pj(c_writes=1) == pytest.approx(2 * float(c_row["write_energy_pJ"]))
+
+
+def _presets_file() -> dict:
+    """The DRAM devices' file, read here without models/technology.py."""
+    import tomllib
+
+    return tomllib.loads(technology.DRAM_FILE.read_text())["device"]
+
+
+def test_every_memory_preset_has_its_own_cited_energy_per_bit():
+    from systolic.contract.memory import DRAM_PRESETS, Memory
+
+    devices = _presets_file()
+    assert set(devices) == set(DRAM_PRESETS)
+    for name, entry in devices.items():
+        energy = technology.dram_energy(Memory.preset(name))
+        assert energy.read_pj_per_bit == entry["read_pj_per_bit"]
+        assert energy.write_pj_per_bit == entry["write_pj_per_bit"]
+        assert entry["low_pj_per_bit"] <= entry["read_pj_per_bit"] <= entry["high_pj_per_bit"]
+        assert len(entry["source"]) > 20, name
+    # the kinds of memory differ: HBM2E, LPDDR5, LPDDR4X and DDR4 in that order per bit
+    per_bit = [
+        devices[n]["read_pj_per_bit"]
+        for n in ("hbm2e-stack", "lpddr5-6400-x64", "lpddr4x-4266-x16", "ddr4-3200-x64")
+    ]
+    assert per_bit == sorted(per_bit) and len(set(per_bit)) == 4
+
+
+def test_two_memories_differ_in_energy_by_their_bits_prices():
+    """One point behind LPDDR4X and behind HBM2E: the DRAM energy of each is its bits times
+    its device's figures (read for A and B, written for C), from the file; the rest of the
+    energy differs only by what the memories' speeds change."""
+    from systolic.contract.config import ArrayConfig
+    from systolic.contract.memory import Memory
+    from systolic.models.energy import load_coefficients
+    from systolic.workloads.evaluate import model_record
+    from systolic.workloads.library import Gemm, Workload
+
+    config = ArrayConfig("ws", 8, 8)
+    work = Workload("g", "g", "gemm", 1, None, (Gemm("g", 64, 96, 80),))
+    devices = _presets_file()
+    drams = {}
+    for name in ("lpddr4x-4266-x16", "hbm2e-stack"):
+        r = model_record(config, work, Memory.preset(name), load_coefficients(), "random", 0)
+        width = {"a": 64, "b": 64, "c": 256}  # WS 8x8 int8 words: 8 x 8, 8 x 8, 8 x 32 bits
+        read = r["offchip_words"]["a"] * width["a"] + r["offchip_words"]["b"] * width["b"]
+        written = r["offchip_words"]["c"] * width["c"]
+        dev = devices[name]
+        assert r["components_pj"]["dram"] == pytest.approx(
+            read * dev["read_pj_per_bit"] + written * dev["write_pj_per_bit"]
+        )
+        assert r["priced_by"]["dram"]["source"] == dev["source"]
+        drams[name] = r["components_pj"]["dram"]
+    assert drams["lpddr4x-4266-x16"] > 1.4 * drams["hbm2e-stack"]
+
+
+def test_a_memory_without_a_preset_needs_its_own_energy():
+    from systolic.contract.memory import DramEnergy, Memory
+
+    own = Memory("mine", 10.0, 50.0, energy=DramEnergy(1.0, 2.0, 0.5, 3.0, "my datasheet"))
+    assert technology.dram_energy(own).write_pj_per_bit == 2.0
+    with pytest.raises(ValueError, match="memory 'bare' has no energy per bit: give it a preset"):
+        technology.dram_energy(Memory("bare", 10.0, 50.0))
+    with pytest.raises(ValueError, match="read energy 5 pJ/bit must lie in its range"):
+        DramEnergy(5.0, 2.0, 0.5, 3.0, "x")
+    with pytest.raises(ValueError, match="a DRAM energy needs a source"):
+        DramEnergy(1.0, 2.0, 0.5, 3.0, " ")
+
+
+def test_the_sram_range_is_what_cacti_and_the_published_figures_disagree_by():
+    """Horowitz (ISSCC 2014): 64-bit reads of 8 KB, 32 KB and 1 MB SRAMs cost 10, 20 and 100 pJ;
+    the default technology's SRAM range spans those over CACTI's for the same memories."""
+    from systolic.models.energy import load_coefficients
+
+    ratios = [pj / sram_macro(64, kib * 1024 * 8 // 64, node_nm=45).read_pj
+              for kib, pj in ((8, 10.0), (32, 20.0), (1024, 100.0))]  # fmt: skip
+    low, high = load_coefficients().sram_range
+    assert low == pytest.approx(min(ratios), abs=1e-3)
+    assert high == pytest.approx(max(ratios), abs=1e-3)

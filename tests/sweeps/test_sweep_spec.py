@@ -53,11 +53,21 @@ WORKLOAD_1 = "  - gemm: {m: 3, k: 9, n: 4}\n    count: 3"
          ":10: memory.0.gb_per_s: must be a positive number, not -8"),
         ("evaluate:", "memory: [hbm2e-pc, {preset: hbm2e-pc}]\nevaluate:",
          ":10: memory: memory names must differ"),
+        ("evaluate:", "memory: [{gb_per_s: 8, latency_ns: 50}]\nevaluate:",
+         ":10: memory.0: a memory without a preset needs its energy per bit: read_pj_per_bit, "
+         "write_pj_per_bit, energy_source"),
+        ("evaluate:", "memory: [{preset: hbm2e-pc, read_pj_per_bit: 3}]\nevaluate:",
+         ":10: memory.0: a memory's own energy needs read_pj_per_bit, write_pj_per_bit, "
+         "energy_source; missing write_pj_per_bit, energy_source"),
+        ("evaluate:", "memory: [{preset: hbm2e-pc, read_pj_per_bit: 3, write_pj_per_bit: 3, "
+         "energy_source: me, high_pj_per_bit: 2}]\nevaluate:",
+         ":10: memory.0: the read energy 3 pJ/bit must lie in its range [3, 2]"),
     ],
     ids=["unknown-key", "array-format", "array-range", "precision", "wrong-type", "missing",
          "key-of-other-kind", "rtl-mode", "unknown-model", "yaml-syntax", "batch-0",
          "batch-negative", "seq-0", "sample-0", "timeout", "max-macs", "no-coefficients",
-         "memory-preset", "memory-missing", "memory-negative", "memory-names"],
+         "memory-preset", "memory-missing", "memory-negative", "memory-names",
+         "memory-no-energy", "memory-energy-part", "memory-energy-range"],
 )  # fmt: skip
 def test_spec_errors_name_line_and_key(tmp_path, old, new, message):
     assert old in TINY
@@ -108,3 +118,11 @@ def test_memory_is_an_axis(tmp_path):
     assert (dram.bandwidth, dram.latency) == (4, 50)
     assert [m.name for m in load_spec(write_spec(tmp_path, TINY)).memories] == [
         "lpddr4x-4266-x32"]  # fmt: skip
+    # a preset's numbers replaced keep its device's energy; a memory may give its own
+    assert (fast.device, slow.device, slow.energy) == ("hbm2e-pc", "hbm2e-pc", None)
+    text = TINY.replace("evaluate:", "memory:\n  - {name: mine, gb_per_s: 4, latency_ns: 90, "
+                        "read_pj_per_bit: 7, write_pj_per_bit: 8, energy_source: lab}\n"
+                        "evaluate:")  # fmt: skip
+    (mine,) = load_spec(write_spec(tmp_path, text)).memories
+    assert (mine.energy.read_pj_per_bit, mine.energy.spread, mine.energy.source) == (
+        7.0, (1.0, 1.0), "lab")  # fmt: skip
