@@ -9,9 +9,10 @@ configuration's structure:
 
 - every toggle group's bit flips (multiplier operands, accumulator, pipeline, stationary and
   edge registers, buffer ports, control registers), each group its own price, and the
-  accumulator's flips once more for the adder logic behind them, and the share of those in
-  PEs that add a live partial sum once more (in WS and IS the first row adds its product to
-  zero: at the gate level its PEs cost about 40% of the others');
+  accumulator's flips once more for the adder logic behind them, the edge registers' for the
+  muxes they feed, the multiplier's in OS (both operands move), and the accumulator's in
+  the PEs that add a live partial sum once more (in WS and IS the first row adds its product
+  to zero: at the gate level its PEs cost about 40% of the others');
 - the multiply-accumulates the PEs do, padding included (PEs x streamed cycles): the adder's
   and the multiplier's work per operation, whatever the bits;
 - the flips of the PEs' flags (valid, bank, last), which steer each PE's muxes: many more
@@ -39,6 +40,7 @@ TERMS: dict[str, tuple[str, str]] = {
     "pipeline": ("pipeline", "bit flips of the registers passing operands between PEs"),
     "stationary": ("stationary", "bit flips of the stationary operand registers"),
     "edge": ("edge", "bit flips of the skew and de-skew registers"),
+    "edge_mux": ("edge", "bit flips of the skew and de-skew registers, for the muxes they feed"),
     "multiplier_both": (
         "multiplier",
         "multiplier operand bit flips while the other operand moves "
@@ -82,6 +84,8 @@ def logic_events(config: ArrayConfig, counters: dict[str, int],
         elif component == "control" or klass == "control":
             klass = "overhead"
         events.append((component, klass, flips))
+        if component == "edge":
+            events.append(("edge_mux", klass, flips))
         if component == "multiplier" and config.dataflow is Dataflow.OS:
             events.append(("multiplier_both", klass, flips))
         if component == "accumulator":

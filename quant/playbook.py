@@ -80,24 +80,34 @@ def _per_sample_shapes(net: Net, x1) -> list[tuple[int, int, int]]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _layer_energy(precision: str, out_precision: str | None, rows: int, shape, batch: int) -> float:
+def _layer_energy(precision: str, out_precision: str | None, rows: int, shape, batch: int
+                  ) -> tuple[float, float, float]:  # fmt: skip
+    """A layer's model energy (pJ) and the low and high ends of its range."""
     config = layer_config(precision, rows, out_precision)
     m, k, n = shape
     work = Workload("layer", "layer", "gemm", batch, None, (Gemm("layer", m * batch, k, n),))
     record = model_record(config, work, Memory.preset(DEFAULT_MEMORY_PRESET),
                           load_coefficients(), "random", 0)  # fmt: skip
-    return record["energy_pj"]
+    return (record["energy_pj"], *record["energy_range_pj"])
 
 
-def energy_per_inference(precisions, shapes, rows: int, batch: int) -> float:
-    """Model energy (pJ) per sample of a mix, the array running ``batch`` samples at a time,
-    each layer in its own mode (requantizing into the next layer's width)."""
-    total = 0.0
+def energy_range_per_inference(precisions, shapes, rows: int, batch: int
+                               ) -> tuple[float, float, float]:  # fmt: skip
+    """Model energy (pJ) per sample of a mix and its range (the energy model's, every term at
+    its low or its high end), the array running ``batch`` samples at a time, each layer in its
+    own mode (requantizing into the next layer's width)."""
+    total = [0.0, 0.0, 0.0]
     for i, (p, shape) in enumerate(zip(precisions, shapes, strict=True)):
         nxt = precisions[i + 1] if i + 1 < len(precisions) else None
         out = nxt if p.startswith("int") and nxt and nxt.startswith("int") else None
-        total += _layer_energy(p, out, rows, shape, batch)
-    return total / batch
+        for j, pj in enumerate(_layer_energy(p, out, rows, shape, batch)):
+            total[j] += pj
+    return total[0] / batch, total[1] / batch, total[2] / batch
+
+
+def energy_per_inference(precisions, shapes, rows: int, batch: int) -> float:
+    """Model energy (pJ) per sample of a mix (:func:`energy_range_per_inference`)."""
+    return energy_range_per_inference(precisions, shapes, rows, batch)[0]
 
 
 def _kurtosis(x) -> float:
@@ -304,7 +314,10 @@ def run_model(spec: str, opts: Options) -> dict:
                                                             opts.rows),
                       "energy_pj": energy(["bf16"] * L)})  # fmt: skip
     retention.append({"name": f"chosen mix {'/'.join(chosen['precisions'])}",
-                      "test": figures["accuracy"], "energy_pj": chosen["energy_pj"]})  # fmt: skip
+                      "test": figures["accuracy"], "energy_pj": chosen["energy_pj"],
+                      "energy_range_pj": list(energy_range_per_inference(
+                          chosen["precisions"], shapes, opts.rows,
+                          opts.energy_batch)[1:])})  # fmt: skip
     for r in retention:
         r["retention"] = r["test"] / float_test if float_test else 0.0
     return {

@@ -22,6 +22,11 @@ def _pct(x) -> str:
     return "-" if x is None else f"{100 * x:.2f}%"
 
 
+def _nj_range(pj) -> str:
+    """`` (low to high)`` of an energy range in nJ, or nothing."""
+    return f" ({pj[0] / 1e3:.4g} to {pj[1] / 1e3:.4g})" if pj else ""
+
+
 def _nj(pj) -> str:
     return "-" if pj is None else f"{pj / 1e3:,.1f}"
 
@@ -86,7 +91,8 @@ def _model_blocks(r: dict, out: Path) -> list:
                    f"sample at batch {r['energy_batch']} on the {r['rows']}x{r['rows']} WS "
                    f"array, each layer in its own mode."))  # fmt: skip
     b.append(("table", ["deployment", "test accuracy", "retention", "nJ/inference"],
-              [[row["name"], _pct(row["test"]), _pct(row["retention"]), _nj(row["energy_pj"])]
+              [[row["name"], _pct(row["test"]), _pct(row["retention"]),
+                _nj(row["energy_pj"]) + _nj_range(row.get("energy_range_pj"))]
                for row in r["retention"]]))  # fmt: skip
     b.append(("h3", "Deployment checks (chosen mix)"))
     b.append(("list", [f"{'PASS' if c['passed'] else 'FAIL'} {c['name']}: {c['detail']}"

@@ -15,6 +15,7 @@ from systolic.contract.dma import place
 from systolic.contract.memory import Memory
 from systolic.models.device import predict_device
 from systolic.models.energy import Coefficients, load_coefficients
+from systolic.models.technology import dram_energy
 from systolic.workloads.evaluate import gemm_chunk, model_record
 from systolic.workloads.library import CNNS, TRANSFORMERS, Workload, cnn, transformer
 
@@ -48,6 +49,9 @@ class ModelService:
         self.clock_mhz = clock_mhz or self.coefficients.clock_mhz
         self.data, self.seed = data, seed
         self.records: dict[tuple, dict] = {}
+        #: the busy energy of the batches served since the last reset, by uncertain term
+        self.tally: dict[str, float] = {}
+        self.ranges = self.coefficients.ranges(dram_energy(memory))
 
     def record(self, kind: int, batch: int, length: int, phase: str = "prefill") -> dict:
         """The model's record of the batch (cached)."""
@@ -59,11 +63,28 @@ class ModelService:
         return self.records[key]
 
     def __call__(self, kind: int, batch: int, length: int) -> tuple[float, float]:
-        return _busy(self.record(kind, batch, length))
+        return self._busy(self.record(kind, batch, length))
 
     def step(self, kind: int, batch: int, length: int, phase: str) -> tuple[float, float]:
         """A generation step (:func:`serving.generation.generate`)."""
-        return _busy(self.record(kind, batch, length, phase))
+        return self._busy(self.record(kind, batch, length, phase))
+
+    def _busy(self, record: dict) -> tuple[float, float]:
+        seconds, energy = _busy(record)
+        terms = dict(record["energy_terms_pj"])
+        terms["logic"] -= record["components_pj"]["leakage"]  # leakage: a power, apart
+        for term, pj in terms.items():
+            self.tally[term] = self.tally.get(term, 0.0) + pj
+        return seconds, energy
+
+    def busy_range(self) -> tuple[float, float]:
+        """The range of the busy energy tallied since the last reset, as factors of it: each
+        term at its low and its high end (:meth:`models.energy.Coefficients.ranges`)."""
+        total = sum(self.tally.values())
+        if not total:
+            return 1.0, 1.0
+        return (sum(pj * self.ranges[t][0] for t, pj in self.tally.items()) / total,
+                sum(pj * self.ranges[t][1] for t, pj in self.tally.items()) / total)  # fmt: skip
 
 
 def _busy(record: dict) -> tuple[float, float]:

@@ -95,6 +95,16 @@ def check_slas(spec: ServingSpec, fmax: dict | None = None) -> None:
                     f"configuration and clock); no load meets it")  # fmt: skip
 
 
+def _busy_range(services) -> tuple[float, float]:
+    """The range factors of the busy energy the services tallied in one run."""
+    total = sum(sum(sv.tally.values()) for sv in services)
+    if not total:
+        return 1.0, 1.0
+    ends = [sum(sv.busy_range()[i] * sum(sv.tally.values()) for sv in services) / total
+            for i in (0, 1)]  # fmt: skip
+    return ends[0], ends[1]
+
+
 def run_study(spec: ServingSpec, progress=None) -> list[dict]:
     """Every operating point's record (see module), in the spec's order."""
     coefficients = load_coefficients(spec.coefficients)
@@ -138,7 +148,10 @@ def _point(config, s: Stream, requests, policy, points, services, idle: IdlePowe
         m = measure(served)
         return served, m, m.p99_s, m.throughput_rps
 
+    for service in services:
+        service.tally.clear()
     served, m, p99, _ = run(requests)
+    busy_range = _busy_range(services)
     latency = (served.first_token if s.generation else served.finish) - requests.arrivals
     clamp_cost = 0.0
     if envelope is not None and served.clamps:  # the same stream with no budget
@@ -191,6 +204,12 @@ def _point(config, s: Stream, requests, policy, points, services, idle: IdlePowe
         "metrics": m.to_dict(),
         "p99_s": p99,
         "energy_per_unit_pj": per,  # per inference, or per output token for generation
+        # its range: the busy energy's terms at their ends, idle and leakage at the logic's
+        "energy_per_unit_range_pj": [
+            per["busy_pj"] * busy_range[i]
+            + (per["idle_pj"] + per["leakage_pj"]) * services[0].ranges["logic"][i]
+            for i in (0, 1)
+        ],  # fmt: skip
         "unit": "token" if s.generation else "inference",
         "power_w": power_w,
         "clamps": served.clamps,

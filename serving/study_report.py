@@ -50,6 +50,7 @@ def _rows(records: list[dict], front_ids: set) -> list[list[str]]:
     rows = []
     for r in records:
         m, e = r["metrics"], r["energy_per_unit_pj"]
+        lo, hi = r["energy_per_unit_range_pj"]
         p50 = m.get("p50_s", m.get("ttft_p50_s"))
         rates = ", ".join(
             f"{c['sla_p99_ms']:g} ms: " + (f"{c['max_rate_rps']:.3g}/s" if c["max_rate_rps"]
@@ -60,7 +61,8 @@ def _rows(records: list[dict], front_ids: set) -> list[list[str]]:
         rows.append([r["stream"], _label(r), f"{r['offered_rps']:.3g}", f"{p50 * 1e3:.3g}",
                      f"{r['p99_s'] * 1e3:.3g}", rates,
                      f"{e['total_pj'] / 1e6:.4g} ({e['busy_pj'] / 1e6:.3g} / "
-                     f"{e['idle_pj'] / 1e6:.3g} / {e['leakage_pj'] / 1e6:.3g})",
+                     f"{e['idle_pj'] / 1e6:.3g} / {e['leakage_pj'] / 1e6:.3g}; range "
+                     f"{lo / 1e6:.3g} to {hi / 1e6:.3g})",
                      f"{r['power_w']:.3g}", _clamps(r), mark])  # fmt: skip
     return rows
 

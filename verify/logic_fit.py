@@ -18,6 +18,7 @@ prices to ``models/coefficients/logic_osu018.toml``.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ import numpy as np
 from scipy.optimize import nnls
 from systolic.contract.config import ArrayConfig
 from systolic.models.cycles import predict
-from systolic.models.energy import DEFAULT_COEFFICIENTS
+from systolic.models.energy import DEFAULT_COEFFICIENTS, load_coefficients, model_energy
 from systolic.models.logic import TERMS, logic_events
 from systolic.models.toggles import flag_flips, predict_toggles
 
@@ -44,7 +45,7 @@ PARTS = {
     "mesh_flops": (("pe_array", "edge"), "flops",
                    ("mesh_clock", "pipeline", "stationary", "edge", "accumulator")),
     "mesh_logic": (("pe_array", "edge"), "logic",
-                   ("multiplier", "multiplier_both", "adder", "mac", "psum_add", "flag",
+                   ("multiplier", "multiplier_both", "adder", "mac", "psum_add", "flag", "edge_mux",
                     "clock_tree", "pe_cycle")),
     "device": (("buffers", "controller", "dma", "control"), "all",
                ("buffer", "control", "buffer_cycle", "device_cycle")),
@@ -60,8 +61,6 @@ def _point(record: dict) -> Point:
 
 @cache
 def _events(key: str, record_json: str) -> dict[str, float]:
-    import json
-
     record = json.loads(record_json)
     point = _point(record)
     assert point.key == key
@@ -78,8 +77,6 @@ def _events(key: str, record_json: str) -> dict[str, float]:
 
 def events(record: dict) -> dict[str, float]:
     """Each term's count for a measured point, from the model's view of its GEMM."""
-    import json
-
     return _events(record["key"], json.dumps(record, sort_keys=True))
 
 
@@ -147,9 +144,6 @@ def node_range() -> tuple[float, float, str]:
     add) against the fitted arithmetic scaled from 0.18 um (the compute energy per MAC of a
     random int8 GEMM on WS 16x16, the technology's nominal figure): the low end; the scaled
     figure itself: the high end."""
-    import numpy as np
-    from systolic.models.energy import load_coefficients, model_energy
-
     config = ArrayConfig("ws", 16, 16)
     rng = np.random.default_rng(0)
     a, b = rng.integers(-128, 128, (128, 256)), rng.integers(-128, 128, (256, 128))
@@ -217,6 +211,14 @@ def main(argv: list[str] | None = None) -> int:
         for part in ROWS:
             cells.append(f"{gate_pj(r, part) / w:>10.1f} {f.error(r, part) * 100:>+7.1f}%")
         print(f"{r['key']:<46} {r['role']:<9} " + " ".join(cells))
+    print("\nworst model error by role and dataflow (mesh / the device's logic):")
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in records:
+        groups.setdefault((r["role"], r["config"]["dataflow"]), []).append(r)
+    for (role, dataflow), rs in sorted(groups.items()):
+        worst = [max((f.error(r, part) for r in rs), key=abs) for part in ROWS]
+        print(f"  {role:<9} {dataflow}: {len(rs):>3} points, mesh {worst[0]:+.1%}, "
+              f"logic {worst[1]:+.1%}")  # fmt: skip
     return 0
 
 

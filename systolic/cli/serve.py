@@ -55,5 +55,7 @@ def run(args: argparse.Namespace) -> int:
     for r in front:
         print(f"  {r['stream']}, P99 <= {r['sla_p99_ms']:g} ms: {r['config_name']} at "
               f"{r['clock_mhz']:g} MHz, {r['policy']}: {r['capacity_rps']:.3g} req/s, "
-              f"{r['energy_per_unit_pj']['total_pj'] / 1e6:.4g} uJ per {r['unit']}")  # fmt: skip
+              f"{r['energy_per_unit_pj']['total_pj'] / 1e6:.4g} uJ per {r['unit']} "
+              f"({r['energy_per_unit_range_pj'][0] / 1e6:.3g} to "
+              f"{r['energy_per_unit_range_pj'][1] / 1e6:.3g})")  # fmt: skip
     return 0

@@ -83,11 +83,11 @@ def test_help_explains_every_option():
 
 
 def test_cli_bad_coefficients_file(tmp_path):
-    bad = coefficients_with(tmp_path, "edge = { value = 0.009", "edge = { value = -1")
+    bad = coefficients_with(tmp_path, "per_pe = { value = 0.01", "per_pe = { value = -1")
     r = run_cli("sim", "--dataflow", "ws", "--rows", "2", "--cols", "2", "--m", "2", "--k", "2",
                   "--n", "2", "--energy", "--coefficients", str(bad))  # fmt: skip
     assert r.returncode == 2
-    assert "toggle.edge: value must be >= 0" in r.stderr
+    assert "leakage.per_pe: value must be >= 0" in r.stderr
     assert "Traceback" not in r.stderr
 
 

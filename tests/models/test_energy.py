@@ -83,7 +83,7 @@ per_sram_kib = { value = 0.25, source = "test" }
 HAND_PRICES = {"multiplier": 1, "accumulator": 2, "adder": 3, "pipeline": 4, "stationary": 5,
                "edge": 6, "buffer": 7, "control": 8, "mac": 9, "mesh_clock": 10, "pe_cycle": 11,
                "buffer_cycle": 12, "device_cycle": 13, "multiplier_both": 14, "psum_add": 15,
-               "clock_tree": 16, "flag": 17}  # fmt: skip
+               "clock_tree": 16, "flag": 17, "edge_mux": 18}  # fmt: skip
 HAND_LOGIC = """
 name = "hand_logic"
 node_nm = 90
@@ -132,7 +132,7 @@ def test_every_pricing_path_in_picojoules(tmp_path):
     # the flags: 8 x 4 x 6 in one command of 2 x 3 tiles, streamed back to back: valid rises
     # and falls once, the bank flag moves 6 times, on each of the 4 PEs
     assert pj["pipeline"] == 100 * 4 + (2 + 6) * 4 * 17
-    assert (pj["stationary"], pj["edge"]) == (10 * 5, 50 * 6)
+    assert (pj["stationary"], pj["edge"]) == (10 * 5, 50 * 6 + 50 * 18)  # registers, muxes
     assert (pj["buffer"], pj["control"]) == (7 * 7, 20 * 8)
     # the 2x2 WS mesh has 4 PEs of a 10-bit lane (8 + valid + bank), a 32-bit partial sum and two
     # 8-bit weights, plus one 10-bit skew register (row 1), one 8-bit preload skew register
@@ -155,7 +155,9 @@ def test_every_pricing_path_in_picojoules(tmp_path):
     )  # the flags are overhead
     assert t["weight"] == pytest.approx({"array": 50, "buffer": sram["weight"], "offchip": 128})
     assert t["psum"] == pytest.approx({"array": 64, "buffer": sram["psum"], "offchip": 0})
-    assert t["output"] == pytest.approx({"array": 300, "buffer": sram["output"], "offchip": 384})
+    assert t["output"] == pytest.approx(
+        {"array": 50 * 24, "buffer": sram["output"], "offchip": 384}
+    )
     assert t["compute"]["array"] == 16 + 32 * 3 + 16 * 15 + 4 * 16 * 9
     assert t["overhead"]["array"] == pytest.approx(160 + 8 * 4 * 17 + pj["clock"] + pj["device"]
                                                    + pj["leakage"])  # fmt: skip

@@ -34,7 +34,9 @@ def test_every_term_is_counted_once_per_event():
         counts[term] = counts.get(term, 0) + count
     assert set(counts) <= set(TERMS)
     assert counts["accumulator"] == counts["adder"] == 11  # the register, and the adder's logic
-    assert counts["mac"] == 6 * 20 and counts["flag"] == 29
+    assert counts["mac"] == 6 * 20 and counts["flag"] == 29 and counts["edge_mux"] == 17
+    # OS: both operands move, the multiplier's flips again; every PE adds a live partial sum
+    assert counts["multiplier_both"] == 7 and counts["psum_add"] == 11
     # OS 2x3 int8: PEs of a 10-bit lane, an 8-bit B register and a 32-bit accumulator (300
     # bits), a 10-bit skew register in row 1 and 8 + 32-bit column skews in columns 1 and 2
     # (3 of each): 300 + 10 + 120 = 430 bits; words A 16, B 24, C 96 bits

@@ -45,6 +45,10 @@ def test_short_playbook_run_passes_its_checks(tmp_path):
     assert chosen["val"] >= record["floor"] * record["float"]["val"]
     assert not any(m["val"] >= chosen["val"] and m["energy_pj"] < chosen["energy_pj"]
                    for m in record["mixes"])  # fmt: skip
+    # the chosen mix's energy carries the energy model's range, as every other answer does
+    row = next(r for r in record["retention"] if r.get("energy_range_pj"))
+    low, high = row["energy_range_pj"]
+    assert low < row["energy_pj"] == chosen["energy_pj"] < high
     md = (out / "quantize.md").read_text()
     for heading in ("## Summary", "### Calibration", "### Mixed precision",
                     "### Deployment checks (chosen mix)"):  # fmt: skip

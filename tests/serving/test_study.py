@@ -8,7 +8,9 @@ import json
 
 import pytest
 from systolic.contract.config import ArrayConfig
-from systolic.models.technology import factor
+from systolic.contract.memory import Memory
+from systolic.models.energy import load_coefficients
+from systolic.models.technology import dram_energy, factor
 from systolic.serving.study import run_study
 from systolic.serving.study_report import frontier
 from systolic.serving.study_spec import load_serving_spec
@@ -64,9 +66,17 @@ def test_a_study_from_spec_to_report(tmp_path):
         for a, b in zip(one["capacity"], two["capacity"], strict=True):
             if a["max_rate_rps"]:
                 assert b["max_rate_rps"] > 1.5 * a["max_rate_rps"], (one["policy"], a, b)
+    ranges = load_coefficients().ranges(dram_energy(Memory.preset("lpddr4x-4266-x16")))
     for x in records:
         e = x["energy_per_unit_pj"]
         assert e["total_pj"] == pytest.approx(e["busy_pj"] + e["idle_pj"] + e["leakage_pj"])
+        # the range: the busy energy's terms at their ends, idle and leakage at the logic's
+        low, high = x["energy_per_unit_range_pj"]
+        assert low < e["total_pj"] < high
+        ends = list(ranges.values())
+        rest = e["idle_pj"] + e["leakage_pj"]
+        assert low >= e["busy_pj"] * min(r[0] for r in ends) + rest * ranges["logic"][0] - 1e-6
+        assert high <= e["busy_pj"] * max(r[1] for r in ends) + rest * ranges["logic"][1] + 1e-6
         assert x["latency_quantiles_s"][99] == pytest.approx(x["p99_s"])
         slas = [c["sla_p99_ms"] for c in x["capacity"]]
         met = [s for s in slas if x["p99_s"] * 1e3 <= s] if x["power_w"] <= 0.5 else []
