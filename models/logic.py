@@ -30,11 +30,15 @@ from systolic.contract.activity import COMPONENTS, datapath_flop_bits
 from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.contract.layouts import layouts
 
-__all__ = ["TERMS", "logic_events"]
+__all__ = ["FITTED_WIDTH", "TERMS", "logic_events", "multiplier_scale"]
 
 #: Each priced term: (the energy component it adds to, what it counts).
 TERMS: dict[str, tuple[str, str]] = {
-    "multiplier": ("multiplier", "multiplier operand bit flips"),
+    "multiplier": (
+        "multiplier",
+        "multiplier operand bit flips, each times the partial products "
+        "it reaches over an int8 multiplier's (multiplier_scale)",
+    ),
     "accumulator": ("accumulator", "accumulator register bit flips (the adder's output)"),
     "adder": ("accumulator", "accumulator bit flips, for the adder's logic that makes them"),
     "pipeline": ("pipeline", "bit flips of the registers passing operands between PEs"),
@@ -65,6 +69,21 @@ TERMS: dict[str, tuple[str, str]] = {
 assert set(COMPONENTS) <= set(TERMS)
 
 
+#: The operand width the multiplier's prices are fitted at (int8 devices).
+FITTED_WIDTH = 8
+
+
+def multiplier_scale(config: ArrayConfig) -> float:
+    """What an operand bit flip drives in this configuration's multiplier, over an int8
+    multiplier's: a flip of one operand's bit reaches a row of the array of partial products as
+    wide as the other operand, so on average ``2 wa wb / (wa + wb)`` cells (``w`` for equal
+    widths), over 8. bf16 multiplies 8-bit significands."""
+    if config.number == "bf16":
+        return 1.0
+    wa, wb = config.mesh_widths
+    return 2 * wa * wb / (wa + wb) / FITTED_WIDTH
+
+
 def logic_events(config: ArrayConfig, counters: dict[str, int],
                  toggles: dict[tuple[str, str], int], *, flags: int = 0,
                  cycles: int | None = None) -> list[tuple[str, str, float]]:  # fmt: skip
@@ -81,6 +100,7 @@ def logic_events(config: ArrayConfig, counters: dict[str, int],
             raise ValueError(f"unknown activity component {component!r}")
         if component == "multiplier":
             klass = "compute"
+            flips *= multiplier_scale(config)
         elif component == "control" or klass == "control":
             klass = "overhead"
         events.append((component, klass, flips))
