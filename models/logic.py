@@ -13,6 +13,8 @@ configuration's structure:
   muxes they feed, the multiplier's in OS (both operands move), and the accumulator's in
   the PEs that add a live partial sum once more (in WS and IS the first row adds its product
   to zero: at the gate level its PEs cost about 40% of the others');
+- with bf16 operands, the multiplier's and the accumulator's flips once more, for what float
+  arithmetic adds (exponents, alignment, normalization), fitted to the bf16 points apart;
 - the multiply-accumulates the PEs do, padding included (PEs x streamed cycles): the adder's
   and the multiplier's work per operation, whatever the bits;
 - the flips of the PEs' flags (valid, bank, last), which steer each PE's muxes: many more
@@ -57,6 +59,15 @@ TERMS: dict[str, tuple[str, str]] = {
         "accumulator",
         "accumulator bit flips of the PEs that add a live partial sum: "
         "every PE in OS, all but the first row in WS and IS (which adds to zero)",
+    ),
+    "multiplier_fp": (
+        "multiplier",
+        "bf16 multiplier operand bit flips, for the exponent adder "
+        "and the normalization a float multiply adds",
+    ),
+    "adder_fp": (
+        "accumulator",
+        "fp32 accumulator bit flips, for the alignment and normalization shifts a float add adds",
     ),
     "flag": ("pipeline", "flips of the PEs' valid, bank and last flags, which steer their muxes"),
     "mesh_clock": ("clock", "mesh flip-flop bits x cycles"),
@@ -111,6 +122,9 @@ def logic_events(config: ArrayConfig, counters: dict[str, int],
         if component == "accumulator":
             events.append(("adder", "compute", flips))
             events.append(("psum_add", "compute", flips * chained / config.rows))
+        if config.number == "bf16" and component in ("multiplier", "accumulator"):
+            events.append(({"multiplier": "multiplier_fp", "accumulator": "adder_fp"}[component],
+                           "compute", flips))  # fmt: skip
     mesh_bits = sum(datapath_flop_bits(config).values())
     words = sum(word.bits for name, word in layouts(config).items() if name in "abc")
     events += [

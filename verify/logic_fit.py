@@ -46,10 +46,15 @@ PARTS = {
                    ("mesh_clock", "pipeline", "stationary", "edge", "accumulator")),
     "mesh_logic": (("pe_array", "edge"), "logic",
                    ("multiplier", "multiplier_both", "adder", "mac", "psum_add", "flag", "edge_mux",
+                    "multiplier_fp", "adder_fp",
                     "clock_tree", "pe_cycle")),
     "device": (("buffers", "controller", "dma", "control"), "all",
                ("buffer", "control", "buffer_cycle", "device_cycle")),
 }  # fmt: skip
+#: The float terms, fitted apart on the bf16 devices' points of one tile's reduction (the
+#: int8 prices held), to the mesh's other logic the int8 terms leave unexplained; the bf16
+#: points of a long reduction check them.
+FLOAT = ("mesh_logic", ("multiplier_fp", "adder_fp"), "K <= rows")
 #: The rows a user reads: the mesh, and the device's whole logic (the mesh included).
 ROWS = {"mesh": ("mesh_flops", "mesh_logic"), "logic": tuple(PARTS)}
 
@@ -110,17 +115,33 @@ class Fit:
         return self.model_pj(record, part) / gate_pj(record, part) - 1
 
 
+def _nnls(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Non-negative prices minimizing the relative error of ``x @ prices`` against ``y``."""
+    scale = x.max(axis=0)
+    scale[scale == 0] = 1.0
+    solution, _ = nnls(x / scale / y[:, None], np.ones_like(y))
+    return solution / scale
+
+
 def fit(records: list[dict]) -> Fit:
-    """Fit every part's prices to the training points among ``records``."""
+    """Fit every part's prices to the training points among ``records``, then the float terms
+    (:data:`FLOAT`) to the bf16 points that train them."""
     train = [r for r in records if r["role"] == "train"]
-    prices: dict[str, float] = {}
+    prices: dict[str, float] = dict.fromkeys(TERMS, 0.0)
     for part, (_, _, terms) in PARTS.items():
         x = np.array([[events(r)[t] for t in terms] for r in train], dtype=float)
         y = np.array([gate_pj(r, part) for r in train])
-        scale = x.max(axis=0)
-        scale[scale == 0] = 1.0
-        solution, _ = nnls(x / scale / y[:, None], np.ones_like(y))
-        prices |= dict(zip(terms, solution / scale, strict=True))
+        prices |= dict(zip(terms, _nnls(x, y), strict=True))
+    part, terms, label = FLOAT
+    floats = [r for r in records if r["role"] == "precision" and r["label"] == label
+              and r["config"]["number"] == "bf16"]  # fmt: skip
+    if floats:
+        first = Fit(prices, records)
+        x = np.array([[events(r)[t] for t in terms] for r in floats], dtype=float)
+        rest = np.array([gate_pj(r, part) - first.model_pj(r, part) for r in floats])
+        y = np.array([gate_pj(r, part) for r in floats])
+        solution, _ = nnls(x / y[:, None], np.maximum(rest, 0) / y)
+        prices |= dict(zip(terms, solution, strict=True))
     return Fit(prices, records)
 
 

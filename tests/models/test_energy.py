@@ -83,7 +83,8 @@ per_sram_kib = { value = 0.25, source = "test" }
 HAND_PRICES = {"multiplier": 1, "accumulator": 2, "adder": 3, "pipeline": 4, "stationary": 5,
                "edge": 6, "buffer": 7, "control": 8, "mac": 9, "mesh_clock": 10, "pe_cycle": 11,
                "buffer_cycle": 12, "device_cycle": 13, "multiplier_both": 14, "psum_add": 15,
-               "clock_tree": 16, "flag": 17, "edge_mux": 18}  # fmt: skip
+               "clock_tree": 16, "flag": 17, "edge_mux": 18, "multiplier_fp": 19,
+               "adder_fp": 20}  # fmt: skip
 HAND_LOGIC = """
 name = "hand_logic"
 node_nm = 90

@@ -45,3 +45,17 @@ def test_every_term_is_counted_once_per_event():
     assert counts["device_cycle"] == 50
     with pytest.raises(ValueError, match="unknown activity component 'spare'"):
         logic_events(config, counters, {("spare", "compute"): 1})
+
+
+def test_a_multiplier_flip_reaches_a_row_of_partial_products_as_wide_as_the_other_operand():
+    from systolic.models.logic import multiplier_scale
+
+    assert multiplier_scale(ArrayConfig("ws", 2, 2)) == 1.0  # int8: the fitted width
+    assert multiplier_scale(ArrayConfig("ws", 2, 2, a_width=16, b_width=16, acc_width=48)) == 2
+    # 8 x 4 bits: a flip of A reaches 4 cells, of B 8; on average 2 * 32 / 12 = 5.33 of 8
+    assert multiplier_scale(ArrayConfig("os", 2, 2, b_width=4, acc_width=20)) == pytest.approx(
+        2 * 8 * 4 / 12 / 8)  # fmt: skip
+    # zero points widen both operands by a bit; bf16 multiplies 8-bit significands
+    zp = ArrayConfig("ws", 2, 2, zero_points=True, a_signed=False, b_signed=False)
+    assert multiplier_scale(zp) == pytest.approx(9 / 8)
+    assert multiplier_scale(ArrayConfig("ws", 2, 2, number="bf16")) == 1.0

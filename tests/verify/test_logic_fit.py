@@ -97,3 +97,23 @@ def test_the_node_scalings_range_is_the_published_datapath_over_the_scaled_fit()
     assert (low, high) == pytest.approx((0.3 / per_mac, 1.0))
     assert co.node_range == pytest.approx((low, high), abs=1e-4)
     assert low < 1  # the synthesized, scaled datapath costs more than the full-custom one
+
+
+#: int16 and bf16 (issue 32: "each get gate-level points"): the int8 prices and the width rule
+#: predict int16's mesh; the float terms are fitted to the bf16 points of one tile's reduction,
+#: those of a long one check them. Where a group misses the mesh's 15%, its bound and why: OS
+#: int16's mesh is over-predicted by 25% to 35% (measured at the commit of this line), the
+#: width rule doubling both of OS's multiplier terms; the gate level says the both-operands
+#: term grows less. Not resolved yet.
+PRECISION_GAPS = {("os", "int16"): 0.40}
+
+
+def test_int16_and_bf16_points_hold_the_mesh_bound(fitted):
+    checked = [r for r in fitted.records if r["role"] == "precision"
+               and not (r["config"]["number"] == "bf16" and r["label"] == "K <= rows")]  # fmt: skip
+    assert {r["config"]["number"] for r in checked} == {"int", "bf16"}
+    for r in checked:
+        c = r["config"]
+        precision = "bf16" if c["number"] == "bf16" else f"int{c['a_width']}"
+        bound = PRECISION_GAPS.get((c["dataflow"], precision), MESH)
+        assert abs(fitted.error(r, "mesh")) <= bound, (r["key"], fitted.error(r, "mesh"))
