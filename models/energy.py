@@ -42,6 +42,7 @@ from .sram import NODES as SRAM_NODES
 from .sram import buffer_macros
 from .technology import dram_energy, factor
 from .toggles import flag_flips, predict_toggles
+from .uncertainty import FIT, energy_range
 
 __all__ = [
     "DEFAULT_COEFFICIENTS",
@@ -108,8 +109,9 @@ class Coefficients:
     logic: dict[str, float]
     logic_node_nm: int
     logic_source: str
-    logic_range: tuple[float, float]  # the fit's error on held-out points
+    logic_range: tuple[float, float]  # the fit's error on held-out points (int8)
     node_range: tuple[float, float]  # the node scaling's
+    precision_ranges: dict[str, tuple[float, float]]  # the fit's on int16's and bf16's points
     sram_range: tuple[float, float]
     leakage: dict[str, float]
     path: str = ""
@@ -132,10 +134,19 @@ class Coefficients:
         """pJ per event of ``term`` at the technology's node."""
         return self.logic[term] * self.node_factor
 
-    def ranges(self, dram: DramEnergy) -> dict[str, tuple[float, float]]:
-        """Each uncertain term's range (:data:`UNCERTAIN`) behind the DRAM device ``dram``."""
-        (fl, fh), (nl, nh) = self.logic_range, self.node_range
-        return {"logic": (fl * nl, fh * nh), "sram": self.sram_range, "dram": dram.spread}
+    def ranges(self, dram: DramEnergy, config: ArrayConfig | None = None
+               ) -> dict[str, tuple[float, float]]:  # fmt: skip
+        """Each uncertain term's range (:data:`UNCERTAIN`) behind the DRAM device ``dram``,
+        shared between designs (the node scaling's on logic, SRAM's, DRAM's), and the logic
+        fit's own for ``config``'s arithmetic (:data:`models.uncertainty.FIT`)."""
+        return {"logic": self.node_range, "sram": self.sram_range, "dram": dram.spread,
+                FIT: self.fit_range(config)}  # fmt: skip
+
+    def fit_range(self, config: ArrayConfig | None) -> tuple[float, float]:
+        """The logic fit's range for ``config``'s arithmetic: int16's or bf16's points where
+        the logic file has them, else the int8 held-out points'."""
+        kind = fit_kind(config) if config is not None else "int8"
+        return self.precision_ranges.get(kind, self.logic_range)
 
 
 def _fail(path, key: str, problem: str) -> CoefficientsError:
@@ -180,13 +191,23 @@ def _toml(path: Path) -> dict:
         raise CoefficientsError(f"{path}: not valid TOML: {e}") from None
 
 
-def _logic_file(path: Path) -> tuple[dict[str, float], int, str, tuple[float, float]]:
-    """The fitted prices of a logic file: (prices, node, source, the fit's range)."""
+def fit_kind(config: ArrayConfig) -> str:
+    """The arithmetic a configuration's logic fit range is for: ``bf16``, ``int16`` (operands
+    wider than 8 bits) or ``int8`` (the fitted width and narrower)."""
+    if config.number == "bf16":
+        return "bf16"
+    return "int16" if max(config.a_width, config.b_width) > 8 else "int8"
+
+
+def _logic_file(path: Path) -> tuple[dict[str, float], int, str, tuple[float, float], dict]:
+    """The fitted prices of a logic file: (prices, node, source, the fit's range, its ranges
+    per arithmetic)."""
     raw = _toml(path)
     for key in raw:
-        if key not in ("name", "node_nm", "cell_library", "source", "range", "price"):
+        if key not in ("name", "node_nm", "cell_library", "source", "range", "price",
+                       "precision_range"):  # fmt: skip
             raise _fail(path, key, "unknown key; expected name, node_nm, cell_library, source, "
-                                   "range, price")  # fmt: skip
+                                   "range, precision_range, price")  # fmt: skip
     for key in ("name", "cell_library", "source"):
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise _fail(path, key, "missing (a string)")
@@ -206,8 +227,12 @@ def _logic_file(path: Path) -> tuple[dict[str, float], int, str, tuple[float, fl
             raise _fail(path, f"price.{key}", f"must be a number >= 0, not {value!r}")
     if "range" not in raw:
         raise _fail(path, "range", "missing")
+    kinds = raw.get("precision_range", {})
+    if not isinstance(kinds, dict) or not set(kinds) <= {"int16", "bf16"}:
+        raise _fail(path, "precision_range", "must be a table of int16 and bf16 ranges")
+    by_kind = {k: _range(path, f"precision_range.{k}", v) for k, v in kinds.items()}
     return ({k: float(prices[k]) for k in TERMS}, int(node), f"{raw['source']} ({path.name})",
-            _range(path, "range", raw["range"]))  # fmt: skip
+            _range(path, "range", raw["range"]), by_kind)  # fmt: skip
 
 
 def load_coefficients(path: str | Path | None = None) -> Coefficients:
@@ -250,12 +275,13 @@ def load_coefficients(path: str | Path | None = None) -> Coefficients:
     if clock_mhz <= 0:
         raise _fail(path, "clock_mhz", "value must be > 0")
     logic_path = path.parent / str(sections["logic"]["file"])
-    prices, logic_node, logic_source, logic_range = _logic_file(logic_path)
+    prices, logic_node, logic_source, logic_range, by_kind = _logic_file(logic_path)
     return Coefficients(
         name=raw["name"], technology=raw["technology"], node_nm=int(node), clock_mhz=clock_mhz,
         logic=prices, logic_node_nm=logic_node, logic_source=logic_source,
         logic_range=logic_range,
         node_range=_range(path, "logic.node_range", sections["logic"]["node_range"]),
+        precision_ranges=by_kind,
         sram_range=_range(path, "sram.range", sections["sram"]["range"]),
         leakage={k: _figure(path, f"leakage.{k}", v) for k, v in sections["leakage"].items()},
         path=str(path),
@@ -289,11 +315,11 @@ class EnergyReport:
 
     @property
     def low(self) -> float:
-        return sum(e * self.ranges[t][0] for t, e in self.terms.items())
+        return energy_range(self.terms, self.ranges)[0]
 
     @property
     def high(self) -> float:
-        return sum(e * self.ranges[t][1] for t, e in self.terms.items())
+        return energy_range(self.terms, self.ranges)[1]
 
     @property
     def activity(self) -> float:
@@ -406,7 +432,7 @@ def energy(
     return EnergyReport(
         components=comp, traffic=traffic, macs=macs, cycles=counters["cycles"],
         clock_mhz=co.clock_mhz, coefficients=co.name, source=source, dram=dram.source,
-        ranges=co.ranges(dram),
+        ranges=co.ranges(dram, config),
     )  # fmt: skip
 
 

@@ -16,6 +16,7 @@ from systolic.contract.memory import Memory
 from systolic.models.device import predict_device
 from systolic.models.energy import Coefficients, load_coefficients
 from systolic.models.technology import dram_energy
+from systolic.models.uncertainty import energy_range
 from systolic.workloads.evaluate import gemm_chunk, model_record
 from systolic.workloads.library import CNNS, TRANSFORMERS, Workload, cnn, transformer
 
@@ -51,7 +52,7 @@ class ModelService:
         self.records: dict[tuple, dict] = {}
         #: the busy energy of the batches served since the last reset, by uncertain term
         self.tally: dict[str, float] = {}
-        self.ranges = self.coefficients.ranges(dram_energy(memory))
+        self.ranges = self.coefficients.ranges(dram_energy(memory), config)
 
     def record(self, kind: int, batch: int, length: int, phase: str = "prefill") -> dict:
         """The model's record of the batch (cached)."""
@@ -83,8 +84,8 @@ class ModelService:
         total = sum(self.tally.values())
         if not total:
             return 1.0, 1.0
-        return (sum(pj * self.ranges[t][0] for t, pj in self.tally.items()) / total,
-                sum(pj * self.ranges[t][1] for t, pj in self.tally.items()) / total)  # fmt: skip
+        low, high = energy_range(self.tally, self.ranges)
+        return low / total, high / total
 
 
 def _busy(record: dict) -> tuple[float, float]:

@@ -18,6 +18,7 @@ import math
 import numpy as np
 from systolic.models.energy import load_coefficients
 from systolic.models.technology import CELL_LIBRARY_NM, COEFFICIENTS_NM, factor
+from systolic.models.uncertainty import FIT
 from systolic.synth.flow import synthesize
 from systolic.workloads.spec_reader import SpecError
 
@@ -207,7 +208,9 @@ def _point(config, s: Stream, requests, policy, points, services, idle: IdlePowe
         # its range: the busy energy's terms at their ends, idle and leakage at the logic's
         "energy_per_unit_range_pj": [
             per["busy_pj"] * busy_range[i]
-            + (per["idle_pj"] + per["leakage_pj"]) * services[0].ranges["logic"][i]
+            + (per["idle_pj"] + per["leakage_pj"])
+            * services[0].ranges["logic"][i]
+            * services[0].ranges[FIT][i]
             for i in (0, 1)
         ],  # fmt: skip
         "unit": "token" if s.generation else "inference",

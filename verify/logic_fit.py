@@ -145,6 +145,26 @@ def fit(records: list[dict]) -> Fit:
     return Fit(prices, records)
 
 
+def _kind(record: dict) -> str:
+    c = record["config"]
+    return "bf16" if c["number"] == "bf16" else "int16" if c["a_width"] > 8 else "int8"
+
+
+def precision_ranges(f: Fit) -> dict[str, tuple[float, float, str]]:
+    """The fit's range for int16's and bf16's arithmetic, from their points (bf16's that the
+    float terms were not fitted to): gate level over model of the device's logic."""
+    out = {}
+    for kind in ("int16", "bf16"):
+        points = [r for r in f.records if r["role"] == "precision" and _kind(r) == kind
+                  and not (kind == "bf16" and r["label"] == FLOAT[2])]  # fmt: skip
+        if points:
+            ratios = [1 / (1 + f.error(r, "logic")) for r in points]
+            out[kind] = (min(1.0, *ratios), max(1.0, *ratios),
+                         f"gate level over model, the device's logic on the {len(points)} {kind} "
+                         f"points that check it (verify/logic_fit.py)")  # fmt: skip
+    return out
+
+
 def fit_range(f: Fit) -> tuple[float, float, str]:
     """The range of the true logic energy around the model's, from the device's whole logic on
     the held-out points (the training points when none is held out): gate level over model."""
@@ -201,6 +221,12 @@ def write(f: Fit, path: Path = LOGIC_FILE) -> None:
         f'source = "non-negative least squares on relative error over {train} training points '
         f'of OpenSTA per-instance power (verify/logic_fit.py)"',
         f'range = {{ low = {low:.4f}, high = {high:.4f}, source = "{source}" }}',
+        "",
+        "[precision_range]",
+        *(
+            f'{kind} = {{ low = {low:.4f}, high = {high:.4f}, source = "{source}" }}'
+            for kind, (low, high, source) in precision_ranges(f).items()
+        ),
         "",
         "[price]",
         *(f"{term} = {price:.6g}  # {TERMS[term][1]}" for term, price in f.prices.items()),

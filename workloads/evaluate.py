@@ -30,6 +30,7 @@ from systolic.models.energy import UNCERTAIN, Coefficients, EnergyReport, figure
 from systolic.models.pipeline import predict_pipeline
 from systolic.models.technology import dram_energy
 from systolic.models.toggles import estimate_toggles
+from systolic.models.uncertainty import energy_range
 from systolic.workloads.library import Workload
 
 __all__ = [
@@ -161,8 +162,7 @@ def summarize(
         gemms.append({"name": gemm.name, "count": times, "weights": gemm.weights} | part.row)
     energy = sum(components.values())
     terms = {t: sum(components.get(c, 0.0) for c in comps) for t, comps in UNCERTAIN.items()}
-    low = sum(e * ranges[t][0] for t, e in terms.items())
-    high = sum(e * ranges[t][1] for t, e in terms.items())
+    low, high = energy_range(terms, ranges)
     seconds = cycles / (clock_mhz * 1e6)
     dram_bytes = _dram_bytes(counters)
     batch = workload.batch
@@ -280,7 +280,8 @@ def model_record(
     bits = dram_energy(memory)
     parts = [_model_part(config, g.shape, dram, coefficients, bits, data, seed)
              for g in workload.gemms]  # fmt: skip
-    record = summarize(config, workload, memory, parts, clock_mhz, coefficients.ranges(bits))
+    ranges = coefficients.ranges(bits, config)
+    record = summarize(config, workload, memory, parts, clock_mhz, ranges)
     return record | priced_by(coefficients, bits)
 
 
@@ -337,7 +338,8 @@ def rtl_record(
     parts = [gemm_part(config, g.shape, r, figures_energy(r, r.toggles, coefficients,
                                                           source="toggles", dram=bits), dram)
              for g, r in zip(workload.gemms, results, strict=True)]  # fmt: skip
-    record = summarize(config, workload, memory, parts, clock_mhz, coefficients.ranges(bits))
+    ranges = coefficients.ranges(bits, config)
+    record = summarize(config, workload, memory, parts, clock_mhz, ranges)
     record |= priced_by(coefficients, bits)
     exact = all(
         np.array_equal(r.c, reference(config, a, b)) and r.errors == 0

@@ -9,7 +9,7 @@ import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from systolic.models.uncertainty import margin_range
+from systolic.models.uncertainty import FIT, margin_range
 
 __all__ = [
     "OBJECTIVES",
@@ -164,8 +164,9 @@ def _rank(by: dict[str, float], lower: bool, points: dict[str, dict] | None = No
             margin = best / second - 1
         if points and all("energy_terms_pj" in points[d] for d in (win, rest[0][0])):
             ranges = {t: tuple(r) for t, r in points[win]["energy_ranges"].items()}
-            spread = margin_range(points[win]["energy_terms_pj"],
-                                  points[rest[0][0]]["energy_terms_pj"], ranges)  # fmt: skip
+            other = points[rest[0][0]]
+            spread = margin_range(points[win]["energy_terms_pj"], other["energy_terms_pj"],
+                                  ranges, tuple(other["energy_ranges"][FIT]))  # fmt: skip
     return Cell(win, margin, best, rest[0][0] if rest else "", spread)
 
 

@@ -59,3 +59,13 @@ def test_a_multiplier_flip_reaches_a_row_of_partial_products_as_wide_as_the_othe
     zp = ArrayConfig("ws", 2, 2, zero_points=True, a_signed=False, b_signed=False)
     assert multiplier_scale(zp) == pytest.approx(9 / 8)
     assert multiplier_scale(ArrayConfig("ws", 2, 2, number="bf16")) == 1.0
+
+
+def test_bf16_adds_the_float_terms_to_the_multiplier_and_accumulator_flips():
+    toggles = {("multiplier", "compute"): 7, ("accumulator", "psum"): 11}
+    counters = {"cycles": 10, "stream_cycles": 4}
+    counts = {t: c for t, _, c in logic_events(ArrayConfig("ws", 2, 2, number="bf16"), counters,
+                                                toggles)}  # fmt: skip
+    assert (counts["multiplier_fp"], counts["adder_fp"]) == (7, 11)
+    ints = {t for t, _, _ in logic_events(ArrayConfig("ws", 2, 2), counters, toggles)}
+    assert not {"multiplier_fp", "adder_fp"} & ints

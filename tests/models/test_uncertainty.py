@@ -40,3 +40,28 @@ def test_a_margin_that_one_term_explains_can_reverse():
     assert low == pytest.approx((5 + 5 + 8.5) / (10 + 5 + 5) - 1)  # < 0: B wins there
     assert high == pytest.approx((5 + 5 + 25.5) / (10 + 5 + 15) - 1)
     assert low < 0 < high
+
+
+def test_each_designs_fit_range_moves_on_its_own():
+    """The fit's error is each design's own: the margin's low end has the winner's logic at its
+    high end and the other's at its low end, whatever the shared factors do."""
+    a = {"logic": 10.0, "sram": 0.0, "dram": 0.0}
+    b = {"logic": 12.0, "sram": 0.0, "dram": 0.0}
+    shared = {"logic": (1.0, 1.0), "sram": (1.0, 1.0), "dram": (1.0, 1.0)}
+    low, high = margin_range(a, b, shared | {"fit": (0.9, 1.1)}, other_fit=(0.8, 1.05))
+    assert low == pytest.approx(12 * 0.8 / (10 * 1.1) - 1)
+    assert high == pytest.approx(12 * 1.05 / (10 * 0.9) - 1)
+    assert energy_range(a, shared | {"fit": (0.9, 1.1)}) == pytest.approx((9.0, 11.0))
+
+
+def test_a_configurations_fit_range_is_its_arithmetics():
+    from systolic.contract.config import ArrayConfig
+    from systolic.models.energy import load_coefficients
+
+    co = load_coefficients()
+    assert set(co.precision_ranges) == {"int16", "bf16"}
+    assert co.fit_range(ArrayConfig("ws", 4, 4)) == co.logic_range
+    assert co.fit_range(ArrayConfig("ws", 4, 4, b_width=4, acc_width=20)) == co.logic_range
+    assert co.fit_range(ArrayConfig("os", 4, 4, a_width=16, b_width=16, acc_width=48)) == (
+        co.precision_ranges["int16"])  # fmt: skip
+    assert co.fit_range(ArrayConfig("is", 4, 4, number="bf16")) == co.precision_ranges["bf16"]

@@ -105,12 +105,18 @@ def _brute_force(records: list[dict], figure: str, lower: bool) -> list[tuple]:
         if figure == "energy_per_inference_pj":  # the lowest margin over the ranges' corners
             for w, r in itertools.product(winners, runners - winners or runners):
                 a, b = whole[key][w], whole[key][r]
-                terms = sorted(a["energy_ranges"])
+                terms = sorted(a["energy_terms_pj"])  # logic, sram, dram: shared factors
                 margins = []
                 for pick in itertools.product((0, 1), repeat=len(terms)):
                     f = {t: a["energy_ranges"][t][i] for t, i in zip(terms, pick, strict=True)}
-                    mine = sum(a["energy_terms_pj"][t] * f[t] for t in terms)
-                    margins.append(sum(b["energy_terms_pj"][t] * f[t] for t in terms) / mine - 1)
+                    # each design's own fit factor on its logic: the winner high, the other low
+                    mine = sum(a["energy_terms_pj"][t] * f[t] for t in terms) + a[
+                        "energy_terms_pj"
+                    ]["logic"] * f["logic"] * (a["energy_ranges"]["fit"][1] - 1)
+                    theirs = sum(b["energy_terms_pj"][t] * f[t] for t in terms) + b[
+                        "energy_terms_pj"
+                    ]["logic"] * f["logic"] * (b["energy_ranges"]["fit"][0] - 1)
+                    margins.append(theirs / mine - 1)
                 lows.add(min(margins))
         out.append((key[0], margin, best, winners, runners, lows))
     return sorted(out, key=lambda e: e[:3])

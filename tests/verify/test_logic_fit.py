@@ -8,7 +8,7 @@ from collections import defaultdict
 
 import pytest
 from systolic.verify.gate_points import POINTS_FILE, read_points
-from systolic.verify.logic_fit import LOGIC_FILE, fit, fit_range, gate_pj
+from systolic.verify.logic_fit import LOGIC_FILE, fit, fit_range, gate_pj, precision_ranges
 
 #: Model against gate level on every held-out point (issue 32): the mesh within 15%, the
 #: device's whole logic within 20%, the zero-operand floor within 10%, and the OS/WS and IS/WS
@@ -36,6 +36,9 @@ def test_the_committed_prices_are_the_fit_of_the_committed_points(fitted):
     low, high, _ = fit_range(fitted)
     assert (committed["range"]["low"], committed["range"]["high"]) == pytest.approx(
         (low, high), abs=1e-4)  # fmt: skip
+    for kind, (low, high, _) in precision_ranges(fitted).items():
+        entry = committed["precision_range"][kind]
+        assert (entry["low"], entry["high"]) == pytest.approx((low, high), abs=1e-4), kind
 
 
 def _held(fitted) -> list[dict]:
