@@ -58,7 +58,9 @@ def print_energy(report: EnergyReport) -> None:
         f"({report.low / 1e3:,.1f} to {report.high / 1e3:,.1f}), {report.pj_per_mac:.3f} pJ/MAC, "
         f"{report.power_mw:,.1f} mW average at {report.clock_mhz:g} MHz"
     )
-    ranges = ", ".join(f"{t} {lo:.2f}-{hi:.2f}x" for t, (lo, hi) in report.ranges.items())
+    names = {"logic": "logic (node scaling)", "fit": "logic (the fit)"}
+    ranges = ", ".join(f"{names.get(t, t)} {lo:.2f}-{hi:.2f}x"
+                       for t, (lo, hi) in report.ranges.items())  # fmt: skip
     print(f"    ranges: {ranges}; DRAM bits priced by: {report.dram}")
     print(f"    {'by component':24}{'nJ':>13} {'share':>7}")
     for name, pj in report.components.items():
