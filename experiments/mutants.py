@@ -98,7 +98,7 @@ MUTANTS = (
            '("flag", "overhead", flags),', "",
            ("tests/verify/test_logic_fit.py",)),
     Mutant("the node scaling's range ignored", "models/energy.py",
-           'return {"logic": (fl * nl, fh * nh),', 'return {"logic": (fl, fh),',
+           '{"logic": self.node_range,', '{"logic": (1.0, 1.0),',
            ("tests/models/test_energy.py::test_every_pricing_path_in_picojoules",)),
     Mutant("buffer toggles x 2 (the model's estimate)", "models/toggles.py",
            'counts.add("buffer", "psum", results.sum())',

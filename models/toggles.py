@@ -28,7 +28,7 @@ import numpy as np
 from systolic.contract.activity import stream_traffic
 from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.contract.layouts import footprint
-from systolic.contract.plan import steps
+from systolic.contract.plan import chunk_sizes, steps
 from systolic.contract.timing import release_wait
 from systolic.golden.bf16 import fp32_running_sums, product
 from systolic.golden.data import DataKind, random_operands
@@ -216,23 +216,41 @@ def _flags(dataflow: Dataflow, n_tiles: int, separate: bool, k: int) -> int:
     return valid + n_tiles
 
 
+def _pieces(total: int, size: int) -> list[tuple[int, int, int]]:
+    """``(length, count, first)`` of the chunks a dimension of ``total`` splits into at
+    ``size``: the full ones and the remainder; ``first`` counts those that start at 0."""
+    full, rest = divmod(total, size)
+    out = [(size, full, 1)] if full else []
+    if rest:
+        out.append((rest, 1, 0 if full else 1))
+    return out
+
+
 def flag_flips(config: ArrayConfig, m: int, k: int, n: int) -> int:
     """Flips of the PEs' flag registers (``valid``, ``bank``, ``last``) over an ``m x k x n``
-    GEMM run as the host runs it: every PE of a row sees its lane's flags. Part of the
-    ``pipeline`` group's flips; apart, because a flag drives the PE's muxes, not one bit of
-    data. They follow from the plan alone, whatever the data."""
+    GEMM run as the host runs it (:func:`contract.plan.plan`'s chunks): every PE of a row sees
+    its lane's flags. Part of the ``pipeline`` group's flips; apart, because a flag drives the
+    PE's muxes, not one bit of data. They follow from the plan alone, whatever the data: summed
+    over the distinct chunk shapes (full chunks and remainders, first along K or not), each
+    once."""
     rows, cols = config.rows, config.cols
+    size = chunk_sizes(config, m, k, n)
     total = 0
-    for step in steps(config, m, k, n):
-        ch = step.chunk
-        mc, kc, nc = ch.shape
-        separate = command_counters(config, mc, kc, nc, ch.accumulate)["stall_cycles"] > 0
-        if config.dataflow is Dataflow.OS:
-            n_tiles = -(-mc // rows) * -(-nc // cols)
-        else:
-            wide = nc if config.dataflow is Dataflow.WS else mc
-            n_tiles = -(-kc // rows) * -(-wide // cols)
-        total += rows * cols * _flags(config.dataflow, n_tiles, separate, kc)
+    for mc, m_count, _ in _pieces(m, size["m"]):
+        for nc, n_count, _ in _pieces(n, size["n"]):
+            for kc, k_count, k_first in _pieces(k, size["k"]):
+                for accumulate, count in ((False, k_first), (True, k_count - k_first)):
+                    if not count:
+                        continue
+                    counters = command_counters(config, mc, kc, nc, accumulate)
+                    separate = counters["stall_cycles"] > 0
+                    if config.dataflow is Dataflow.OS:
+                        n_tiles = -(-mc // rows) * -(-nc // cols)
+                    else:
+                        wide = nc if config.dataflow is Dataflow.WS else mc
+                        n_tiles = -(-kc // rows) * -(-wide // cols)
+                    flips = rows * cols * _flags(config.dataflow, n_tiles, separate, kc)
+                    total += flips * count * m_count * n_count
     return total
 
 
