@@ -87,8 +87,10 @@ def _front_rows(front: list[dict]) -> list[list[str]]:
     rows = []
     for r in sorted(front, key=lambda r: (r["stream"], r["sla_p99_ms"], -r["capacity_rps"])):
         e = r["energy_per_unit_pj"]["total_pj"]
+        lo, hi = r["energy_per_unit_range_pj"]
         rows.append([r["stream"], f"{r['sla_p99_ms']:g}", _label(r), f"{r['capacity_rps']:.3g}",
-                     f"{r['p99_s'] * 1e3:.3g}", f"{e / 1e6:.4g} per {r['unit']}",
+                     f"{r['p99_s'] * 1e3:.3g}",
+                     f"{e / 1e6:.4g} per {r['unit']} ({lo / 1e6:.3g} to {hi / 1e6:.3g})",
                      f"{r['power_w']:.3g}", _clamps(r)])  # fmt: skip
     return rows
 

@@ -7,6 +7,7 @@ plots draw (plots.py); tests check it directly, without parsing HTML or markdown
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -469,10 +470,14 @@ def _serving_line(serving: dict | None) -> str | None:
             best[key] = row
     parts = []
     for (stream, sla), row in best.items():
-        value, _, per = row[at["uJ"]].partition(" ")  # "5.627e+04 per inference"
+        # "5.627e+04 per inference (3.1e+04 to 7.2e+04)": uJ, and its range
+        found = re.fullmatch(r"(\S+) (per \w+)(?: \((\S+) to (\S+)\))?", row[at["uJ"]])
         try:
+            value, per, low, high = found.groups()
             energy = f"{float(value) / 1e3:.3g} mJ {per}"
-        except ValueError:
+            if low is not None:
+                energy += f", {float(low) / 1e3:.3g} to {float(high) / 1e3:.3g} mJ"
+        except (AttributeError, ValueError):
             energy = row[at["uJ"]]
         parts.append(f"{stream} at P99 <= {sla} ms: {row[rate]} req/s on "
                      f"{row[at['operating point']]} ({energy})")  # fmt: skip

@@ -190,6 +190,11 @@ def test_a_sweep_runs_its_serving_study_and_reports_it(tmp_path):
     assert "## Serving under load" in text and "serving/report.html" in text
     for row in study["summary"]["frontier_rows"]:  # the study's frontier, as the study wrote it
         assert "| " + " | ".join(row) + " |" in text
+    # the answer names the energy per unit with its range, from the study's record
+    (record,) = study["records"]
+    low, high = (x / 1e9 for x in record["energy_per_unit_range_pj"])
+    assert record["meets_sla_ms"]  # on the frontier: the answer names it
+    assert f", {low:.3g} to {high:.3g} mJ)" in text, text
     html = (out / "report.html").read_text()
     assert html.count("data:image/png;base64,") >= 3 + 3  # the sweep's plots and the study's
 
