@@ -47,6 +47,10 @@ class Answer:
 TIE = 0.005
 
 
+def _percent(x: float) -> str:
+    return f"{100 * x:.1f}" if abs(x) < 0.01 else f"{100 * x:.0f}"
+
+
 @dataclass(frozen=True)
 class Cell:
     winner: str  # "ws", "os", "is"; "" where the sweep has no point
@@ -60,6 +64,15 @@ class Cell:
     def tie(self) -> bool:
         """The runner-up is within :data:`TIE` of the winner: neither wins."""
         return self.margin is not None and self.margin < TIE
+
+    @property
+    def range_text(self) -> str:
+        """The margin's range as the report prints it, ``(-0.4 to 12%)``: whole percents, and
+        tenths below one percent, so that a sign is never lost to rounding."""
+        if self.margin_range is None:
+            return ""
+        low, high = (_percent(x) for x in self.margin_range)
+        return f"({low} to {high}%)"
 
     @property
     def uncertain(self) -> bool:

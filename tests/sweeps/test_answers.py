@@ -190,3 +190,12 @@ def _check_answer(data, m, cells: list[tuple], family: dict) -> None:
         assert (int(tied.group(1)) if tied else 0) == ties, answer.text
         margins = [c[1] for c in mine if c[3] == top and c[1] >= 0.005 and not c[5]]
         assert int(found.group(5)) == round(100 * statistics.median(margins)), answer.text
+
+
+def test_a_margins_range_keeps_its_sign():
+    """Below one percent the report prints tenths: a range reaching -0.4% reads as negative."""
+    from systolic.sweeps.report.answers import Cell
+
+    assert Cell("ws", 0.04, 1.0, "os", (-0.004, 0.05)).range_text == "(-0.4 to 5%)"
+    assert Cell("os", 0.4, 1.0, "ws", (0.2, 0.9)).range_text == "(20 to 90%)"
+    assert Cell("os", 0.4, 1.0, "ws").range_text == ""
