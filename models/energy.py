@@ -54,6 +54,7 @@ __all__ = [
     "EnergyReport",
     "clock_pj_per_cycle",
     "energy",
+    "energy_terms",
     "figures_energy",
     "leakage_pj_per_cycle",
     "load_coefficients",
@@ -88,6 +89,11 @@ _SCHEMA = {
     "leakage": ("per_pe", "per_sram_kib"),
 }
 _TOP = ("name", "technology")
+
+
+def energy_terms(components: dict[str, float]) -> dict[str, float]:
+    """The energy of each uncertain term (:data:`UNCERTAIN`) from a split by component."""
+    return {t: sum(components.get(c, 0.0) for c in comps) for t, comps in UNCERTAIN.items()}
 
 
 class CoefficientsError(ValueError):
@@ -311,7 +317,7 @@ class EnergyReport:
     @property
     def terms(self) -> dict[str, float]:
         """The energy of each uncertain term (they add up to the total)."""
-        return {t: sum(self.components[c] for c in comps) for t, comps in UNCERTAIN.items()}
+        return energy_terms(self.components)
 
     @property
     def low(self) -> float:

@@ -97,13 +97,13 @@ def multiplier_scale(config: ArrayConfig) -> float:
 
 def logic_events(config: ArrayConfig, counters: dict[str, int],
                  toggles: dict[tuple[str, str], int], *, flags: int = 0,
-                 cycles: int | None = None) -> list[tuple[str, str, float]]:  # fmt: skip
+                 ) -> list[tuple[str, str, float]]:  # fmt: skip
     """``(term, traffic class, count)`` for each event of a GEMM: ``toggles`` per ``(component,
     traffic)``, the device's ``counters``, the PEs' ``flags`` flips
-    (:func:`models.toggles.flag_flips`) and the clocked ``cycles`` (default: the counters'
-    busy cycles). The traffic class is the toggle group's, ``compute`` for the operations and
+    (:func:`models.toggles.flag_flips`); the clock pays for the counters' ``cycles``. The
+    traffic class is the toggle group's, ``compute`` for the operations and
     ``overhead`` for what the clock and the flags spend."""
-    cycles = counters["cycles"] if cycles is None else cycles
+    cycles = counters["cycles"]
     chained = config.rows if config.dataflow is Dataflow.OS else config.rows - 1
     events: list[tuple[str, str, float]] = []
     for (component, klass), flips in sorted(toggles.items()):

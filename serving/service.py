@@ -16,7 +16,6 @@ from systolic.contract.memory import Memory
 from systolic.models.device import predict_device
 from systolic.models.energy import Coefficients, load_coefficients
 from systolic.models.technology import dram_energy
-from systolic.models.uncertainty import energy_range
 from systolic.workloads.evaluate import gemm_chunk, model_record
 from systolic.workloads.library import CNNS, TRANSFORMERS, Workload, cnn, transformer
 
@@ -77,15 +76,6 @@ class ModelService:
         for term, pj in terms.items():
             self.tally[term] = self.tally.get(term, 0.0) + pj
         return seconds, energy
-
-    def busy_range(self) -> tuple[float, float]:
-        """The range of the busy energy tallied since the last reset, as factors of it: each
-        term at its low and its high end (:meth:`models.energy.Coefficients.ranges`)."""
-        total = sum(self.tally.values())
-        if not total:
-            return 1.0, 1.0
-        low, high = energy_range(self.tally, self.ranges)
-        return low / total, high / total
 
 
 def _busy(record: dict) -> tuple[float, float]:

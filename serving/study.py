@@ -18,7 +18,7 @@ import math
 import numpy as np
 from systolic.models.energy import load_coefficients
 from systolic.models.technology import CELL_LIBRARY_NM, COEFFICIENTS_NM, factor
-from systolic.models.uncertainty import FIT
+from systolic.models.uncertainty import FIT, energy_range
 from systolic.synth.flow import synthesize
 from systolic.workloads.spec_reader import SpecError
 
@@ -97,13 +97,17 @@ def check_slas(spec: ServingSpec, fmax: dict | None = None) -> None:
 
 
 def _busy_range(services) -> tuple[float, float]:
-    """The range factors of the busy energy the services tallied in one run."""
-    total = sum(sum(sv.tally.values()) for sv in services)
+    """The range of the busy energy the services tallied in one run, as factors of it (they
+    share one configuration and memory, so one set of ranges)."""
+    tally: dict[str, float] = {}
+    for service in services:
+        for term, pj in service.tally.items():
+            tally[term] = tally.get(term, 0.0) + pj
+    total = sum(tally.values())
     if not total:
         return 1.0, 1.0
-    ends = [sum(sv.busy_range()[i] * sum(sv.tally.values()) for sv in services) / total
-            for i in (0, 1)]  # fmt: skip
-    return ends[0], ends[1]
+    low, high = energy_range(tally, services[0].ranges)
+    return low / total, high / total
 
 
 def run_study(spec: ServingSpec, progress=None) -> list[dict]:

@@ -29,7 +29,12 @@ import numpy as np
 from scipy.optimize import nnls
 from systolic.contract.config import ArrayConfig
 from systolic.models.cycles import predict
-from systolic.models.energy import DEFAULT_COEFFICIENTS, load_coefficients, model_energy
+from systolic.models.energy import (
+    DEFAULT_COEFFICIENTS,
+    fit_kind,
+    load_coefficients,
+    model_energy,
+)
 from systolic.models.logic import TERMS, logic_events
 from systolic.models.toggles import flag_flips, predict_toggles
 
@@ -145,17 +150,13 @@ def fit(records: list[dict]) -> Fit:
     return Fit(prices, records)
 
 
-def _kind(record: dict) -> str:
-    c = record["config"]
-    return "bf16" if c["number"] == "bf16" else "int16" if c["a_width"] > 8 else "int8"
-
-
 def precision_ranges(f: Fit) -> dict[str, tuple[float, float, str]]:
     """The fit's range for int16's and bf16's arithmetic, from their points (bf16's that the
     float terms were not fitted to): gate level over model of the device's logic."""
     out = {}
     for kind in ("int16", "bf16"):
-        points = [r for r in f.records if r["role"] == "precision" and _kind(r) == kind
+        points = [r for r in f.records
+                  if r["role"] == "precision" and fit_kind(_point(r).config) == kind
                   and not (kind == "bf16" and r["label"] == FLOAT[2])]  # fmt: skip
         if points:
             ratios = [1 / (1 + f.error(r, "logic")) for r in points]

@@ -26,7 +26,7 @@ from systolic.golden.data import DataKind
 from systolic.golden.reference import reference
 from systolic.models.chunking import choose_chunk
 from systolic.models.device import DeviceFigures, predict_device
-from systolic.models.energy import UNCERTAIN, Coefficients, EnergyReport, figures_energy
+from systolic.models.energy import Coefficients, EnergyReport, energy_terms, figures_energy
 from systolic.models.pipeline import predict_pipeline
 from systolic.models.technology import dram_energy
 from systolic.models.toggles import estimate_toggles
@@ -161,7 +161,7 @@ def summarize(
             weight_bytes += part.counters["dram_read_bytes_b"] * times
         gemms.append({"name": gemm.name, "count": times, "weights": gemm.weights} | part.row)
     energy = sum(components.values())
-    terms = {t: sum(components.get(c, 0.0) for c in comps) for t, comps in UNCERTAIN.items()}
+    terms = energy_terms(components)
     low, high = energy_range(terms, ranges)
     seconds = cycles / (clock_mhz * 1e6)
     dram_bytes = _dram_bytes(counters)
