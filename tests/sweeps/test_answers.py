@@ -199,3 +199,14 @@ def test_a_margins_range_keeps_its_sign():
     assert Cell("ws", 0.04, 1.0, "os", (-0.004, 0.05)).range_text == "(-0.4 to 5%)"
     assert Cell("os", 0.4, 1.0, "ws", (0.2, 0.9)).range_text == "(20 to 90%)"
     assert Cell("os", 0.4, 1.0, "ws").range_text == ""
+
+
+def test_within_uncertainty_starts_just_below_the_tie_threshold():
+    """A margin whose range's low end falls just below TIE is within uncertainty; at TIE it is
+    not; a tie is a tie, not within uncertainty."""
+    from systolic.sweeps.report.answers import TIE, Cell
+
+    assert Cell("os", 0.3, 1.0, "ws", (TIE - 1e-9, 0.5)).uncertain
+    assert not Cell("os", 0.3, 1.0, "ws", (TIE, 0.5)).uncertain
+    assert not Cell("os", TIE / 2, 1.0, "ws", (-0.1, 0.5)).uncertain  # a tie
+    assert not Cell("os", 0.3, 1.0, "ws").uncertain  # no range: latency, throughput
