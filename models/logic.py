@@ -41,10 +41,25 @@ TERMS: dict[str, tuple[str, str]] = {
         "multiplier operand bit flips, each times the partial products "
         "it reaches over an int8 multiplier's (multiplier_scale)",
     ),
+    "partial_product": (
+        "multiplier",
+        "partial-product bit flips (a_i b_j of each multiply: a flip of one operand's bit "
+        "against a zero in the other moves nothing), WS and IS: one operand moves",
+    ),
+    "partial_product_both": (
+        "multiplier",
+        "partial-product bit flips in OS, where both operands move and the multiplier's adder "
+        "tree sees both",
+    ),
     "accumulator": ("accumulator", "accumulator register bit flips (the adder's output)"),
     "adder": ("accumulator", "accumulator bit flips, for the adder's logic that makes them"),
     "pipeline": ("pipeline", "bit flips of the registers passing operands between PEs"),
     "stationary": ("stationary", "bit flips of the stationary operand registers"),
+    "stationary_mux": (
+        "stationary",
+        "bit flips of the stationary operand registers, for the preload's muxes they pass "
+        "(each bank's load enable, the shift's bank select)",
+    ),
     "edge": ("edge", "bit flips of the skew and de-skew registers"),
     "edge_mux": ("edge", "bit flips of the skew and de-skew registers, for the muxes they feed"),
     "multiplier_both": (
@@ -70,6 +85,7 @@ TERMS: dict[str, tuple[str, str]] = {
         "fp32 accumulator bit flips, for the alignment and normalization shifts a float add adds",
     ),
     "flag": ("pipeline", "flips of the PEs' valid, bank and last flags, which steer their muxes"),
+    "pe_cycle_fp": ("clock", "bf16 PEs x cycles: the float datapath's logic that switches idle"),
     "mesh_clock": ("clock", "mesh flip-flop bits x cycles"),
     "clock_tree": ("clock", "mesh flip-flop bits x cycles: the buffers of the clock net to them"),
     "pe_cycle": ("clock", "PEs x cycles: operand muxes and enables"),
@@ -109,6 +125,11 @@ def logic_events(config: ArrayConfig, counters: dict[str, int],
     for (component, klass), flips in sorted(toggles.items()):
         if component not in COMPONENTS:
             raise ValueError(f"unknown activity component {component!r}")
+        if (component, klass) == ("multiplier", "products"):
+            both = config.dataflow is Dataflow.OS
+            flips /= multiplier_scale(config)
+            events.append(("partial_product_both" if both else "partial_product", "compute", flips))
+            continue
         if component == "multiplier":
             klass = "compute"
             flips *= multiplier_scale(config)
@@ -117,6 +138,8 @@ def logic_events(config: ArrayConfig, counters: dict[str, int],
         events.append((component, klass, flips))
         if component == "edge":
             events.append(("edge_mux", klass, flips))
+        if component == "stationary":
+            events.append(("stationary_mux", klass, flips))
         if component == "multiplier" and config.dataflow is Dataflow.OS:
             events.append(("multiplier_both", klass, flips))
         if component == "accumulator":
@@ -133,6 +156,7 @@ def logic_events(config: ArrayConfig, counters: dict[str, int],
         ("mesh_clock", "overhead", mesh_bits * cycles),
         ("clock_tree", "overhead", mesh_bits * cycles),
         ("pe_cycle", "overhead", config.pes * cycles),
+        ("pe_cycle_fp", "overhead", config.pes * cycles if config.number == "bf16" else 0),
         ("buffer_cycle", "overhead", words * cycles),
         ("device_cycle", "overhead", cycles),
     ]

@@ -50,6 +50,18 @@ def _flips(seq: np.ndarray, prev) -> np.ndarray:
     return first + np.bitwise_count(seq[1:] ^ seq[:-1]).astype(np.int64).sum(axis=0)
 
 
+def _ones(bits: np.ndarray) -> np.ndarray:
+    return np.bitwise_count(bits).astype(np.int64)
+
+
+def _pair_flips(x0, w0, x1, w1) -> np.ndarray:
+    """Partial-product bit flips of a multiplier whose operands go from ``(x0, w0)`` to
+    ``(x1, w1)`` (bit patterns, broadcast): partial product ``(i, j)`` is ``x_i w_j``, so the ones
+    of the plane are the pairs of ones, and the flips its symmetric difference."""
+    both = _ones(x0 & x1) * _ones(w0 & w1)
+    return _ones(x1) * _ones(w1) + _ones(x0) * _ones(w0) - 2 * both
+
+
 def _pad(mat: np.ndarray, rows: int, cols: int) -> np.ndarray:
     out = np.zeros((rows, cols), dtype=np.int64)
     out[: mat.shape[0], : mat.shape[1]] = mat
@@ -95,7 +107,8 @@ def _stationary(config, x, s, counts, state, separate):
     # Lanes: row i streams X[:, q0 + i] tile after tile; every PE of the row and its skew
     # registers see the same sequence.
     lane_seq = np.concatenate([_bits(xp[:, qi * rows : qi * rows + rows], xw) for _, qi in tiles])
-    lane = _flips(lane_seq, state.get("lane", np.zeros(rows, np.uint64)))  # per row
+    x_before = state.get("lane", np.zeros(rows, np.uint64))
+    lane = _flips(lane_seq, x_before)  # per row
     state["lane"] = lane_seq[-1]
     per_row = lane + _flags(Dataflow.WS, n_tiles, separate, q)
     counts.add("pipeline", streaming, cols * per_row.sum())
@@ -105,7 +118,7 @@ def _stationary(config, x, s, counts, state, separate):
     # once the tile reaches it, so it sees the new rows rows-1 .. i.
     banks = state.get("banks", [np.zeros((rows, cols), np.uint64) for _ in range(2)])
     selected = state.get("selected", banks[0])  # what the multipliers saw last
-    stat = sel = 0
+    stat = sel = products = 0
     # The preload's column skew (column c: c registers) carries each tile's rows, and zeros
     # whenever the preload port idles; every command ends with it idle.
     starts, _ = stationary_schedule(rows, p, n_tiles, release_wait(config))
@@ -121,19 +134,31 @@ def _stationary(config, x, s, counts, state, separate):
             flips = _flips(feed[: rows - i], old[i]).sum()
             stat += flips
             if t == 0:  # bank 0 is selected while it loads: its multiplier sees the shift
-                sel += flips + np.bitwise_count(old[i] ^ selected[i]).sum()
+                seen = flips + np.bitwise_count(old[i] ^ selected[i]).sum()
+                sel += seen
+                products += _ones(x_before[i]) * seen  # the lane holds its value meanwhile
         if t > 0:
             sel += np.bitwise_count(new ^ selected).sum()
+        # the tile's first vector meets its weights (the bank flag travels with it); then the
+        # weights stay while the lane streams
+        seg = lane_seq[t * p : (t + 1) * p]
+        first = seg[0][:, None]
+        x_last = (lane_seq[t * p - 1] if t else x_before)[:, None]
+        w_last = new if t == 0 else selected  # the first tile's weights arrived by preload
+        products += _pair_flips(x_last, w_last, first, new).sum()
+        products += (_flips(seg[1:], seg[0]) * _ones(new).sum(axis=1)).sum() if p > 1 else 0
         selected = new
         banks[t % 2] = new
     other = banks[n_tiles % 2]  # after the last tile the lanes' bank flag moves on
     sel += np.bitwise_count(other ^ selected).sum()
+    products += (_ones(lane_seq[-1]) * np.bitwise_count(other ^ selected).sum(axis=1)).sum()
     state["banks"], state["selected"] = banks, other
     skew_seq.append(np.zeros(cols, np.uint64))
     skew = np.stack(skew_seq)
     counts.add("edge", stationary, (np.arange(cols) * _flips(skew[1:], skew[0])).sum())
     counts.add("stationary", stationary, stat)
     counts.add("multiplier", "compute", sel)
+    counts.add("multiplier", "products", products)
     # Partial sums: PE (i, c) holds sum_{i' <= i} X[p, q0+i'] S[q0+i', c] for each streamed p.
     prev = np.zeros((rows, cols), np.uint64)
     psum = np.zeros((rows, cols), np.int64)
@@ -168,12 +193,21 @@ def _output_stationary(config, a, b, counts, state, separate):
     n_tiles = len(tiles)
     lane_seq = np.concatenate([_bits(ap[mi * rows : mi * rows + rows].T, config.a_width)
                                for mi, _ in tiles])  # fmt: skip
-    lane = _flips(lane_seq, state.get("lane", np.zeros(rows, np.uint64)))
+    lane_prev = state.get("lane", np.zeros(rows, np.uint64))
+    lane = _flips(lane_seq, lane_prev)
     state["lane"] = lane_seq[-1]
     col_seq = np.concatenate([_bits(bp[:, ni * cols : ni * cols + cols], config.b_width)
                               for _, ni in tiles])  # fmt: skip
-    column = _flips(col_seq, state.get("column", np.zeros(cols, np.uint64)))
+    col_prev = state.get("column", np.zeros(cols, np.uint64))
+    column = _flips(col_seq, col_prev)
     state["column"] = col_seq[-1]
+    # PE (i, j) meets lane i's and column j's values in step: summed over the PEs, the
+    # partial-product flips factor into the lanes' sums times the columns'
+    xs = np.concatenate([lane_prev[None], lane_seq])
+    ys = np.concatenate([col_prev[None], col_seq])
+    cx, cy = _ones(xs).sum(axis=1), _ones(ys).sum(axis=1)
+    kept = _ones(xs[1:] & xs[:-1]).sum(axis=1) * _ones(ys[1:] & ys[:-1]).sum(axis=1)
+    counts.add("multiplier", "products", (cx[1:] * cy[1:] + cx[:-1] * cy[:-1] - 2 * kept).sum())
     per_row = lane + _flags(Dataflow.OS, n_tiles, separate, k)
     counts.add("pipeline", "activation", cols * per_row.sum())
     counts.add("pipeline", "weight", rows * column.sum())

@@ -36,6 +36,7 @@ from .wrapper import (
     MEMORIES,
     SIM_TOP,
     activity_counters,
+    counter_names,
     device_wrapper,
     public_ports,
     wrapper,
@@ -194,7 +195,7 @@ def build_model(
         edge: list[tuple[str, str, int]] = []
         nets: dict[str, str] = {}
         writable: tuple[str, ...] = ()
-        readable = tuple(g["counter"] for g in groups)
+        readable = tuple(name for g in groups for name in counter_names(g))
         extra_files = []
         if kind == "device":
             ports, internal, edge, nets, inside, dev_writable, dev_readable = device_wrapper(

@@ -47,6 +47,7 @@ from systolic.golden.requant import RequantParams
 
 from .build import WAVE_FORMATS, build_model, run_cocotb
 from .dram import DRAM_BYTES, image_lines, read_dump
+from .wrapper import counter_names
 
 __all__ = [
     "SLAVES",
@@ -82,9 +83,10 @@ class SimResult(GemmFigures):
     dram: dict[str, int] = field(default_factory=dict)
     #: Bit flips per (component, traffic) group while the array computes; activity builds only.
     toggles: dict[tuple[str, str], int] | None = None
-    #: ``(bit flips, bits)`` of each probed net (sim/probes.py, by path) in the same window, the
-    #: memory side's and the inputs' included: what gate-level power is computed from.
-    net_toggles: dict[str, tuple[int, int]] | None = None
+    #: ``(bit flips, bits, per bit)`` of each probed net (sim/probes.py, by path) in the same
+    #: window, the memory side's and the inputs' included: what gate-level power is computed
+    #: from. Per bit: its flips and the cycles it held a 1 (the mesh's registers; else None).
+    net_toggles: dict[str, tuple[int, int, list[tuple[int, int]] | None]] | None = None
     trace: list | None = None  # (cycle, event, what): contract.trace, with trace=True
     wall_seconds: float = 0.0  # the whole GEMM in the simulator, DRAM load and read-back included
     compute_seconds: float = 0.0  # of which waiting for `done` (Python idle, simulator running)
@@ -110,17 +112,20 @@ class SimResult(GemmFigures):
         """The cycles the activity counters cover: the array's controller busy, every chunk."""
         return self.counters["compute_cycles"]
 
-    def net_activity(self) -> dict[str, tuple[float, int]]:
-        """Each probed net's bit flips per bit per cycle over :attr:`activity_cycles`, and its
-        bits: activity for gate-level power."""
+    def net_activity(self) -> dict[str, tuple[float, int, list[tuple[float, float]] | None]]:
+        """Each probed net's bit flips per bit per cycle over :attr:`activity_cycles`, its bits
+        and, where counted, each bit's own flips per cycle and duty cycle (the share of the
+        cycles it held a 1): activity for gate-level power."""
         if self.net_toggles is None:
             raise ValueError(
                 "net activity needs a per-net activity build "
                 "(run_gemm(activity=True, per_net=True))"
             )
         cycles = max(1, self.activity_cycles)
-        return {path: (flips / (bits * cycles), bits)
-                for path, (flips, bits) in self.net_toggles.items()}  # fmt: skip
+        return {path: (flips / (bits * cycles), bits,
+                       None if per_bit is None else [(f / cycles, min(1.0, h / cycles))
+                                                     for f, h in per_bit])
+                for path, (flips, bits, per_bit) in self.net_toggles.items()}  # fmt: skip
 
     def summary(self) -> dict:
         return self.figures() | {"chunks": self.counters["jobs"], "errors": self.errors,
@@ -304,6 +309,7 @@ def run_gemms(
                         waves=check_waves(bench.waves), simulator=bench.simulator)  # fmt: skip
     nets = json.loads((build.directory / "activity.json").read_text()) if bench.activity else []
     by_counter = {net["counter"]: net for net in nets}
+    counters = [name for net in nets for name in counter_names(net)]
     run_dir = build.directory / "jobs" / f"{name}-{os.getpid()}-{threading.get_ident()}"
     if run_dir.exists():
         shutil.rmtree(run_dir)
@@ -322,8 +328,10 @@ def run_gemms(
         return _result(config, memory, (g.a.shape[0], g.a.shape[1], g.b.shape[1]), g.d,
                        formats[i], got, by_counter)  # fmt: skip
 
+    activity_file = run_dir / "activity.json"  # thousands of names in a per-bit build
+    activity_file.write_text(json.dumps(counters))
     env = {"SYSTOLIC_JOBS": str(jobs_file), "SYSTOLIC_RESULTS": str(run_dir),
-           "SYSTOLIC_ACTIVITY": json.dumps(list(by_counter)), "SYSTOLIC_SLAVE": bench.slave,
+           "SYSTOLIC_ACTIVITY": str(activity_file), "SYSTOLIC_SLAVE": bench.slave,
            "SYSTOLIC_PAUSE": str(bench.pause),
            "SYSTOLIC_PAUSE_SEED": str(bench.pause_seed)}  # fmt: skip
     if timeout is not None:
@@ -430,7 +438,10 @@ def _result(config, memory, shape, d, fmt, got: dict, by_counter: dict) -> SimRe
         for counter, entry in by_counter.items():
             flips = got["toggles"][counter]
             if "path" in entry:  # a per-net build
-                net_toggles[entry["path"]] = (flips, entry["bits"])
+                per_bit = ([(got["toggles"][f], got["toggles"][h])
+                            for f, h in zip(entry["bit_flips"], entry["high"], strict=True)]
+                           if "high" in entry else None)  # fmt: skip
+                net_toggles[entry["path"]] = (flips, entry["bits"], per_bit)
             if entry["component"] not in UNPRICED:
                 group = (entry["component"], entry["traffic"])
                 toggles[group] = toggles.get(group, 0) + flips

@@ -16,6 +16,7 @@ from .probes import Probe
 
 __all__ = [
     "ACTIVITY_PREFIX",
+    "counter_names",
     "CLOCK_PERIOD_NS",
     "MEMORIES",
     "SIM_TOP",
@@ -191,6 +192,62 @@ _TERMS_PER_WIRE = 64  # popcount terms summed per intermediate net (keeps expres
 ACTIVITY_WINDOW = "dut.controller.busy"
 
 
+def _duty_counted(probe: Probe) -> bool:
+    """Whether a per-net build counts the probe's high cycles bit by bit: the mesh's registers
+    (the PEs' and the skew registers), whose logic the energy model's calibration prices. The
+    rest keeps OpenSTA's default duty of one half: its propagation through the memory side's
+    unmeasured FIFO and counter loops diverges with measured duties (synth/power.py)."""
+    return probe.flop and (probe.path.startswith("array.") or probe.path == "array")
+
+
+def _partial_products(probes: list[Probe], per_net: bool, first: int, lines: list[str],
+                      updates: list[str], described: list[dict]) -> None:  # fmt: skip
+    """Counters of the multipliers' partial-product flips (group ``multiplier/products``; per
+    PE with ``per_net``): partial product ``(i, j)`` of ``a * b`` is ``a_i b_j``, so from one
+    cycle to the next ``ones(a) ones(b) + ones(a') ones(b') - 2 ones(a & a') ones(b & b')`` of
+    them flip. The activity an array multiplier's AND plane sees, which operand flips alone do
+    not tell: a flip of ``a`` against a zero ``b`` moves nothing."""
+    operands: dict[str, dict[str, int]] = {}
+    for i, probe in enumerate(probes):
+        inst, _, name = probe.path.rpartition(".")
+        if probe.component == "multiplier" and name in ("mul_a", "mul_b"):
+            operands.setdefault(inst, {})[name] = i
+    terms = []
+    for k, (inst, ops) in enumerate(sorted(operands.items())):
+        a, b = ops["mul_a"], ops["mul_b"]
+        now_a, now_b = f"dut.{probes[a].verilog}", f"dut.{probes[b].verilog}"
+        net = f"pp_{k}"
+        lines.append(
+            f"  wire [31:0] {net} = $countones({now_a}) * $countones({now_b}) "
+            f"+ $countones(prev_{a}) * $countones(prev_{b}) "
+            f"- 2 * $countones({now_a} & prev_{a}) * $countones({now_b} & prev_{b});"
+        )
+        terms.append((inst, net, probes[a].width * probes[b].width))
+    groups = [[t] for t in terms] if per_net else [terms] if terms else []
+    for n, group in enumerate(groups, start=first):
+        counter = f"{ACTIVITY_PREFIX}{n}"
+        parts = []
+        for start in range(0, len(group), _TERMS_PER_WIRE):
+            net = f"{counter}_{start // _TERMS_PER_WIRE}"
+            lines.append(
+                f"  wire [31:0] {net} = "
+                + " + ".join(t[1] for t in group[start : start + _TERMS_PER_WIRE])
+                + ";"
+            )
+            parts.append(net)
+        lines.append(f"  reg [63:0] {counter} = 64'd0;")
+        updates.append(f"    if ({ACTIVITY_WINDOW}) {counter} <= {counter} + "
+                       f"{{32'd0, {' + '.join(parts)}}};")  # fmt: skip
+        entry = {"counter": counter, "component": "multiplier", "traffic": "products",
+                 "bits": sum(t[2] for t in group)}  # fmt: skip
+        described.append(entry | ({"path": f"{group[0][0]}.partial_products"} if per_net else {}))
+
+
+def counter_names(entry: dict) -> list[str]:
+    """Every counter of one described group or net (:func:`activity_counters`)."""
+    return [entry["counter"], *entry.get("bit_flips", ()), *entry.get("high", ())]
+
+
 def activity_counters(probes: list[Probe], per_net: bool) -> tuple[str, list[dict]]:
     """Verilog counting the probed bits that change at each clock edge that starts a cycle of
     :data:`ACTIVITY_WINDOW`, per (component, traffic) group of the priced probes, or with
@@ -202,7 +259,11 @@ def activity_counters(probes: list[Probe], per_net: bool) -> tuple[str, list[dic
     counter holds the bit flips that happened at the edges opening the controller's busy cycles,
     chunk by chunk: from the edge that starts a chunk to the one before its ``busy`` falls (what
     the DMA moves between chunks is priced by the words, not by toggles). Per-net counting runs
-    about 1.6x slower (OS 8x8), so it is a build of its own."""
+    about 1.6x slower (OS 8x8), so it is a build of its own. For the mesh's registers
+    (:func:`_duty_counted`) it also counts, bit by bit, the flips (``bit_flips``) and the cycles
+    the bit held a 1 (``high``): the duty cycles gate-level power needs to propagate activity
+    through the logic a register drives (a ``valid`` or ``last`` flag gates a whole word's
+    muxes, a sign bit flips less than the bits below it)."""
     if not per_net:
         probes = [p for p in probes if p.component not in UNPRICED]
     keyed: dict[object, list[int]] = {}
@@ -226,7 +287,22 @@ def activity_counters(probes: list[Probe], per_net: bool) -> tuple[str, list[dic
         first = probes[members[0]]
         entry = {"counter": counter, "component": first.component, "traffic": first.traffic,
                  "bits": sum(probes[i].width for i in members)}  # fmt: skip
-        described.append(entry | ({"path": first.path} if per_net else {}))
+        if per_net:
+            entry["path"] = first.path
+            if len(members) == 1 and _duty_counted(first):
+                i, net = members[0], f"dut.{first.verilog}"
+                entry["bit_flips"] = [f"{counter}_f{b}" for b in range(first.width)]
+                entry["high"] = [f"{counter}_h{b}" for b in range(first.width)]
+                for b in range(first.width):
+                    flips, high = entry["bit_flips"][b], entry["high"][b]
+                    lines.append(f"  reg [63:0] {flips} = 64'd0;")
+                    lines.append(f"  reg [63:0] {high} = 64'd0;")
+                    updates.append(f"    if ({ACTIVITY_WINDOW}) {flips} <= {flips} + "
+                                   f"{{63'd0, prev_{i}[{b}] ^ {net}[{b}]}};")  # fmt: skip
+                    updates.append(f"    if ({ACTIVITY_WINDOW}) {high} <= {high} + "
+                                   f"{{63'd0, {net}[{b}]}};")  # fmt: skip
+        described.append(entry)
+    _partial_products(probes, per_net, len(described), lines, updates, described)
     lines.append("  always @(posedge clk) begin")
     lines += [f"    prev_{i} <= dut.{probe.verilog};" for i, probe in enumerate(probes)]
     lines += updates

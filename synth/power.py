@@ -15,6 +15,10 @@ loads are driven by a ``BUFX2`` from a new input port that carries the measured 
 the flip-flop's own output is left unloaded. The buffer's output switching is the register's
 net switching (``0.5 C V^2`` per flip at the same load); its internal and leakage power are
 the price of the cut, reported apart (``probe_buffers``) and left out of the components.
+Each port also carries its net's measured duty cycle (the share of its bit-cycles at 1), which
+the propagation needs: the probability that a gate's other inputs let a flip through. Without
+it OpenSTA takes every net to be high half the time, and a multiplier fed with 70% zero operands
+looks as busy as one fed with random data.
 
 What it leaves out, by construction: glitches (OpenSTA propagates zero-delay activity, and
 treats a gate's inputs as independent), the clock tree and wires (there is no placement; a
@@ -34,7 +38,12 @@ from .flow import SynthReport, component_of
 from .liberty import read_cells
 from .tools import ToolError, liberty, run, sta, yosys
 
-__all__ = ["PowerReport", "aliases", "annotate", "cut_netlist", "gate_power", "register_cells"]
+__all__ = ["Activity", "PowerReport", "aliases", "annotate", "cut_netlist", "gate_power",
+           "register_cells"]  # fmt: skip
+
+#: A net's measured activity: flips per bit per clock cycle, and its duty cycle (the share of
+#: its bit-cycles at 1; None: unknown, OpenSTA's default of one half).
+Activity = tuple[float, float | None]
 
 _MODULE = re.compile(r"^module (\\\S+|\w+)\s*\(", re.M)
 _CELL = re.compile(r"^  (\w+) (\\\S+ |\S+) \((.*?)\n  \);", re.M | re.S)
@@ -76,12 +85,12 @@ def register_cells(netlist: str, top: str, sequential: set[str]) -> dict[tuple[s
 
 @dataclass(frozen=True)
 class Annotation:
-    """Measured activities (flips per bit per cycle) placed on the netlist: flip-flops by
-    flattened cell name, macro output bits by ``(instance, port, bit)``, input port bits."""
+    """Measured activities (:data:`Activity`) placed on the netlist: flip-flops by flattened
+    cell name, macro output bits by ``(instance, port, bit)``, input port bits."""
 
-    flops: dict[str, float]
-    macro_pins: dict[tuple[str, str, int], float]
-    ports: dict[str, float]
+    flops: dict[str, Activity]
+    macro_pins: dict[tuple[str, str, int], Activity]
+    ports: dict[str, Activity]
     unmatched: dict[str, list[str]]  # registers no probe counted -> their flip-flops' cells
 
 
@@ -108,31 +117,33 @@ def aliases(verilog: str, top: str) -> dict[tuple[str, str, int], tuple[str, int
 
 
 def annotate(netlist: str, top: str, sequential: set[str], macros: set[str],
-             activity: dict[str, tuple[float, int]],
+             activity: dict[str, tuple[float, int, list[tuple[float, float]] | None]],
              renames: dict[tuple[str, str, int], tuple[str, int]] | None = None,
              ) -> Annotation:  # fmt: skip
-    """Place ``activity`` (net path ``array.pe_0_0.east`` -> (flips per bit per cycle, bits),
-    as the probes name nets) on the hierarchical ``netlist``: a register's on the flip-flops
-    that hold it (those synthesis removed, constant or merged into another, have none), an
-    output of a macro (an instance path of ``macros``) on its pins, an input's on its bits.
-    ``renames`` (:func:`aliases`) finds registers kept under another name."""
+    """Place ``activity`` (net path ``array.pe_0_0.east`` -> (flips per bit per cycle, bits,
+    each bit's own flips per cycle and duty cycle, or None), as the probes name nets) on the
+    hierarchical ``netlist``: a register's on the flip-flops that hold it (those synthesis
+    removed, constant or merged into another, have none), an output of a macro (an instance
+    path of ``macros``) on its pins, an input's on its bits. ``renames`` (:func:`aliases`)
+    finds registers kept under another name."""
     registers: dict[tuple[str, str], dict] = {}
     for (inst, reg), cells in register_cells(netlist, top, sequential).items():
         for bit, cell in cells.items():
             name, b = (renames or {}).get((inst, reg, bit), (reg, bit))
             registers.setdefault((inst, name), {})[b] = cell
     inputs = _top_inputs(netlist, top)
-    flops: dict[str, float] = {}
-    macro_pins: dict[tuple[str, str, int], float] = {}
-    ports: dict[str, float] = {}
-    for path, (rate, bits) in activity.items():
+    flops: dict[str, Activity] = {}
+    macro_pins: dict[tuple[str, str, int], Activity] = {}
+    ports: dict[str, Activity] = {}
+    for path, (rate, bits, per_bit) in activity.items():
+        at: list[Activity] = per_bit or [(rate, None)] * bits
         inst, _, reg = path.rpartition(".")
         if (inst, reg) in registers:
-            flops |= dict.fromkeys(registers.pop((inst, reg)).values(), rate)
+            flops |= {cell: at[b] for b, cell in registers.pop((inst, reg)).items()}
         elif inst in macros:
-            macro_pins |= {(inst, reg, b): rate for b in range(bits)}
+            macro_pins |= {(inst, reg, b): at[b] for b in range(bits)}
         elif not inst and reg in inputs:
-            ports |= dict.fromkeys(inputs[reg], rate)
+            ports |= {port: at[_name(port)[1]] for port in inputs[reg]}
     unmatched = {f"{inst}.{reg}" if inst else reg: list(cells.values())
                  for (inst, reg), cells in sorted(registers.items())}  # fmt: skip
     return Annotation(flops, macro_pins, ports, unmatched)
@@ -152,7 +163,7 @@ def _top_inputs(netlist: str, top: str) -> dict[str, list[str]]:
 
 
 def cut_netlist(flat: str, top: str, note: Annotation,
-                ) -> tuple[str, dict[str, float], dict[str, tuple[str, bool]]]:  # fmt: skip
+                ) -> tuple[str, dict[str, Activity], dict[str, tuple[str, bool]]]:  # fmt: skip
     """The flattened netlist with every annotated flip-flop output and macro output bit cut
     from its loads, which a :data:`PROBE_BUFFER` drives from a new input port instead; the
     activity of every annotated input port, old and new (see module); and for each buffer the
@@ -163,7 +174,7 @@ def cut_netlist(flat: str, top: str, note: Annotation,
     owners: dict[str, tuple[str, bool]] = {}
     macros = {inst for inst, _, _ in note.macro_pins}
 
-    def cut(net: str, rate: float, owner: str, flop: bool) -> str:
+    def cut(net: str, rate: Activity, owner: str, flop: bool) -> str:
         k = len(added)
         added.append((f"probe${k}", f"cut${k}", net.strip()))
         ports[f"probe${k}"] = rate
@@ -198,7 +209,7 @@ def cut_netlist(flat: str, top: str, note: Annotation,
         text, n = re.subn(rf"(?<![\w$])1'[hb]{value}\b", rf"\\{tie} ", text)
         if n:
             added.append((tie, "", ""))
-            ports[tie] = 0.0
+            ports[tie] = (0.0, float(value))
     buffer, a, y = PROBE_BUFFER
     header = re.search(rf"^module {re.escape(top)}\(", text, re.M)
     end = text.index("\nendmodule", header.end())
@@ -288,6 +299,14 @@ exit
 _ROW = re.compile(r"^\s*([-\d.e+]+)\s+([-\d.e+]+)\s+([-\d.e+]+)\s+[-\d.e+]+\s+(\S+)\s*$", re.M)
 
 
+def _consistent(rate: float, duty: float) -> float:
+    """``duty`` moved into what ``rate`` flips a cycle allow (OpenSTA's propagation gives NaN
+    otherwise): a net that flips spends at least half its flips' cycles at each level. Only the
+    window's first and last edges, where a flip and the level it left are counted apart, fall
+    outside."""
+    return min(max(duty, rate / 2), 1 - rate / 2)
+
+
 def gate_power(report: SynthReport, activity: dict[str, tuple[float, int]],
                clock_ns: float | None = None) -> PowerReport:  # fmt: skip
     """OpenSTA's power of ``report``'s netlist with the measured ``activity`` (see
@@ -310,8 +329,8 @@ def gate_power(report: SynthReport, activity: dict[str, tuple[float, int]],
     (work / "netlist_power.v").write_text(text)
     (work / "activity.tcl").write_text("".join(
         f"set_power_activity -input_ports [get_ports {{{port}}}] -activity {rate:.9g}"
-        + (" -duty 1" if port == "tie$1" else " -duty 0" if port == "tie$0" else "") + "\n"
-        for port, rate in sorted(ports.items())))  # fmt: skip
+        + ("" if duty is None else f" -duty {_consistent(rate, duty):.9g}") + "\n"
+        for port, (rate, duty) in sorted(ports.items())))  # fmt: skip
     srams_lib = f"read_liberty {directory / 'srams.lib'}" if report.srams else ""
     period = clock_ns or report.clock_ns
     (work / "power.tcl").write_text(

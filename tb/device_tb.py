@@ -6,7 +6,8 @@ and the DRAM region holding C.
 
 Run through :func:`sim.simulate.run_gemms`, which writes the batch to ``SYSTOLIC_JOBS`` (JSON)
 and reads each job's outcome from ``SYSTOLIC_RESULTS``; the configuration comes in
-``SYSTOLIC_CONFIG``, the names of an activity build's counters in ``SYSTOLIC_ACTIVITY``.
+``SYSTOLIC_CONFIG``, the names of an activity build's counters in the JSON file
+``SYSTOLIC_ACTIVITY``.
 
 With ``SYSTOLIC_SLAVE=axi-ram`` the memory is not ours: the build leaves the AXI4 port at the
 wrapper's edge and cocotbext-axi's ``AxiRam`` serves it, each of its five channels pausing at
@@ -152,7 +153,7 @@ async def run_jobs(dut):
     jobs = json.loads(Path(os.environ["SYSTOLIC_JOBS"]).read_text())
     results = Path(os.environ["SYSTOLIC_RESULTS"])
     deadline = float(os.environ.get("SYSTOLIC_DEADLINE", "inf"))
-    activity = json.loads(os.environ.get("SYSTOLIC_ACTIVITY", "[]"))
+    activity = json.loads(Path(os.environ["SYSTOLIC_ACTIVITY"]).read_text())
     memory = _AxiRam(dut) if os.environ.get("SYSTOLIC_SLAVE") == "axi-ram" else _DramModel(dut)
     host = _Host(dut)
 

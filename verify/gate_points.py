@@ -32,11 +32,16 @@ from systolic.sim.simulate import run_gemms
 from systolic.synth.flow import synthesize
 from systolic.synth.power import gate_power
 
-__all__ = ["PLAN", "POINTS_FILE", "Point", "operands", "measure"]
+__all__ = ["ANNOTATION", "PLAN", "POINTS_FILE", "Point", "operands", "measure"]
 
 POINTS_FILE = Path(__file__).parents[1] / "models" / "coefficients" / "gate_osu018.jsonl"
 #: The synthesis and power clock: the flow's default, near the devices' Fmax (about 100 MHz).
 CLOCK_NS = 10.0
+
+#: How the activity reaches OpenSTA (synth/power.py): each mesh register's flips and duty cycle
+#: bit by bit, every other net's flips (at OpenSTA's default duty of one half). A data file holds
+#: points of one annotation; a file of another is refused, not mixed.
+ANNOTATION = "mesh bits: flips and duty; other nets: flips"
 
 #: Data kinds of the training set: dense, idle, two sparsities and small values.
 TRAINING_DATA = ("random", "zeros", "sparse:0.5", "sparse:0.9", "narrow:3")
@@ -129,6 +134,7 @@ def measure(points: list[Point], on_point=None) -> list[dict]:
             "key": point.key, "role": point.role, "label": point.label,
             "config": config.to_dict(), "shape": list(point.shape), "data": point.data,
             "seed": point.seed, "node_nm": CELL_LIBRARY_NM, "clock_ns": CLOCK_NS,
+            "annotation": ANNOTATION,
             "window_cycles": window, "counters": dict(r.counters),
             "toggles": [[c, t, n] for (c, t), n in sorted(r.toggles.items())],
             "gate_pj": _pj(power.components, window), "gate_flops_pj": _pj(power.flops, window),
@@ -165,7 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", choices=PARTS, nargs="+", default=list(PARTS))
     p.add_argument("--sizes", type=int, nargs="+", help="only devices of these row counts")
     args = p.parse_args(argv)
-    done = {r["key"] for r in read_points(args.file)}
+    records = read_points(args.file)
+    stale = [r["key"] for r in records if r.get("annotation") != ANNOTATION]
+    if stale:
+        p.error(f"{args.file} holds {len(stale)} points not annotated with {ANNOTATION} (the "
+                f"first: {stale[0]}): measure into a new file")  # fmt: skip
+    done = {r["key"] for r in records}
     todo: dict[ArrayConfig, list[Point]] = {}
     for point in PLAN:
         wanted = point.role in args.only and (not args.sizes or point.config.rows in args.sizes)

@@ -50,16 +50,17 @@ PARTS = {
     "mesh_flops": (("pe_array", "edge"), "flops",
                    ("mesh_clock", "pipeline", "stationary", "edge", "accumulator")),
     "mesh_logic": (("pe_array", "edge"), "logic",
-                   ("multiplier", "multiplier_both", "adder", "mac", "psum_add", "flag", "edge_mux",
-                    "multiplier_fp", "adder_fp",
-                    "clock_tree", "pe_cycle")),
+                   ("multiplier", "multiplier_both", "partial_product", "partial_product_both",
+                    "adder", "mac", "psum_add",
+                    "flag", "edge_mux", "stationary_mux", "multiplier_fp", "adder_fp",
+                    "clock_tree", "pe_cycle", "pe_cycle_fp")),
     "device": (("buffers", "controller", "dma", "control"), "all",
                ("buffer", "control", "buffer_cycle", "device_cycle")),
 }  # fmt: skip
 #: The float terms, fitted apart on the bf16 devices' points of one tile's reduction (the
 #: int8 prices held), to the mesh's other logic the int8 terms leave unexplained; the bf16
 #: points of a long reduction check them.
-FLOAT = ("mesh_logic", ("multiplier_fp", "adder_fp"), "K <= rows")
+FLOAT = ("mesh_logic", ("multiplier_fp", "adder_fp", "pe_cycle_fp"), "K <= rows")
 #: The rows a user reads: the mesh, and the device's whole logic (the mesh included).
 ROWS = {"mesh": ("mesh_flops", "mesh_logic"), "logic": tuple(PARTS)}
 

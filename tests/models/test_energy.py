@@ -84,7 +84,8 @@ HAND_PRICES = {"multiplier": 1, "accumulator": 2, "adder": 3, "pipeline": 4, "st
                "edge": 6, "buffer": 7, "control": 8, "mac": 9, "mesh_clock": 10, "pe_cycle": 11,
                "buffer_cycle": 12, "device_cycle": 13, "multiplier_both": 14, "psum_add": 15,
                "clock_tree": 16, "flag": 17, "edge_mux": 18, "multiplier_fp": 19,
-               "adder_fp": 20}  # fmt: skip
+               "adder_fp": 20, "partial_product": 21, "partial_product_both": 22,
+               "stationary_mux": 23, "pe_cycle_fp": 24}  # fmt: skip
 HAND_LOGIC = """
 name = "hand_logic"
 node_nm = 90
@@ -115,6 +116,7 @@ def test_every_pricing_path_in_picojoules(tmp_path):
     offchip = {"a": 3, "b": 4, "c": 2}
     toggles = {
         ("multiplier", "compute"): 16,
+        ("multiplier", "products"): 30,
         ("accumulator", "psum"): 32,
         ("pipeline", "activation"): 100,
         ("stationary", "weight"): 10,
@@ -126,14 +128,16 @@ def test_every_pricing_path_in_picojoules(tmp_path):
     report = energy(config, counters, offchip, toggles, macs=64, coefficients=co, dram=dram,
                     shape=(8, 4, 6))  # fmt: skip
     pj = report.components
-    assert pj["multiplier"] == 16 * 1  # WS: one operand stays, no both-operands price
+    # WS: one operand stays, no both-operands prices; int8 multipliers, no width scaling
+    assert pj["multiplier"] == 16 * 1 + 30 * 21
     # the register's flips, the adder's (the same flips), those of the PEs below the first row
     # (half of them on 2 rows: the first adds to zero), and 4 PEs x 16 streamed cycles of MACs
     assert pj["accumulator"] == 32 * 2 + 32 * 3 + 16 * 15 + 4 * 16 * 9
     # the flags: 8 x 4 x 6 in one command of 2 x 3 tiles, streamed back to back: valid rises
     # and falls once, the bank flag moves 6 times, on each of the 4 PEs
     assert pj["pipeline"] == 100 * 4 + (2 + 6) * 4 * 17
-    assert (pj["stationary"], pj["edge"]) == (10 * 5, 50 * 6 + 50 * 18)  # registers, muxes
+    # registers and the muxes they feed (the preload's, the edge's)
+    assert (pj["stationary"], pj["edge"]) == (10 * (5 + 23), 50 * 6 + 50 * 18)
     assert (pj["buffer"], pj["control"]) == (7 * 7, 20 * 8)
     # the 2x2 WS mesh has 4 PEs of a 10-bit lane (8 + valid + bank), a 32-bit partial sum and two
     # 8-bit weights, plus one 10-bit skew register (row 1), one 8-bit preload skew register
@@ -154,12 +158,12 @@ def test_every_pricing_path_in_picojoules(tmp_path):
     assert t["activation"] == pytest.approx(
         {"array": 400, "buffer": 49 + sram["activation"], "offchip": 96}
     )  # the flags are overhead
-    assert t["weight"] == pytest.approx({"array": 50, "buffer": sram["weight"], "offchip": 128})
+    assert t["weight"] == pytest.approx({"array": 280, "buffer": sram["weight"], "offchip": 128})
     assert t["psum"] == pytest.approx({"array": 64, "buffer": sram["psum"], "offchip": 0})
     assert t["output"] == pytest.approx(
         {"array": 50 * 24, "buffer": sram["output"], "offchip": 384}
     )
-    assert t["compute"]["array"] == 16 + 32 * 3 + 16 * 15 + 4 * 16 * 9
+    assert t["compute"]["array"] == 16 + 30 * 21 + 32 * 3 + 16 * 15 + 4 * 16 * 9
     assert t["overhead"]["array"] == pytest.approx(160 + 8 * 4 * 17 + pj["clock"] + pj["device"]
                                                    + pj["leakage"])  # fmt: skip
     # the range: logic at the fit's range times the node scaling's, SRAM and DRAM at theirs

@@ -11,6 +11,7 @@ from systolic.contract.config import ArrayConfig
 from systolic.contract.memory import Memory
 from systolic.models.energy import load_coefficients
 from systolic.models.technology import dram_energy, factor
+from systolic.models.uncertainty import FIT
 from systolic.serving.study import run_study
 from systolic.serving.study_report import frontier
 from systolic.serving.study_spec import load_serving_spec
@@ -73,10 +74,12 @@ def test_a_study_from_spec_to_report(tmp_path):
         # the range: the busy energy's terms at their ends, idle and leakage at the logic's
         low, high = x["energy_per_unit_range_pj"]
         assert low < e["total_pj"] < high
-        ends = list(ranges.values())
+        # each term's factor: SRAM's, DRAM's, and the logic's node scaling times its fit's
+        logic = [ranges["logic"][i] * ranges[FIT][i] for i in (0, 1)]
+        ends = [ranges["sram"], ranges["dram"], logic]
         rest = e["idle_pj"] + e["leakage_pj"]
-        assert low >= e["busy_pj"] * min(r[0] for r in ends) + rest * ranges["logic"][0] - 1e-6
-        assert high <= e["busy_pj"] * max(r[1] for r in ends) + rest * ranges["logic"][1] + 1e-6
+        assert low >= e["busy_pj"] * min(r[0] for r in ends) + rest * logic[0] - 1e-6
+        assert high <= e["busy_pj"] * max(r[1] for r in ends) + rest * logic[1] + 1e-6
         assert x["latency_quantiles_s"][99] == pytest.approx(x["p99_s"])
         slas = [c["sla_p99_ms"] for c in x["capacity"]]
         met = [s for s in slas if x["p99_s"] * 1e3 <= s] if x["power_w"] <= 0.5 else []

@@ -40,6 +40,33 @@ def test_the_per_net_build_counts_what_the_grouped_build_counts(runs):
     assert {"reader", "writer", "walk_rd", "control", "m_axi_rdata"} <= owners  # memory side too
 
 
+def test_the_mesh_registers_count_each_bits_flips_and_high_cycles(runs):
+    """The per-bit counters of the mesh's registers: their flips add up to the net's own
+    popcount counter; a bit can only fall after it was high and rise after it was low (within
+    each chunk's window), so its flips are bounded by its high and low cycles; with zero
+    operands the weights and partial sums never hold a 1, with random ones every bit of them
+    does at some point."""
+    (random, zeros), _, _ = runs
+    for run in (random, zeros):
+        result = run.result
+        cycles, chunks = result.activity_cycles, result.counters["jobs"]
+        counted = {path: per_bit for path, (_, _, per_bit) in result.net_toggles.items() if per_bit}
+        assert {p.rpartition(".")[0] for p in counted} >= {f"array.pe_{i}_{j}" for i in range(2)
+                                                             for j in range(2)}  # fmt: skip
+        assert not [p for p in counted if not p.startswith("array")]  # the mesh's only
+        for path, per_bit in counted.items():
+            flips, bits, _ = result.net_toggles[path]
+            assert len(per_bit) == bits and sum(f for f, _ in per_bit) == flips, path
+            for f, high in per_bit:
+                assert 0 <= high <= cycles, path
+                assert f <= 2 * min(high, cycles - high) + chunks, (path, f, high)
+    data = ("w0", "w1", "psum_out")
+    for run, held in ((zeros, False), (random, True)):
+        for path, (_, _, per_bit) in run.result.net_toggles.items():
+            if path.rpartition(".")[2] in data:
+                assert all((high > 0) is held for _, high in per_bit), (path, per_bit)
+
+
 def test_every_mesh_flip_flop_takes_its_measured_activity(runs):
     (random, _), _, _ = runs
     coverage = random.power.coverage
@@ -88,11 +115,12 @@ def test_a_register_is_found_under_its_alias_and_cut_from_its_loads():
         "module top(a, clk);\n  output \\a[0] ;\n  input clk;\n"
         "  DFFPOSX1 _1_ (\n    .CLK(clk),\n    .D(1'h0),\n    .Q(\\a[0] )\n  );\nendmodule\n"
     )
-    note = annotate(netlist, "top", {"DFFPOSX1"}, set(), {"r": (0.25, 2)},
-                    aliases(design, "top"))  # fmt: skip
-    assert note.flops == {"_1_": 0.25} and not note.unmatched
+    activity = {"r": (0.25, 2, [(0.5, 0.25), (0.0, 0.0)])}  # per net, then per bit
+    note = annotate(netlist, "top", {"DFFPOSX1"}, set(), activity, aliases(design, "top"))
+    assert note.flops == {"_1_": (0.5, 0.25)} and not note.unmatched  # its bit's own activity
     text, ports, owners = cut_netlist(netlist, "top", note)
-    assert ports == {"probe$0": 0.25, "tie$0": 0.0} and owners == {"probe_buf$0": ("", True)}
+    assert ports == {"probe$0": (0.5, 0.25), "tie$0": (0.0, 0.0)}
+    assert owners == {"probe_buf$0": ("", True)}
     assert ".D(\\tie$0 ),\n    .Q(\\cut$0 )" in text
     assert "BUFX2 \\probe_buf$0  (\n    .A(\\probe$0 ),\n    .Y(\\a[0] )" in text
 
