@@ -9,8 +9,9 @@ they were drawn (:func:`operands`), so the model's features can be computed agai
 :data:`PLAN` lists the points: the training set (every dataflow at 2x2, 4x4 and 8x8, five kinds
 of data, three shapes), the held-out set (16x16 and a non-square array) and the int16 and bf16
 points. ``python -m systolic.verify.gate_points`` measures the points a data file does not hold
-yet (``--only`` a part), appending each as one JSON line as soon as it is measured, so an
-interrupted run resumes where it stopped. Committed: ``models/coefficients/gate_osu018.jsonl``.
+yet (``--only`` a part; not those OpenSTA cannot price, :data:`UNPRICEABLE`), appending each as
+one JSON line as soon as it is measured, so an interrupted run resumes where it stopped.
+Committed: ``models/coefficients/gate_osu018.jsonl``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from systolic.sim.simulate import run_gemms
 from systolic.synth.flow import synthesize
 from systolic.synth.power import gate_power
 
-__all__ = ["ANNOTATION", "PLAN", "POINTS_FILE", "Point", "operands", "measure"]
+__all__ = ["ANNOTATION", "PLAN", "POINTS_FILE", "UNPRICEABLE", "Point", "operands", "measure"]
 
 POINTS_FILE = Path(__file__).parents[1] / "models" / "coefficients" / "gate_osu018.jsonl"
 #: The synthesis and power clock: the flow's default, near the devices' Fmax (about 100 MHz).
@@ -111,6 +112,13 @@ def _plan() -> list[Point]:
 PLAN = _plan()
 PARTS = ("train", "held-out", "precision")
 
+#: Points of the plan OpenSTA cannot price with the measured duty cycles: on OS bf16 4x4 its
+#: propagation gives a hundred cells of PE (0, 1) a power that is not a number, from one skew
+#: register bit held high 2.7% of the cycles (found by bisecting the annotation: at a duty of
+#: 0.05 it prices, at 0.03 not). Of that device only the point measured first is in the file.
+UNPRICEABLE = {p.key for p in PLAN if p.config.name == "os-4x4-bf16"} - {
+    "os-4x4-bf16 16x4x16 random"}  # fmt: skip
+
 
 def _pj(part: dict, window: int) -> dict[str, float]:
     """Energy over ``window`` cycles of each component's average power."""
@@ -180,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     todo: dict[ArrayConfig, list[Point]] = {}
     for point in PLAN:
         wanted = point.role in args.only and (not args.sizes or point.config.rows in args.sizes)
-        if wanted and point.key not in done:
+        if wanted and point.key not in done | UNPRICEABLE:
             todo.setdefault(point.config, []).append(point)
     print(f"{sum(map(len, todo.values()))} points to measure on {len(todo)} devices "
           f"({len(done)} already in {args.file})", flush=True)  # fmt: skip

@@ -7,7 +7,14 @@ from collections import Counter
 import numpy as np
 from systolic.contract.config import Dataflow
 from systolic.models.cycles import predict
-from systolic.verify.gate_points import ANNOTATION, PLAN, POINTS_FILE, operands, read_points
+from systolic.verify.gate_points import (
+    ANNOTATION,
+    PLAN,
+    POINTS_FILE,
+    UNPRICEABLE,
+    operands,
+    read_points,
+)
 
 
 def test_the_plan_is_the_training_and_held_out_sets_the_fit_needs():
@@ -39,14 +46,6 @@ def test_a_points_operands_are_drawn_again_the_same():
     assert np.array_equal(a1, a2) and np.array_equal(b1, b2)
     assert a1.shape == point.shape[:2] and b1.shape == point.shape[1:]
     assert 0.4 < np.mean(a1 == 0) < 0.6  # about half zeros
-
-
-#: Points of the plan OpenSTA cannot price with the measured duty cycles: on OS bf16 4x4 its
-#: propagation gives a hundred cells of PE (0, 1) a power that is not a number, from one skew
-#: register bit held high 2.7% of the cycles (found by bisecting the annotation: at a duty of
-#: 0.05 it prices, at 0.03 not). Of that device only the point measured first is in the file.
-UNPRICEABLE = {p.key for p in PLAN if p.config.name == "os-4x4-bf16"} - {
-    "os-4x4-bf16 16x4x16 random"}  # fmt: skip
 
 
 def test_the_committed_points_are_the_plans():
