@@ -44,12 +44,13 @@ TERMS: dict[str, tuple[str, str]] = {
     "partial_product": (
         "multiplier",
         "partial-product bit flips (a_i b_j of each multiply: a flip of one operand's bit "
-        "against a zero in the other moves nothing), WS and IS: one operand moves",
+        "against a zero in the other moves nothing), WS and IS: one operand moves; over "
+        "multiplier_scale (a rule between two measured ends, docs/energy.md)",
     ),
     "partial_product_both": (
         "multiplier",
         "partial-product bit flips in OS, where both operands move and the multiplier's adder "
-        "tree sees both",
+        "tree sees both; over multiplier_scale",
     ),
     "accumulator": ("accumulator", "accumulator register bit flips (the adder's output)"),
     "adder": ("accumulator", "accumulator bit flips, for the adder's logic that makes them"),

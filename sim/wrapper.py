@@ -195,8 +195,8 @@ ACTIVITY_WINDOW = "dut.controller.busy"
 def _duty_counted(probe: Probe) -> bool:
     """Whether a per-net build counts the probe's high cycles bit by bit: the mesh's registers
     (the PEs' and the skew registers), whose logic the energy model's calibration prices. The
-    rest keeps OpenSTA's default duty of one half: its propagation through the memory side's
-    unmeasured FIFO and counter loops diverges with measured duties (synth/power.py)."""
+    rest keeps OpenSTA's default duty of one half: its propagation around the memory side's
+    unmeasured FIFO and counter loops diverges with measured duties (docs/energy.md)."""
     return probe.flop and (probe.path.startswith("array.") or probe.path == "array")
 
 

@@ -15,10 +15,12 @@ loads are driven by a ``BUFX2`` from a new input port that carries the measured 
 the flip-flop's own output is left unloaded. The buffer's output switching is the register's
 net switching (``0.5 C V^2`` per flip at the same load); its internal and leakage power are
 the price of the cut, reported apart (``probe_buffers``) and left out of the components.
-Each port also carries its net's measured duty cycle (the share of its bit-cycles at 1), which
-the propagation needs: the probability that a gate's other inputs let a flip through. Without
-it OpenSTA takes every net to be high half the time, and a multiplier fed with 70% zero operands
-looks as busy as one fed with random data.
+The port of each bit of a mesh register also carries that bit's own flips and duty cycle (the
+share of the cycles it held a 1), which the propagation needs: the probability that a gate's
+other inputs let a flip through. Without it OpenSTA takes every net to be high half the time,
+and a multiplier fed with 70% zero operands looks as busy as one fed with random data. The
+other registers keep that default: with measured duties there, OpenSTA's propagation around the
+memory side's unmeasured FIFO and counter loops returns infinite power on a few gates.
 
 What it leaves out, by construction: glitches (OpenSTA propagates zero-delay activity, and
 treats a gate's inputs as independent), the clock tree and wires (there is no placement; a
@@ -307,7 +309,8 @@ def _consistent(rate: float, duty: float) -> float:
     return min(max(duty, rate / 2), 1 - rate / 2)
 
 
-def gate_power(report: SynthReport, activity: dict[str, tuple[float, int]],
+def gate_power(report: SynthReport,
+               activity: dict[str, tuple[float, int, list[tuple[float, float]] | None]],
                clock_ns: float | None = None) -> PowerReport:  # fmt: skip
     """OpenSTA's power of ``report``'s netlist with the measured ``activity`` (see
     :func:`annotate`) at ``clock_ns`` (default: the synthesis clock), summed by component."""
