@@ -18,7 +18,7 @@ import math
 import numpy as np
 from systolic.models.energy import load_coefficients
 from systolic.models.technology import CELL_LIBRARY_NM, COEFFICIENTS_NM, factor
-from systolic.models.uncertainty import FIT, energy_range
+from systolic.models.uncertainty import energy_range
 from systolic.synth.flow import synthesize
 from systolic.workloads.spec_reader import SpecError
 
@@ -195,6 +195,8 @@ def _point(config, s: Stream, requests, policy, points, services, idle: IdlePowe
         broken.append(f"power {power_w:.3g} W > budget {envelope.budget_w:g} W")
     per = split.per_request() if not s.generation else {
         k: v * split.requests / units for k, v in split.per_request().items()}  # fmt: skip
+    # idle and leakage: logic, at its ends (the node scaling's times the fit's)
+    rest = energy_range({"logic": per["idle_pj"] + per["leakage_pj"]}, services[0].ranges)
     return {
         "config_name": config.name,
         "config": config.to_dict(),
@@ -211,11 +213,7 @@ def _point(config, s: Stream, requests, policy, points, services, idle: IdlePowe
         "energy_per_unit_pj": per,  # per inference, or per output token for generation
         # its range: the busy energy's terms at their ends, idle and leakage at the logic's
         "energy_per_unit_range_pj": [
-            per["busy_pj"] * busy_range[i]
-            + (per["idle_pj"] + per["leakage_pj"])
-            * services[0].ranges["logic"][i]
-            * services[0].ranges[FIT][i]
-            for i in (0, 1)
+            per["busy_pj"] * busy_range[i] + rest[i] for i in (0, 1)
         ],  # fmt: skip
         "unit": "token" if s.generation else "inference",
         "power_w": power_w,

@@ -11,7 +11,7 @@ import pytest
 from systolic.contract.config import ArrayConfig
 from systolic.sim.simulate import run_gemms
 from systolic.synth.flow import synthesize
-from systolic.synth.power import aliases, annotate, cut_netlist, gate_power
+from systolic.synth.power import _consistent, aliases, annotate, cut_netlist, gate_power
 from systolic.verify.gate_energy import gate_energy
 
 from ..conftest import SEED
@@ -139,6 +139,17 @@ def test_a_register_is_found_under_its_alias_and_cut_from_its_loads():
     assert owners == {"probe_buf$0": ("", True)}
     assert ".D(\\tie$0 ),\n    .Q(\\cut$0 )" in text
     assert "BUFX2 \\probe_buf$0  (\n    .A(\\probe$0 ),\n    .Y(\\a[0] )" in text
+
+
+def test_a_duty_is_moved_into_what_its_flips_allow():
+    """A bit that flips ``rate`` times a cycle spends at least ``rate / 2`` of the cycles at
+    each level (OpenSTA returns NaN otherwise): a duty outside moves to that edge, one inside
+    stays, and a constant keeps its level."""
+    assert _consistent(0.02, 0.0) == pytest.approx(0.01)
+    assert _consistent(0.02, 1.0) == pytest.approx(0.99)
+    assert _consistent(0.02, 0.011) == 0.011 and _consistent(0.02, 0.989) == 0.989
+    assert (_consistent(0.0, 0.0), _consistent(0.0, 1.0)) == (0.0, 1.0)
+    assert _consistent(1.0, 0.3) == pytest.approx(0.5)  # a bit that flips every cycle
 
 
 def test_cli_synth_power_prints_the_gate_level_table_beside_the_model():
