@@ -20,7 +20,7 @@ import numpy as np
 
 from .axi import ADDR_BITS, MAX_BURST_BYTES
 from .checks import is_integer
-from .config import ArrayConfig
+from .config import ArrayConfig, value_range
 from .interface import DIM_BITS
 from .layouts import BufferWord, footprint, from_words, layouts, to_words
 from .memory import container_bytes
@@ -29,6 +29,8 @@ from .plan import Chunk, chunk_sizes, granularity
 __all__ = [
     "LOOP_ORDERS",
     "WRITE_BUFFER_WORDS",
+    "Q_ENTRY_BYTES",
+    "Q_ENTRY_FIELDS",
     "Descriptor",
     "Job",
     "Refusal",
@@ -59,9 +61,12 @@ LOOP_ORDERS = ("nmk", "mnk", "nkm", "knm", "mkn", "kmn")
 #: Words the write engine buffers between the C bank and the W channel.
 WRITE_BUFFER_WORDS = 4
 
-#: Bytes of one per-channel requantization entry in DRAM: the Q31 multiplier as a 32-bit word,
-#: then the shift as one signed byte, then padding.
-Q_ENTRY_BYTES = 8
+#: Bytes of one output channel's entry of the parameter table in DRAM: the Q31 multiplier as a
+#: 32-bit word (bytes 0-3), the shift as one signed byte (byte 4), the bias as a signed 32-bit
+#: word (bytes 8-11), the rest padding (a power of two, so a word of entries packs whole).
+Q_ENTRY_BYTES = 16
+#: Bit offsets of an entry's fields in DRAM.
+Q_ENTRY_FIELDS = {"multiplier": 0, "shift": 32, "bias": 64}
 
 
 class Refusal(enum.IntEnum):
@@ -73,9 +78,10 @@ class Refusal(enum.IntEnum):
     ALIGNMENT = 3  # an address that is not a multiple of its word container
     STRIDE = 4  # a stride that is not a multiple of the container, or shorter than a tile row
     ORDER = 5  # a loop order code past LOOP_ORDERS
-    MODE = 6  # accumulate into C with requantization (C holds narrow outputs)
+    MODE = 6  # accumulate into C with requantization, or a bias or clamp without it
     TABLE = 7  # the requantization table does not fit the Q buffer
     RANGE = 8  # an operand that reaches past the end of the address space
+    CLAMP = 9  # an activation clamp whose low bound is above its high bound
 
 
 @dataclass(frozen=True)
@@ -93,7 +99,11 @@ class Descriptor:
     ``chunk`` gives the chunk sizes ``(mc, kc, nc)``, which the driver picks
     (:func:`contract.plan.chunk_sizes`) and the hardware checks. ``p`` is where partial sums go
     when K spans several chunks and is not the innermost loop (accumulator width, C's shape).
-    ``q_addr`` is the requantization table: ``N`` entries of :data:`Q_ENTRY_BYTES`.
+    ``q_addr`` is the parameter table: ``N`` entries of :data:`Q_ENTRY_BYTES`. The fused output
+    path (``requant``) adds each channel's bias from the table (``bias``) to its accumulators,
+    requantizes them, adds ``out_zero`` and clamps the result to ``clamp = (lo, hi)`` (the
+    activation: ReLU is ``(out_zero, top)``, ReLU6 ``(out_zero, out_zero + 6 / scale)``) or, with
+    ``clamp=None``, saturates it to the output range.
     """
 
     m: int
@@ -111,7 +121,8 @@ class Descriptor:
     b_zero: int = 0
     requant: bool = False
     out_zero: int = 0
-    relu: bool = False
+    bias: bool = False
+    clamp: tuple[int, int] | None = None
 
     @property
     def order_code(self) -> int:
@@ -130,20 +141,39 @@ def descriptor_fields(config: ArrayConfig) -> list[tuple[str, int]]:
     if config.zero_points:
         fields += [("a_zero", config.a_width), ("b_zero", config.b_width)]
     if config.requant:
-        fields += [("requant", 1), ("out_zero", config.out_width), ("relu", 1)]
+        out = config.out_width
+        fields += [("requant", 1), ("out_zero", out), ("bias", 1), ("clamp", 1),
+                   ("clamp_lo", out), ("clamp_hi", out)]  # fmt: skip
     return fields
 
 
 def descriptor_values(config: ArrayConfig, d: Descriptor) -> dict[str, int]:
-    """The fields of :func:`descriptor_fields` for ``d``."""
+    """The fields of :func:`descriptor_fields` for ``d`` (a clamp's bounds must lie in the
+    output range, the only values its fields hold)."""
+    lo, hi = _clamp(config, d)
+    if config.requant and d.clamp is not None:
+        top = value_range(config.out_width, config.out_signed)
+        if not (is_integer(lo) and is_integer(hi) and top[0] <= lo <= top[1]
+                and top[0] <= hi <= top[1]):  # fmt: skip
+            raise ValueError(f"clamp = {d.clamp!r} must lie in the output range "
+                             f"[{top[0]}, {top[1]}]")  # fmt: skip
     values = {"m": d.m, "k": d.k, "n": d.n, "mc": d.chunk[0], "kc": d.chunk[1],
               "nc": d.chunk[2], "order": d.order_code, "accumulate": int(d.accumulate),
               "q_addr": d.q_addr, "a_zero": d.a_zero, "b_zero": d.b_zero,
-              "requant": int(d.requant), "out_zero": d.out_zero, "relu": int(d.relu)}  # fmt: skip
+              "requant": int(d.requant), "out_zero": d.out_zero, "bias": int(d.bias),
+              "clamp": int(d.clamp is not None), "clamp_lo": lo, "clamp_hi": hi}  # fmt: skip
     for r in "abcp":
         region = getattr(d, r)
         values[f"{r}_addr"], values[f"{r}_stride"] = region.addr, region.stride
     return {name: values[name] for name, _ in descriptor_fields(config)}
+
+
+def _clamp(config: ArrayConfig, d: Descriptor) -> tuple[int, int]:
+    """The clamp's bounds, or the output range's without one."""
+    if d.clamp is None:
+        return value_range(config.out_width, config.out_signed)
+    lo, hi = d.clamp
+    return lo, hi
 
 
 def word_layout(config: ArrayConfig, kind: str) -> BufferWord:
@@ -228,6 +258,10 @@ def check_descriptor(config: ArrayConfig, d: Descriptor) -> tuple[Refusal, str]:
     requant = config.requant and d.requant
     if d.accumulate and requant:
         return Refusal.MODE, "accumulate into C needs C at accumulator width, not requantized"
+    if config.requant and not d.requant and (d.bias or d.clamp is not None):
+        return Refusal.MODE, "a bias or an activation clamp needs requant (the fused output path)"
+    if requant and d.clamp is not None and d.clamp[0] > d.clamp[1]:
+        return Refusal.CLAMP, f"clamp = {d.clamp!r} must have its low bound at most its high"
     g = granularity(config)
     for dim, total, size in zip("mkn", (d.m, d.k, d.n), d.chunk, strict=True):
         if not is_integer(size) or not 1 <= size <= total:
@@ -343,8 +377,8 @@ def _up(x: int, align: int = PLACEMENT_ALIGN) -> int:
 
 def place(config: ArrayConfig, m: int, k: int, n: int, *, order: str = "nmk",
           accumulate: bool = False, pad: int = 0, zeros: tuple[int, int] = (0, 0),
-          requant: bool = False, out_zero: int = 0, relu: bool = False,
-          chunk=None) -> Descriptor:  # fmt: skip
+          requant: bool = False, out_zero: int = 0, bias: bool = False,
+          clamp: tuple[int, int] | None = None, chunk=None) -> Descriptor:  # fmt: skip
     """The driver's descriptor for an ``m x k x n`` GEMM: A, B, C, partial sums and the
     requantization table one after another from address 0, each from a 4 KB boundary, with
     ``pad`` extra words between tile rows and the chunk sizes of
@@ -362,7 +396,8 @@ def place(config: ArrayConfig, m: int, k: int, n: int, *, order: str = "nmk",
     requant = bool(requant)
     return Descriptor(m, k, n, (size["m"], size["k"], size["n"]), regions["a"], regions["b"],
                       regions["c"], regions["p"], base, accumulate, order, zeros[0], zeros[1],
-                      requant, out_zero if requant else 0, relu and requant)  # fmt: skip
+                      requant, out_zero if requant else 0, bias and requant,
+                      clamp if requant else None)  # fmt: skip
 
 
 # -- transfers ------------------------------------------------------------------------------------
@@ -426,12 +461,25 @@ def q_transfer(config: ArrayConfig, d: Descriptor) -> Transfer:
     return Transfer("q", 0, ((d.q_addr, math.ceil(d.n / config.cols)),))
 
 
-def q_image(config: ArrayConfig, multiplier, shift) -> bytes:
-    """The requantization table in DRAM (:data:`Q_ENTRY_BYTES` per channel, contiguous)."""
-    entries = (np.asarray(multiplier, dtype=np.int64) & 0xFFFFFFFF) | (
-        (np.asarray(shift, dtype=np.int64) & 0xFF) << 32)  # fmt: skip
+def q_image(config: ArrayConfig, multiplier, shift, bias=None) -> bytes:
+    """The parameter table in DRAM (:data:`Q_ENTRY_BYTES` per channel, contiguous; ``bias``
+    zero when not given)."""
+    n = np.asarray(multiplier).shape[-1]
+    fields = {"multiplier": (multiplier, 32), "shift": (shift, 8),
+              "bias": (np.zeros(n, np.int64) if bias is None else bias, 32)}  # fmt: skip
+    entries = np.zeros((n, Q_ENTRY_BYTES), dtype=np.uint8)
+    for name, (values, bits) in fields.items():
+        raw = (np.asarray(values, dtype=np.int64) & ((1 << bits) - 1)).astype("<u8")
+        at = Q_ENTRY_FIELDS[name] // 8
+        entries[:, at : at + bits // 8] = raw.view(np.uint8).reshape(n, 8)[:, : bits // 8]
     word = word_layout(config, "q")
-    return image(entries[None, :], word, containers(config)["q"], containers(config)["q"])
+    tiles = math.ceil(n / config.cols)
+    out = np.zeros((tiles * config.cols, Q_ENTRY_BYTES), dtype=np.uint8)
+    out[:n] = entries
+    cont = containers(config)["q"]
+    packed = np.zeros((tiles, cont), dtype=np.uint8)
+    packed[:, : word.tile * Q_ENTRY_BYTES] = out.reshape(tiles, -1)
+    return packed.tobytes()
 
 
 def bursts(address: int, nbytes: int, beat: int, max_burst: int) -> list[tuple[int, int]]:

@@ -12,6 +12,7 @@ __all__ = [
     "COUNTER_BITS",
     "DEVICE_COUNTERS",
     "DIM_BITS",
+    "BIAS_BITS",
     "MULTIPLIER_BITS",
     "NAN32",
     "SHIFT_BITS",
@@ -69,6 +70,9 @@ DEVICE_COUNTERS = {
 MULTIPLIER_BITS = 31
 SHIFT_BITS = 6
 SHIFT_RANGE = (-31, 31)
+#: The fused output path's per-channel bias: a signed int32 added to the accumulator before
+#: requantization, as TFLite's and ONNX QLinearConv's kernels add theirs.
+BIAS_BITS = 32
 
 #: The one quiet NaN the bf16 datapath produces (fp32 bits), whatever NaN went in.
 NAN32 = 0x7FC00000

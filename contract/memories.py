@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .config import ArrayConfig
-from .interface import MULTIPLIER_BITS, SHIFT_BITS, TOPS
+from .interface import BIAS_BITS, MULTIPLIER_BITS, SHIFT_BITS, TOPS
 from .layouts import layouts
 
 __all__ = ["QUANT_ENTRY_BITS", "SRAM_KINDS", "Sram", "memories", "sram_module"]
@@ -19,8 +19,9 @@ __all__ = ["QUANT_ENTRY_BITS", "SRAM_KINDS", "Sram", "memories", "sram_module"]
 #: The kinds of memory, by (read ports, port 0 transparent): the stem of their modules' names.
 SRAM_KINDS = {(1, False): "systolic_sram_1r1w", (2, True): "systolic_sram_2r1w"}
 
-#: Bits of one output channel's requantization parameters in the parameter buffer.
-QUANT_ENTRY_BITS = MULTIPLIER_BITS + SHIFT_BITS
+#: Bits of one output channel's parameters in the parameter buffer: its requantization and its
+#: bias.
+QUANT_ENTRY_BITS = MULTIPLIER_BITS + SHIFT_BITS + BIAS_BITS
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ ADDR_BITS = 12
 #: ``ID``'s value: "SYST" in ASCII.
 ID_VALUE = 0x53595354
 #: The register map's version, raised when an offset or a field moves.
-VERSION = 1
+VERSION = 2
 #: Bits of ``IRQ_ENABLE`` and ``IRQ_PENDING``.
 IRQ_DONE, IRQ_ERROR = 0, 1
 

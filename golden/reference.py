@@ -13,7 +13,7 @@ from systolic.contract.config import ArrayConfig, Dataflow, value_range
 from systolic.contract.plan import chunk_sizes
 
 from .bf16 import bf16_gemm
-from .requant import RequantParams, requantize
+from .requant import RequantParams
 
 __all__ = [
     "check_operands",
@@ -105,13 +105,12 @@ def reference(
 def requantized_reference(
     config: ArrayConfig, a, b, a_zero: int, b_zero: int, params: RequantParams
 ) -> np.ndarray:
-    """The requantized outputs (``config.requant``) of ``(A - a_zero) @ (B - b_zero)``."""
+    """The outputs of the fused output path (``config.requant``: bias, requantization,
+    activation) on ``(A - a_zero) @ (B - b_zero)``."""
     if not config.requant:
         raise ValueError(f"{config.name} has no requantization unit (requant=False)")
     params.check(config, b.shape[1])
-    acc = reference(config, a, b, a_zero, b_zero)
-    return requantize(acc, params.multiplier, params.shift, params.out_zero, config.out_width,
-                      config.out_signed, params.relu)  # fmt: skip
+    return params.apply(config, reference(config, a, b, a_zero, b_zero))
 
 
 def bf16_order(config: ArrayConfig, m: int, k: int, n: int) -> list[tuple[int, int]]:

@@ -12,8 +12,13 @@ gemmlowp): an int32 accumulator ``x`` is scaled by a Q31 ``multiplier`` and a po
   exact negative tie goes up (-2.5 -> -2): ties toward +infinity. The runtimes do exactly this,
   so the hardware does too;
 - ``RoundingDivideByPOT`` by ``max(-shift, 0)``: ties away from zero;
-- plus the output zero point, optional ReLU (clamp at the zero point), saturation to the output
-  range.
+- plus the output zero point, then the activation: a clamp to ``[lo, hi]`` within the output
+  range (ReLU clamps at the zero point, ReLU6 also at the zero point plus 6 over the output
+  scale), or saturation to the output range.
+
+A per-channel int32 bias, when given, is added to the accumulator first, wrapping in 32 bits (as
+the runtimes' ``acc += bias`` does on int32): the fused output path of TFLite's and ONNX's
+quantized convolutions and matrix products.
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ __all__ = [
     "INT32_MAX",
     "INT32_MIN",
     "RequantParams",
+    "ACTIVATIONS",
+    "activation_bounds",
+    "activation_clamp",
     "quantize_multiplier",
     "requantize",
     "rounding_divide_by_pot",
@@ -64,20 +72,63 @@ def rounding_divide_by_pot(x, exponent) -> np.ndarray:
     return (x >> exponent) + (remainder > threshold)
 
 
+def activation_bounds(out_zero: int, out_width: int, out_signed: bool, relu: bool = False,
+                      clamp: tuple[int, int] | None = None) -> tuple[int, int] | None:  # fmt: skip
+    """The activation clamp the hardware applies: ``clamp`` (output integers) narrowed by ReLU
+    (nothing below ``out_zero``) and by the output range; None without either (saturation
+    only)."""
+    if not relu and clamp is None:
+        return None
+    lo, hi = value_range(out_width, out_signed)
+    if clamp is not None:
+        lo, hi = max(lo, int(clamp[0])), min(hi, int(clamp[1]))
+    if relu:
+        lo = max(lo, int(out_zero))
+    return lo, hi
+
+
+#: Activations the fused output path applies, as real ranges (ONNX's Relu, and Clip(0, 6),
+#: which is how ReLU6 reaches ONNX).
+ACTIVATIONS = {"relu": (0.0, math.inf), "relu6": (0.0, 6.0)}
+
+
+def activation_clamp(activation, scale: float, out_zero: int, out_width: int,
+                     out_signed: bool) -> tuple[int, int]:  # fmt: skip
+    """The clamp in output integers of ``activation`` (a name of :data:`ACTIVATIONS` or a real
+    ``(lo, hi)``, a Clip's bounds) on an output of ``scale`` and ``out_zero``: each bound
+    quantized as TFLite's ``CalculateActivationRangeQuantized`` does (``zero + round(x /
+    scale)``), then narrowed to the output range."""
+    lo, hi = ACTIVATIONS[activation] if isinstance(activation, str) else activation
+    if not scale > 0 or not lo <= hi:
+        raise ValueError(f"an activation needs scale > 0 and lo <= hi, not scale {scale!r}, "
+                         f"range {(lo, hi)!r}")  # fmt: skip
+    top_lo, top_hi = value_range(out_width, out_signed)
+
+    def q(x: float) -> int:
+        if math.isinf(x):
+            return top_hi if x > 0 else top_lo
+        return min(top_hi, max(top_lo, int(out_zero + np.round(x / scale))))
+
+    return q(lo), q(hi)
+
+
 def requantize(
-    acc, multiplier, shift, out_zero: int, out_width: int, out_signed: bool, relu: bool = False
-) -> np.ndarray:
-    """Requantize int32 accumulators (see module). ``multiplier`` and ``shift`` broadcast
-    against ``acc``: per output channel, they run along its last axis."""
-    x = _wrap32(np.asarray(acc, dtype=np.int64))
+    acc, multiplier, shift, out_zero: int, out_width: int, out_signed: bool, relu: bool = False,
+    bias=None, clamp: tuple[int, int] | None = None,
+) -> np.ndarray:  # fmt: skip
+    """Requantize int32 accumulators (see module), after adding ``bias``. ``multiplier``,
+    ``shift`` and ``bias`` broadcast against ``acc``: per output channel, they run along its
+    last axis. ``relu`` and ``clamp`` give the activation (:func:`activation_bounds`)."""
+    acc = _wrap32(np.asarray(acc, dtype=np.int64))
+    bias = np.zeros(1, np.int64) if bias is None else np.asarray(bias, dtype=np.int64)
+    x = _wrap32(acc + bias)  # the bias first, as the runtimes add it
     shift = np.asarray(shift, dtype=np.int64)
     left = np.maximum(shift, 0)
     right = np.maximum(-shift, 0)
     scaled = srdhm(_wrap32(x << left), multiplier)
     y = rounding_divide_by_pot(scaled, right) + out_zero
-    lo, hi = value_range(out_width, out_signed)
-    if relu:
-        lo = max(lo, out_zero)
+    bounds = activation_bounds(out_zero, out_width, out_signed, relu, clamp)
+    lo, hi = bounds or value_range(out_width, out_signed)
     return np.clip(y, lo, hi)
 
 
@@ -102,20 +153,35 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class RequantParams:
-    """Requantization of one output tensor: per output channel (column of C) a Q31
-    ``multiplier`` and a ``shift``; one output zero point; ReLU or not."""
+    """The fused output path of one output tensor: per output channel (column of C) a Q31
+    ``multiplier``, a ``shift`` and optionally an int32 ``bias``; one output zero point; the
+    activation: ReLU, a ``clamp`` in output integers, both, or neither."""
 
     multiplier: np.ndarray
     shift: np.ndarray
     out_zero: int = 0
     relu: bool = False
+    bias: np.ndarray | None = None
+    clamp: tuple[int, int] | None = None
 
     @classmethod
-    def from_scales(cls, real, out_zero: int = 0, relu: bool = False) -> RequantParams:
+    def from_scales(cls, real, out_zero: int = 0, relu: bool = False, bias=None,
+                    clamp: tuple[int, int] | None = None) -> RequantParams:  # fmt: skip
         """Per-channel multipliers and shifts for the real scales ``real`` (one per channel)."""
         pairs = [quantize_multiplier(float(r)) for r in np.atleast_1d(real)]
         return cls(np.array([m for m, _ in pairs]), np.array([s for _, s in pairs]),
-                   int(out_zero), relu)  # fmt: skip
+                   int(out_zero), relu, None if bias is None else np.asarray(bias, np.int64),
+                   clamp)  # fmt: skip
+
+    def bounds(self, config: ArrayConfig) -> tuple[int, int] | None:
+        """The clamp the descriptor carries (None: saturation only)."""
+        return activation_bounds(self.out_zero, config.out_width, config.out_signed, self.relu,
+                                 self.clamp)  # fmt: skip
+
+    def apply(self, config: ArrayConfig, acc) -> np.ndarray:
+        """The fused output path on int32 accumulators ``acc`` (channels along the last axis)."""
+        return requantize(acc, self.multiplier, self.shift, self.out_zero, config.out_width,
+                          config.out_signed, self.relu, self.bias, self.clamp)  # fmt: skip
 
     def check(self, config: ArrayConfig, channels: int) -> None:
         """Clear errors for parameters the hardware cannot take."""
@@ -134,6 +200,19 @@ class RequantParams:
         if not olo <= self.out_zero <= ohi:
             raise ValueError(f"out_zero must be in the output range [{olo}, {ohi}], "
                              f"not {self.out_zero}")  # fmt: skip
+        if self.bias is not None:
+            b = np.asarray(self.bias)
+            if b.shape != (channels,):
+                raise ValueError(f"bias needs one value per output channel ({channels}), "
+                                 f"not shape {b.shape}")  # fmt: skip
+            if b.size and (b.min() < INT32_MIN or b.max() > INT32_MAX):
+                raise ValueError(f"bias values must be int32, in [{INT32_MIN}, {INT32_MAX}], "
+                                 f"not [{b.min()}, {b.max()}]")  # fmt: skip
+        if self.clamp is not None:
+            lo, hi = self.clamp
+            if not olo <= lo <= hi <= ohi:
+                raise ValueError(f"clamp = ({lo}, {hi}) must satisfy {olo} <= lo <= hi <= "
+                                 f"{ohi} (the output range)")  # fmt: skip
         if channels > config.q_depth * config.cols:
             raise ValueError(f"{channels} output channels exceed the parameter buffer "
                              f"(q_depth {config.q_depth} x {config.cols} channels)")  # fmt: skip

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from systolic.contract.config import value_range
-from systolic.golden.requant import RequantParams
+from systolic.golden.requant import INT32_MAX, INT32_MIN, RequantParams
 
 __all__ = [
     "METHODS",
@@ -31,6 +31,7 @@ __all__ = [
     "fake_quantize",
     "output_params",
     "quantize",
+    "quantize_bias",
     "requant_params",
     "sqnr_db",
 ]
@@ -178,15 +179,25 @@ def sqnr_db(reference: np.ndarray, approx: np.ndarray) -> float:
 
 
 def requant_params(
-    inputs: Scale, weights: Scale, output: Scale, relu: bool = False
+    inputs: Scale, weights: Scale, output: Scale, relu: bool = False, bias=None
 ) -> RequantParams:
-    """The requantization that turns the int32 accumulators of ``inputs @ weights`` (weights
-    per output channel) into ``output``'s integers: multiplier and shift per channel for
+    """The fused output path that turns the int32 accumulators of ``inputs @ weights``
+    (weights per output channel) plus ``bias`` (int32, :func:`quantize_bias`) into
+    ``output``'s integers: multiplier and shift per channel for
     ``inputs.scale * weights.scale / output.scale``."""
     if np.ndim(output.zero_point) != 0:
         raise ValueError("the output needs one zero point (a per-tensor scale)")
     real = np.broadcast_to(inputs.scale * weights.scale / output.scale, np.shape(weights.scale))
-    return RequantParams.from_scales(real, int(output.zero_point), relu)
+    return RequantParams.from_scales(real, int(output.zero_point), relu, bias)
+
+
+def quantize_bias(bias, inputs: Scale, weights: Scale) -> np.ndarray:
+    """A float bias as the int32 the accumulators of ``inputs @ weights`` add: at the scale
+    ``inputs.scale * weights.scale`` (per output channel), zero point 0, rounded to nearest and
+    saturated to int32 (TFLite's and ONNX's convention)."""
+    scale = np.broadcast_to(inputs.scale * weights.scale, np.shape(bias))
+    q = np.round(np.asarray(bias, dtype=np.float64) / scale)
+    return np.clip(q, INT32_MIN, INT32_MAX).astype(np.int64)
 
 
 def output_params(acc, out_width: int, out_signed: bool, out_zero: int = 0, relu=False):

@@ -4,9 +4,11 @@ calibration, and the two ways of running it that must agree.
 - :meth:`Plan.hook` is the *fake-quant* float model: every int layer's input and weights are
   quantized and read back, bf16 layers round theirs to bf16. Training (QAT) and evaluation use it.
 - :func:`run_integer` is the *deployed* pipeline: integers into the array, int32 accumulators
-  requantized by the array's requantization unit (TFLite arithmetic, ReLU fused) straight into
-  the next layer's input scale, computed by ``golden/`` or by the simulated RTL (which must equal
-  it bit for bit). Convolutions run by im2col, padded with the zero point.
+  plus the int32 bias, requantized by the array's fused output path (TFLite arithmetic, ReLU
+  fused) straight into the next layer's input scale, computed by ``golden/`` or by the simulated
+  RTL (which must equal it bit for bit). Convolutions run by im2col, padded with the zero point.
+  Where a layer's output leaves the array raw (the last layer, or a bf16 layer next), the host
+  adds the bias.
 
 Conventions (those of deployed int8 models): a layer's input is quantized per tensor,
 asymmetric, unsigned (post-ReLU tensors get zero point 0); weights symmetric, per output channel
@@ -28,6 +30,7 @@ from systolic.quant.calibrate import (
     choose_scale,
     fake_quantize,
     quantize,
+    quantize_bias,
     requant_params,
 )
 from systolic.sim.simulate import Quantization, run_gemms
@@ -125,6 +128,11 @@ class Plan:
         lp = self.layers[i]
         if kind == "out" or lp.precision == "float":
             return value
+        if kind == "bias":  # int32 at the accumulators' scale; bf16 layers' host adds floats
+            if lp.bits is None:
+                return value
+            scale = lp.act.scale * self._channel_weights(i).scale
+            return quantize_bias(value, lp.act, self._channel_weights(i)) * scale
         if lp.precision == "bf16":
             return _bf16(value)
         return fake_quantize(value, self._scale(i, kind, value))
@@ -152,11 +160,26 @@ class Plan:
         nxt = self.layers[i + 1] if i + 1 < len(self.layers) else None
         if lp.bits is None or nxt is None or nxt.bits is None:
             return None
-        w = lp.weight
-        if np.ndim(w.scale) == 0:  # per tensor: the unit still takes one value per channel
-            n = self.net.array_layers[i].matrix().shape[1]
+        return requant_params(lp.act, self._channel_weights(i), nxt.act, relu=True,
+                              bias=self.bias(i))  # fmt: skip
+
+    def _channel_weights(self, i: int) -> Scale:
+        """Int layer ``i``'s weight scale, one value per output channel (the hardware takes
+        one per channel even when the weights have one per tensor); from the current weights
+        in quantization-aware training."""
+        layer = self.net.array_layers[i]
+        w = self._scale(i, "weight", layer.matrix())
+        if np.ndim(w.scale) == 0:
+            n = layer.matrix().shape[1]
             w = Scale(np.full(n, float(w.scale)), np.zeros(n, dtype=np.int64), w.bits, w.signed)
-        return requant_params(lp.act, w, nxt.act, relu=True)
+        return w
+
+    def bias(self, i: int) -> np.ndarray | None:
+        """Int layer ``i``'s bias as int32 at its accumulators' scale (None: no bias)."""
+        b = self.net.array_layers[i].b
+        if b is None:
+            return None
+        return quantize_bias(b, self.layers[i].act, self._channel_weights(i))
 
     def config(self, i: int, rows: int) -> ArrayConfig:
         nxt = self.precisions[i + 1] if i + 1 < len(self.layers) else None
@@ -237,7 +260,7 @@ def run_integer(plan: Plan, x, *, rtl: bool = False, rows: int = 8, timeout: flo
         quant = None
         if lp.precision == "float":  # a layer left in float: on the host
             a, b = _operand(layer, h, 0.0), layer.matrix()
-            c = a @ b
+            c = layer.biased(a @ b)
         elif lp.precision == "bf16":
             a, b = bf16_bits(_operand(layer, h, 0.0)), bf16_bits(layer.matrix())
             c = reference(config, a, b)  # bf16 bit patterns of fp32 sums
@@ -254,13 +277,15 @@ def run_integer(plan: Plan, x, *, rtl: bool = False, rows: int = 8, timeout: flo
             exact.append(bool(np.array_equal(r.c, c)))
             results.append(r)
             c = r.c  # the deployed pipeline goes on with what the device computed
-        if lp.precision == "bf16":
-            out = real = bits_to_float(c).astype(np.float64)
+        if lp.precision == "bf16":  # the host adds the bias to the fp32 sums
+            out = real = layer.biased(bits_to_float(c).astype(np.float64))
         elif lp.precision == "float":
             out = real = c
         else:
+            bias = plan.bias(index)
+            acc = acc if bias is None else acc + bias  # the host's, where the output is raw
             real = acc * (lp.act.scale * lp.weight.scale)
-            out = c if quant.params else c * (lp.act.scale * lp.weight.scale)
+            out = c if quant.params else real
         gemms.append((index, config, a, b, quant))
         outputs.append(real)
         codes.append(c)

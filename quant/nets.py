@@ -1,6 +1,7 @@
-"""Small networks in numpy: dense and convolution layers (NCHW, bias-free: the array has no bias
-adder), ReLU and Flatten, with backpropagation and Adam, and hooks that put fake quantization in
-the forward pass (quantization-aware training with a straight-through estimator).
+"""Small networks in numpy: dense and convolution layers (NCHW, each with an optional per-channel
+bias, which the array adds in its fused output path), ReLU and Flatten, with backpropagation and
+Adam, and hooks that put fake quantization in the forward pass (quantization-aware training with
+a straight-through estimator).
 
 A convolution is computed as the array computes it: im2col, one row per output pixel and one
 column per (input channel, kernel row, kernel column), times the weights as a ``K x Cout``
@@ -26,23 +27,38 @@ __all__ = [
 ]
 
 
+class _Weighted:
+    def params(self) -> list[np.ndarray]:
+        """What training updates, in place: the weights, then the bias if there is one."""
+        return [self.w] if self.b is None else [self.w, self.b]
+
+    def biased(self, y: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+        """The GEMM's output ``y`` (channels along the last axis) plus the bias (or ``bias``,
+        the bias as a hook gave it)."""
+        bias = self.b if bias is None else bias
+        return y if bias is None else y + bias
+
+
 @dataclass
-class Dense:
-    """``y = x @ w`` with ``w`` of shape ``K x N``."""
+class Dense(_Weighted):
+    """``y = x @ w + b`` with ``w`` of shape ``K x N`` and ``b`` of ``N`` (or no bias)."""
 
     w: np.ndarray
+    b: np.ndarray | None = None
 
     def matrix(self) -> np.ndarray:
         return self.w
 
 
 @dataclass
-class Conv:
-    """A 2-D convolution of weights ``Cout x Cin x kh x kw``, square stride and padding."""
+class Conv(_Weighted):
+    """A 2-D convolution of weights ``Cout x Cin x kh x kw``, square stride and padding, and a
+    bias per output channel (or none)."""
 
     w: np.ndarray
     stride: int = 1
     pad: int = 0
+    b: np.ndarray | None = None
 
     def matrix(self) -> np.ndarray:
         """The weights as the GEMM's B: ``(Cin * kh * kw) x Cout``."""
@@ -103,27 +119,31 @@ class Net:
 
     def forward(self, x, hook=None, trace: list | None = None) -> np.ndarray:
         """Logits for ``x``. ``hook(i, kind, value)`` may replace the input activation
-        (``kind="act"``) or the weight matrix (``"weight"``) of array layer ``i``, and the
-        layer's GEMM output (``"out"``); ``trace`` collects what backpropagation needs."""
+        (``kind="act"``), the weight matrix (``"weight"``) or the bias (``"bias"``) of array
+        layer ``i``, and the layer's output (``"out"``: the GEMM's plus the bias); ``trace``
+        collects what backpropagation needs."""
         h = np.asarray(x, dtype=np.float64).reshape(len(x), *self.input_shape)
         index = 0
         for layer in self.layers:
             if isinstance(layer, ARRAY_LAYERS):
                 a_in = hook(index, "act", h) if hook else h
                 w = hook(index, "weight", layer.matrix()) if hook else layer.matrix()
+                bias = layer.b
+                if hook and bias is not None:
+                    bias = hook(index, "bias", bias)
                 if isinstance(layer, Conv):
                     cout, _, kh, kw = layer.w.shape
                     n, _, hh, ww = a_in.shape
                     oh = conv_out(hh, kh, layer.stride, layer.pad)
                     ow = conv_out(ww, kw, layer.stride, layer.pad)
                     cols = im2col(a_in, kh, kw, layer.stride, layer.pad)
-                    y = cols @ w
+                    y = layer.biased(cols @ w, bias)
                     if hook:
                         y = hook(index, "out", y)
                     out = y.reshape(n, oh, ow, cout).transpose(0, 3, 1, 2)
                     ctx = (cols, w, a_in.shape, (n, oh, ow, cout))
                 else:
-                    y = a_in @ w
+                    y = layer.biased(a_in @ w, bias)
                     out = hook(index, "out", y) if hook else y
                     ctx = (a_in, w, None, None)
                 if trace is not None:
@@ -153,7 +173,8 @@ class Net:
         return seen
 
     def outputs(self, x, hook=None) -> list[np.ndarray]:
-        """Each array layer's GEMM output (``rows x N``) on ``x``, under ``hook`` if given."""
+        """Each array layer's output (``rows x N``, bias included) on ``x``, under ``hook`` if
+        given."""
         seen = []
 
         def record(i, kind, value):
@@ -172,8 +193,10 @@ class Net:
         return float(np.mean(self.predict(x, hook) == labels))
 
     def gradients(self, x, labels, hook=None, ste=None) -> tuple[float, list[np.ndarray]]:
-        """Softmax cross-entropy loss and its gradient for each array layer's weights.
-        ``ste(i, kind, value)`` gives the straight-through mask of a fake-quantized value."""
+        """Softmax cross-entropy loss and its gradient for each parameter of each array layer
+        (:meth:`Dense.params` order). ``ste(i, kind, value)`` gives the straight-through mask of
+        a fake-quantized value (the bias is not masked: it is quantized at the accumulator's
+        32 bits)."""
         trace: list = []
         logits = self.forward(x, hook, trace)
         shifted = logits - logits.max(axis=1, keepdims=True)
@@ -200,12 +223,15 @@ class Net:
                     g = _col2im(g2 @ w.T, in_shape, kh, kw, layer.stride, layer.pad)
                     dw = dw.T.reshape(layer.w.shape)
                 else:
+                    g2 = g
                     dw = a.T @ g
                     g = g @ w.T
                 if ste is not None:  # gradients pass where the quantizer did not clip
                     g = g * ste(index, "act", a_in)
                     mask = ste(index, "weight", layer.matrix())
                     dw = dw * (mask if isinstance(layer, Dense) else mask.T.reshape(dw.shape))
+                if layer.b is not None:
+                    grads.append(g2.sum(axis=0))
                 grads.append(dw)
         return loss, grads[::-1]
 
@@ -215,9 +241,9 @@ def train(net: Net, x, labels, rng, *, epochs: int, lr: float = 3e-3, batch: int
     """Adam on softmax cross-entropy over minibatches, in place; the mean loss of each epoch.
     With ``hook`` and ``ste`` the forward pass is fake-quantized (QAT); ``on_epoch(net)`` runs
     after each epoch (to recalibrate ranges)."""
-    params = net.array_layers
-    m1 = [np.zeros_like(p.w) for p in params]
-    m2 = [np.zeros_like(p.w) for p in params]
+    params = [p for layer in net.array_layers for p in layer.params()]
+    m1 = [np.zeros_like(p) for p in params]
+    m2 = [np.zeros_like(p) for p in params]
     losses, step = [], 0
     for _ in range(epochs):
         order = rng.permutation(len(x))
@@ -232,7 +258,7 @@ def train(net: Net, x, labels, rng, *, epochs: int, lr: float = 3e-3, batch: int
                 a += 0.1 * g
                 b *= 0.999
                 b += 0.001 * g * g
-                p.w -= lr * (a / (1 - 0.9**step)) / (np.sqrt(b / (1 - 0.999**step)) + 1e-8)
+                p -= lr * (a / (1 - 0.9**step)) / (np.sqrt(b / (1 - 0.999**step)) + 1e-8)
         losses.append(total / len(x))
         if on_epoch:
             on_epoch(net)

@@ -214,6 +214,8 @@ def run_model(spec: str, opts: Options) -> dict:
         source = f"trained here, {epochs} epochs of Adam"
     for layer in net.array_layers:  # float32, as the ONNX file stores them
         layer.w = layer.w.astype(np.float32).astype(np.float64)
+        if layer.b is not None:
+            layer.b = layer.b.astype(np.float32).astype(np.float64)
     path = write_onnx(net, out / f"{net.name}.onnx")
     back = net_from_onnx(path)
     onnx_same = np.array_equal(back.forward(task.x_test), net.forward(task.x_test))

@@ -69,16 +69,18 @@ def load_task(name: str) -> Task:
 
 
 def build_net(task: Task, model: str, rng) -> Net:
-    """An untrained network ``model`` (one of ``MODELS[task.name]``), He-initialized."""
+    """An untrained network ``model`` (one of ``MODELS[task.name]``), He-initialized, with
+    biases (zero to start)."""
     if model not in MODELS.get(task.name, ()):
         raise ValueError(f"model for task {task.name} must be one of "
                          f"{', '.join(MODELS[task.name])}, not {model!r}")  # fmt: skip
 
     def dense(k, n):
-        return Dense(rng.standard_normal((k, n)) * np.sqrt(2 / k))
+        return Dense(rng.standard_normal((k, n)) * np.sqrt(2 / k), np.zeros(n))
 
     def conv(cout, cin, stride):
-        return Conv(rng.standard_normal((cout, cin, 3, 3)) * np.sqrt(2 / (cin * 9)), stride, 1)
+        w = rng.standard_normal((cout, cin, 3, 3)) * np.sqrt(2 / (cin * 9))
+        return Conv(w, stride, 1, np.zeros(cout))
 
     if task.name == "digits" and model == "cnn":
         layers = [conv(8, 1, 1), Relu(), conv(16, 8, 2), Relu(), Flatten(), dense(256, 10)]

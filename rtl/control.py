@@ -36,7 +36,8 @@ def descriptor_layout(config: ArrayConfig) -> data.StructLayout:
     """:func:`contract.dma.descriptor_fields` as an Amaranth layout."""
     signed_fields = {"a_zero": (config.a_width, config.a_signed),
                      "b_zero": (config.b_width, config.b_signed),
-                     "out_zero": (config.out_width, config.out_signed)}  # fmt: skip
+                     **{name: (config.out_width, config.out_signed)
+                        for name in ("out_zero", "clamp_lo", "clamp_hi")}}  # fmt: skip
     return data.StructLayout({
         name: operand_shape(*signed_fields[name]) if name in signed_fields else unsigned(bits)
         for name, bits in descriptor_fields(config)

@@ -18,6 +18,8 @@ from systolic.contract.axi import ADDR_BITS, OPERANDS, channel_fields, master_si
 from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import (
     LOOP_ORDERS,
+    Q_ENTRY_BYTES,
+    Q_ENTRY_FIELDS,
     Refusal,
     beat_bytes,
     containers,
@@ -231,13 +233,17 @@ class Device(wiring.Component):
                 q_buf.write.valid.eq(qf.valid),
                 q_buf.write.payload.addr.eq(qf.payload.addr),
             ]
-            for j in range(cfg.cols):  # a DRAM entry: multiplier in bits 0-31, shift in 32-39
-                entry = qf.payload.data[64 * j : 64 * j + 64]
-                m.d.comb += [q_buf.write.payload.data[j].multiplier.eq(entry[:31]),
-                             q_buf.write.payload.data[j].shift.eq(entry[32:38])]  # fmt: skip
+            bits = 8 * Q_ENTRY_BYTES
+            for j in range(cfg.cols):  # a DRAM entry (contract.dma.Q_ENTRY_FIELDS)
+                entry = qf.payload.data[bits * j : bits * (j + 1)]
+                dest = q_buf.write.payload.data[j]
+                for name in ("multiplier", "shift", "bias"):
+                    at = Q_ENTRY_FIELDS[name]
+                    m.d.comb += getattr(dest, name).eq(entry[at : at + len(getattr(dest, name))])
             m.d.comb += [q_buf.read_addr.eq(wr.q_addr), q_buf.read_en.eq(wr.q_en),
-                         wr.q_data.eq(q_buf.read_data), wr.out_zero.eq(d.out_zero),
-                         wr.relu.eq(d.relu)]  # fmt: skip
+                         wr.q_data.eq(q_buf.read_data)]  # fmt: skip
+            for name in ("out_zero", "bias", "clamp", "clamp_lo", "clamp_hi"):
+                m.d.comb += getattr(wr.path, name).eq(getattr(d, name))
         m.d.comb += [
             c_buf.drain_bank.eq(wr.drain_bank),
             c_buf.drain_addr.eq(wr.drain_addr),
@@ -538,6 +544,8 @@ class Device(wiring.Component):
         add(d.order >= len(LOOP_ORDERS), Refusal.ORDER)
         if cfg.requant:
             add(d.accumulate & d.requant, Refusal.MODE)
+            add(~d.requant & (d.bias | d.clamp), Refusal.MODE)
+            add(d.requant & d.clamp & (d.clamp_lo > d.clamp_hi), Refusal.CLAMP)
         g = granularity(cfg)
         for dim in ("m", "k", "n"):
             size, total = getattr(d, f"{dim}c"), getattr(d, dim)

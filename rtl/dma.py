@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from amaranth import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from systolic.contract.axi import ADDR_BITS, AXI_ID, BURST_INCR, OPERANDS
@@ -23,17 +23,23 @@ from systolic.contract.interface import DIM_BITS
 from systolic.contract.layouts import layouts
 
 from .arith import divide, equals, remainder
-from .array import Flow, operand_shape
+from .array import Flow
 from .axi import AxiMaster
-from .requant import requant_word
+from .requant import output_path_layout, requant_word
 
 __all__ = ["ReadEngine", "WriteEngine", "load_layout", "store_layout"]
 
 _ADDR = unsigned(ADDR_BITS)
 _COUNT = unsigned(DIM_BITS + 1)
 #: Kinds of loads, by operand code (contract.axi.OPERANDS): C and partial sums both go to the C
-#: buffer.
+#: buffer; the parameter table (``q``) exists with requantization only.
 LOAD_KINDS = ("a", "b", "c", "q")
+
+
+def load_kinds(config: ArrayConfig) -> tuple[str, ...]:
+    """The kinds of load ``config``'s device makes (no table without requantization, so the
+    read engine assembles no word as wide as one)."""
+    return LOAD_KINDS if config.requant else LOAD_KINDS[:3]
 
 
 def load_layout() -> data.StructLayout:
@@ -51,6 +57,17 @@ def store_layout() -> data.StructLayout:
                               "n0": _COUNT})  # fmt: skip
 
 
+def by_kind(m: Module, kind, kinds: dict):
+    """Yield each kind's values inside its case of a switch on ``kind``; where the kinds do not
+    cover every code (a device without the table has three kinds of load in a two-bit code),
+    the last kind's case is the default."""
+    short = len(kinds) < 1 << len(Value.cast(kind))
+    with m.Switch(kind):
+        for i, (code, values) in enumerate(kinds.items()):
+            with m.Default() if short and i == len(kinds) - 1 else m.Case(code):
+                yield values
+
+
 class _Runs:
     """Walks a transfer's runs and splits them into bursts: the current burst's address and
     beats, given the kind's beat and container sizes (constants selected by ``kind``)."""
@@ -65,11 +82,9 @@ class _Runs:
         self.beat_log = Signal(range(8), name=f"{name}_size")  # log2 of the beat's bytes
         self.cont = Signal(unsigned(16), name=f"{name}_cont")  # container bytes
         span = Signal(unsigned(16), name=f"{name}_span")
-        with m.Switch(kind):
-            for k, (cont, beat) in kinds.items():
-                with m.Case(k):
-                    m.d.comb += [self.cont.eq(cont), self.beat_log.eq(int(math.log2(beat))),
-                                 span.eq(config.max_burst * beat)]  # fmt: skip
+        for cont, beat in by_kind(m, kind, kinds):
+            m.d.comb += [self.cont.eq(cont), self.beat_log.eq(int(math.log2(beat))),
+                         span.eq(config.max_burst * beat)]  # fmt: skip
         boundary = Signal(unsigned(ADDR_BITS + 1), name=f"{name}_boundary")
         m.d.comb += boundary.eq((self.addr | (span - 1)) + 1)
         self.stop = Signal(unsigned(ADDR_BITS + 1), name=f"{name}_stop")
@@ -83,10 +98,8 @@ class _Runs:
         """Statements that begin ``cmd`` (of ``kind``, the incoming command's, not the one the
         walk holds)."""
         cont = Signal(unsigned(16), name=f"{self.name}_next_cont")
-        with m.Switch(kind):
-            for k, (c, _) in self.kinds.items():
-                with m.Case(k):
-                    m.d.comb += cont.eq(c)
+        for c, _ in by_kind(m, kind, self.kinds):
+            m.d.comb += cont.eq(c)
         return [self.addr.eq(cmd.addr), self.row.eq(cmd.addr),
                 self.end.eq(cmd.addr + cmd.lines * cont), self.tile.eq(0)]  # fmt: skip
 
@@ -105,7 +118,8 @@ def _load_kinds(config: ArrayConfig) -> dict[int, tuple[int, int]]:
     accumulator-wide."""
     cont = containers(config)
     sizes = {"a": "a", "b": "b", "c": "p", "q": "q"}
-    return {OPERANDS[k]: (cont[sizes[k]], beat_bytes(config, sizes[k])) for k in LOAD_KINDS}
+    return {OPERANDS[k]: (cont[sizes[k]], beat_bytes(config, sizes[k]))
+            for k in load_kinds(config)}  # fmt: skip
 
 
 class ReadEngine(wiring.Component):
@@ -117,7 +131,8 @@ class ReadEngine(wiring.Component):
         The next load; taken when the request side is free (or issuing its last burst), so the
         next load's first request can follow the previous one's last at once.
     mem : the AR and R channels of the AXI4 master (AW, W, B are the write engine's).
-    fill_a, fill_b, fill_c, fill_q : Flow {bank, addr, data of the container}
+    fill_a, fill_b, fill_c, fill_q : Flow {bank, addr, data of the container}; fill_q with
+        requantization only.
         One word a cycle into the bank, as its last beat arrives.
     loaded : Flow {id, bank}
         A load's last word was written this cycle.
@@ -128,11 +143,11 @@ class ReadEngine(wiring.Component):
         self._kinds = _load_kinds(config)
         fill = {k: Flow(data.StructLayout({"bank": 1, "addr": unsigned(DIM_BITS + 1),
                                            "data": unsigned(8 * self._kinds[OPERANDS[k]][0])}))
-                for k in LOAD_KINDS}  # fmt: skip
+                for k in load_kinds(config)}  # fmt: skip
         super().__init__({
             "cmd": In(stream.Signature(load_layout())),
             "mem": Out(AxiMaster(config.bus_width)),
-            **{f"fill_{k}": Out(fill[k]) for k in LOAD_KINDS},
+            **{f"fill_{k}": Out(fill[k]) for k in load_kinds(config)},
             "loaded": Out(Flow(data.StructLayout({"kind": 2, "bank": 1}))),
             "taken": Out(Flow(unsigned(2))),  # each R beat, with its burst's operand
             "idle": Out(1),
@@ -185,41 +200,38 @@ class ReadEngine(wiring.Component):
         this_lane = Mux(first, head.lane, lane)
         size = Signal(range(8))
         per_word = Signal(unsigned(16))  # beats per word
-        with m.Switch(head.kind):
-            for k, (cont, bt) in self._kinds.items():
-                with m.Case(k):
-                    m.d.comb += [size.eq(int(math.log2(bt))), per_word.eq(cont // bt)]
+        for cont, bt in by_kind(m, head.kind, self._kinds):
+            m.d.comb += [size.eq(int(math.log2(bt))), per_word.eq(cont // bt)]
         widest = max(c for c, _ in self._kinds.values())
         assembled = Signal(8 * max(widest, bus), name="rd_assembled")
         shifted = Signal(cfg.bus_width, name="rd_narrow")
         m.d.comb += shifted.eq(r.payload.data >> (this_lane * 8))
         word = Signal(8 * widest, name="rd_word_data")
-        # a narrow word is the beat's lanes; a wide one is the beats so far plus this one
+        # a narrow word is the beat's lanes; a wide one is the beats so far plus this one (no
+        # assembly at all where every kind's word fits a beat)
         beats_of_widest = max(1, widest // bus)
-        with m.If(per_word == 1):
+        if beats_of_widest == 1:
             m.d.comb += word.eq(shifted)
-        with m.Else():
-            pieces = []
-            for i in range(beats_of_widest):
-                piece = Signal(cfg.bus_width, name=f"rd_piece{i}")
-                m.d.comb += piece.eq(
-                    Mux(
-                        equals(sub, i),
-                        r.payload.data,
-                        assembled[i * cfg.bus_width : (i + 1) * cfg.bus_width],
-                    )
-                )
-                pieces.append(piece)
-            m.d.comb += word.eq(Cat(*pieces))
+        else:
+            with m.If(per_word == 1):
+                m.d.comb += word.eq(shifted)
+            with m.Else():
+                pieces = []
+                for i in range(beats_of_widest):
+                    piece = Signal(cfg.bus_width, name=f"rd_piece{i}")
+                    held = assembled[i * cfg.bus_width : (i + 1) * cfg.bus_width]
+                    m.d.comb += piece.eq(Mux(equals(sub, i), r.payload.data, held))
+                    pieces.append(piece)
+                m.d.comb += word.eq(Cat(*pieces))
         complete = take & (sub + 1 == per_word)
         last_beat = beat + 1 == head.beats
         with m.If(take):
-            with m.Switch(sub):
-                for i in range(beats_of_widest):
-                    with m.Case(i) if i < beats_of_widest - 1 else m.Default():
-                        m.d.sync += assembled[i * cfg.bus_width : (i + 1) * cfg.bus_width].eq(
-                            r.payload.data
-                        )
+            if beats_of_widest > 1:
+                with m.Switch(sub):
+                    for i in range(beats_of_widest):
+                        with m.Case(i) if i < beats_of_widest - 1 else m.Default():
+                            part = assembled[i * cfg.bus_width : (i + 1) * cfg.bus_width]
+                            m.d.sync += part.eq(r.payload.data)
             lane_bits = max(1, int(math.log2(bus)))
             m.d.sync += [beat.eq(Mux(last_beat, 0, beat + 1)),
                          lane.eq((this_lane + (Const(1, 8) << size))[:lane_bits]),
@@ -229,7 +241,7 @@ class ReadEngine(wiring.Component):
             with m.If(last_beat & head.last):
                 m.d.sync += [word_addr.eq(0), sub.eq(0)]
         m.d.comb += inflight.r_en.eq(take & last_beat)
-        for k in LOAD_KINDS:
+        for k in load_kinds(cfg):
             port = getattr(self, f"fill_{k}")
             m.d.comb += [
                 port.valid.eq(complete & equals(head.kind, OPERANDS[k])),
@@ -288,8 +300,9 @@ class WriteEngine(wiring.Component):
         Taken when the producer and the request side are both done with the previous store.
     mem : the AW, W and B channels of the AXI4 master.
     drain_bank, drain_addr, drain_en / drain_data : the C bank's read port.
-    q_addr, q_en / q_data : the requantization parameters' read port.
-    out_zero, relu : in, the descriptor's output zero point and ReLU.
+    q_addr, q_en / q_data : the per-channel parameters' read port.
+    path : in, the descriptor's settings of the fused output path (output zero point, bias,
+        clamp).
     """
 
     def __init__(self, config: ArrayConfig, c_word, q_word):
@@ -315,8 +328,7 @@ class WriteEngine(wiring.Component):
                 "q_addr": Out(unsigned(DIM_BITS + 1)),
                 "q_en": Out(1),
                 "q_data": In(q_word),
-                "out_zero": In(operand_shape(config.out_width, config.out_signed)),
-                "relu": In(1),
+                "path": In(output_path_layout(config)),
             }
         super().__init__(members)
 
@@ -423,8 +435,7 @@ class WriteEngine(wiring.Component):
                 q_base.eq(divide(self.cmd.payload.n0, cfg.cols, DIM_BITS + 1)),
                 q_lane0.eq(remainder(self.cmd.payload.n0, cfg.cols, DIM_BITS + 1)),
             ]
-        outs = requant_word(m, cfg, raw, self.q_data, lane_r, Const(0 if rowwise else 1),
-                            self.out_zero, self.relu)  # fmt: skip
+        outs = requant_word(m, cfg, raw, self.q_data, lane_r, Const(0 if rowwise else 1), self.path)
         return Cat(*[o[: cfg.out_width] for o in outs])
 
     def _requests(self, m: Module, cmd, requesting, prod: _Producer) -> _Requests:

@@ -1,19 +1,34 @@
-"""The requantization unit on the way out of the C buffer: per output channel a Q31 multiplier
-and a shift (:mod:`golden.requant` is the reference), an output zero point, ReLU, saturation."""
+"""The fused output path on the way out of the C buffer: per output channel an int32 bias, a Q31
+multiplier and a shift (:mod:`golden.requant` is the reference), then an output zero point and
+the activation clamp (or saturation to the output range)."""
 
 from __future__ import annotations
 
 from amaranth import Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data
 from systolic.contract.config import ArrayConfig, value_range
-from systolic.contract.interface import MULTIPLIER_BITS, SHIFT_BITS
+from systolic.contract.interface import BIAS_BITS, MULTIPLIER_BITS, SHIFT_BITS
 
-__all__ = ["QUANT_PAIR", "q_word_layout", "requant_word", "requantize"]
+from .array import operand_shape
 
-#: Per-channel requantization parameters (contract.interface): a Q31 multiplier and a shift.
+__all__ = ["QUANT_PAIR", "output_path_layout", "q_word_layout", "requant_word", "requantize"]
+
+#: Per-channel parameters (contract.interface): a Q31 multiplier, a shift and a bias.
 QUANT_PAIR = data.StructLayout(
-    {"multiplier": unsigned(MULTIPLIER_BITS), "shift": signed(SHIFT_BITS)}
+    {
+        "multiplier": unsigned(MULTIPLIER_BITS),
+        "shift": signed(SHIFT_BITS),
+        "bias": signed(BIAS_BITS),
+    }  # fmt: skip
 )
+
+
+def output_path_layout(config: ArrayConfig) -> data.StructLayout:
+    """A descriptor's settings of the fused output path: the output zero point, whether the
+    bias is added, and the activation clamp (``clamp``: on, ``[clamp_lo, clamp_hi]``)."""
+    out = operand_shape(config.out_width, config.out_signed)
+    return data.StructLayout({"out_zero": out, "bias": 1, "clamp": 1, "clamp_lo": out,
+                              "clamp_hi": out})  # fmt: skip
 
 
 def q_word_layout(config: ArrayConfig) -> data.ArrayLayout:
@@ -21,7 +36,7 @@ def q_word_layout(config: ArrayConfig) -> data.ArrayLayout:
     return data.ArrayLayout(QUANT_PAIR, config.cols)
 
 
-def requant_word(m: Module, cfg: ArrayConfig, raw, pairs, lane, broadcast, out_zero, relu):
+def requant_word(m: Module, cfg: ArrayConfig, raw, pairs, lane, broadcast, path):
     """The ``cols`` outputs of C word ``raw``: element ``j`` by pair ``j`` of the parameter
     word ``pairs``, or every element by pair ``lane`` with ``broadcast`` (IS: a word is one
     channel)."""
@@ -36,21 +51,25 @@ def requant_word(m: Module, cfg: ArrayConfig, raw, pairs, lane, broadcast, out_z
     for j in range(cfg.cols):
         pair = Signal(QUANT_PAIR, name=f"q_pair{j}")
         m.d.comb += pair.eq(Mux(broadcast, shared.as_value(), pairs[j].as_value()))
-        outs.append(requantize(m, raw[j], pair, out_zero, relu, cfg, f"rq{j}"))
+        outs.append(requantize(m, raw[j], pair, path, cfg, f"rq{j}"))
     return outs
 
 
-def requantize(m: Module, acc, pair, out_zero, relu, cfg: ArrayConfig, name: str):
-    """One output: ``acc`` (at most 32 bits) requantized by ``pair`` as golden/requant.py does."""
+def requantize(m: Module, acc, pair, path, cfg: ArrayConfig, name: str):
+    """One output: ``acc`` (at most 32 bits) through the fused output path with ``pair``'s
+    parameters and ``path``'s settings (:func:`output_path_layout`), as golden/requant.py
+    does."""
     x = Signal(signed(32), name=f"{name}_x")
+    biased = Signal(signed(32), name=f"{name}_biased")  # wraps in 32 bits
     left = Signal(5, name=f"{name}_left")
     right = Signal(5, name=f"{name}_right")
     shifted = Signal(signed(32), name=f"{name}_shifted")
     m.d.comb += [
         x.eq(acc),
+        biased.eq((x + Mux(path.bias, pair.bias, 0))[:32]),
         left.eq(Mux(pair.shift > 0, pair.shift, 0)),
         right.eq(Mux(pair.shift < 0, -pair.shift, 0)),
-        shifted.eq((x << left)[:32]),  # wraps in 32 bits
+        shifted.eq((biased << left)[:32]),  # wraps in 32 bits
     ]
     # SaturatingRoundingDoublingHighMul: the multiplier is below 2**31, so it never saturates.
     product = Signal(signed(64), name=f"{name}_product")
@@ -72,10 +91,12 @@ def requantize(m: Module, acc, pair, out_zero, relu, cfg: ArrayConfig, name: str
     lo, hi = value_range(cfg.out_width, cfg.out_signed)
     y = Signal(signed(36), name=f"{name}_y")
     floor = Signal(signed(18), name=f"{name}_floor")
+    ceiling = Signal(signed(18), name=f"{name}_ceiling")
     result = Signal(signed(18), name=f"{name}_out")
     m.d.comb += [
-        y.eq(rounded + out_zero),
-        floor.eq(Mux(relu & (out_zero > lo), out_zero, lo)),
-        result.eq(Mux(y < floor, floor, Mux(y > hi, hi, y))),
+        y.eq(rounded + path.out_zero),
+        floor.eq(Mux(path.clamp, path.clamp_lo, lo)),
+        ceiling.eq(Mux(path.clamp, path.clamp_hi, hi)),
+        result.eq(Mux(y < floor, floor, Mux(y > ceiling, ceiling, y))),
     ]
     return result

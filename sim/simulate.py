@@ -208,7 +208,8 @@ def _job(config, i, a, b, d, quant, acc, memory, run_dir) -> tuple[dict, str | N
     if acc is not None:
         regions[d.c.addr] = image(acc, word_layout(config, "p"), cont["p"], d.c.stride)
     if quant is not None and quant.params is not None:
-        regions[d.q_addr] = q_image(config, quant.params.multiplier, quant.params.shift)
+        params = quant.params
+        regions[d.q_addr] = q_image(config, params.multiplier, params.shift, params.bias)
     fmt = c_format(config, d)
     c_bytes = _c_bytes(config, d, fmt)
     hex_path.write_text(image_lines(config.bus_width, regions))
@@ -369,7 +370,9 @@ def _check_gemms(config: ArrayConfig, operands, order, chunk, quant, c_in, pad,
             rq = q.params if q else None
             d = place(config, m, k, n, order=orders[i], accumulate=acc is not None, pad=pad,
                       zeros=zeros, requant=rq is not None, out_zero=rq.out_zero if rq else 0,
-                      relu=rq.relu if rq else False, chunk=chunk[i] if chunk else None)  # fmt: skip
+                      bias=rq is not None and rq.bias is not None,
+                      clamp=rq.bounds(config) if rq else None,
+                      chunk=chunk[i] if chunk else None)  # fmt: skip
             code, why = check_descriptor(config, d)
             if code is not Refusal.NONE:
                 raise ValueError(f"GEMM {i} ({m}x{k}x{n}) cannot run on {config.name}: {why}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 
 from systolic.contract.config import check_buildable
@@ -58,6 +59,12 @@ def add_parser(sub) -> None:
         action="store_true",
         help="ReLU in the requantization (clamp at the output zero point)",
     )
+    p.add_argument("--bias", action="store_true",
+                   help="add a random per-channel int32 bias before requantization (seeded), "
+                   "with --requant")  # fmt: skip
+    p.add_argument("--clamp", type=_clamp, metavar="LO,HI",
+                   help="activation clamp of the outputs to [LO, HI] (output integers; ReLU6 "
+                   "is Z,Z+6/scale), with --requant")  # fmt: skip
     add_memory_options(p)
     add_energy_options(
         p,
@@ -70,6 +77,15 @@ def add_parser(sub) -> None:
                    "the model's, event for event")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
+
+
+def _clamp(text: str) -> tuple[int, int]:
+    try:
+        lo, hi = (int(x) for x in text.split(","))
+    except ValueError:
+        msg = f"--clamp takes LO,HI (two integers), not {text!r}"
+        raise argparse.ArgumentTypeError(msg) from None
+    return lo, hi
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,9 +109,17 @@ def run(args: argparse.Namespace) -> int:
     coefficients = energy_coefficients(args) if args.energy else None
     expected = reference(config, a, b, args.a_zero, args.b_zero)
     params = None
+    if not config.requant and (args.bias or args.clamp or args.relu):
+        raise SystemExit("error: --bias, --clamp and --relu need --requant (the fused output "
+                         "path)")  # fmt: skip
     if config.requant:  # per-channel scales that map each column's range onto the output's
-        params = output_params(expected, config.out_width, config.out_signed,
-                                    args.out_zero, args.relu)  # fmt: skip
+        bias = None
+        if args.bias:  # about the accumulators' own size, so both matter
+            span = int(np.abs(expected).max()) + 1
+            bias = rng.integers(-span, span + 1, size=args.n)
+        params = output_params(expected if bias is None else expected + bias, config.out_width,
+                               config.out_signed, args.out_zero, args.relu)  # fmt: skip
+        params = dataclasses.replace(params, bias=bias, clamp=args.clamp)
         params.check(config, args.n)
         expected = requantized_reference(config, a, b, args.a_zero, args.b_zero, params)
     quant = Quantization(args.a_zero, args.b_zero, params)
@@ -120,6 +144,8 @@ def run(args: argparse.Namespace) -> int:
             "requant": config.requant,
             "out_zero": args.out_zero,
             "relu": args.relu,
+            "bias": args.bias,
+            "clamp": list(args.clamp) if args.clamp else None,
         },  # fmt: skip
     }
     if args.trace is not None:

@@ -109,8 +109,11 @@ def _descriptor(config, m, k, n, chunk, order="nmk", **kw):
         ({"b": Region(1 << 20, 6)}, Refusal.STRIDE),
         ({"c": Region(2 << 20, 4 * 16)}, Refusal.STRIDE),  # C tile rows hold 32 words of 16 B
         ({"c": Region((1 << 32) - 64, 32 * 16)}, Refusal.RANGE),
-        ({"requant": True, "q_addr": (1 << 32) - 32}, Refusal.RANGE),  # the table too
-        ({"requant": True, "q_addr": -32}, Refusal.ALIGNMENT),
+        ({"requant": True, "q_addr": (1 << 32) - 64}, Refusal.RANGE),  # the table too
+        ({"requant": True, "q_addr": -64}, Refusal.ALIGNMENT),  # 4 entries of 16 B a word
+        ({"bias": True}, Refusal.MODE),  # the fused path's parts need requant
+        ({"clamp": (0, 6)}, Refusal.MODE),
+        ({"requant": True, "clamp": (7, 6)}, Refusal.CLAMP),
         ({"a": Region(0, 1 << 32)}, Refusal.STRIDE),  # no wider than its 32-bit field
     ],
 )

@@ -14,6 +14,8 @@ from systolic.golden.requant import (
     INT32_MAX,
     INT32_MIN,
     RequantParams,
+    activation_bounds,
+    activation_clamp,
     quantize_multiplier,
     requantize,
     rounding_divide_by_pot,
@@ -85,6 +87,10 @@ def test_invalid_quantization_is_refused():
         (RequantParams(-ones, 0 * ones), r"multipliers must be Q31 values in \[0, 2147483647\]"),
         (RequantParams(ones, 40 * ones), r"shifts must be in \[-31, 31\]"),
         (RequantParams(ones, 0 * ones, out_zero=300), r"out_zero must be in the output range"),
+        (RequantParams(ones, ones, bias=ones[:1]), r"bias needs one value per output channel"),
+        (RequantParams(ones, ones, bias=ones << 31), r"bias values must be int32"),
+        (RequantParams(ones, ones, clamp=(5, 4)), r"clamp = \(5, 4\) must satisfy"),
+        (RequantParams(ones, ones, clamp=(0, 128)), r"-128 <= lo <= hi <= 127"),
     ]:
         with pytest.raises(ValueError, match=message):
             requantized_reference(zp, a, a, 0, 0, params)
@@ -96,3 +102,43 @@ def test_requantize_is_per_channel():
     acc = np.array([[100, 100], [-100, -100]])
     out = requantize(acc, np.array([1 << 30, 1 << 30]), np.array([0, -1]), 0, 8, True)
     assert out.tolist() == [[50, 25], [-50, -25]]
+
+
+def test_the_bias_is_added_before_the_scale_wrapping_in_32_bits():
+    half = np.array([1 << 30])  # 0.5
+    # (100 + 50) * 0.5 = 75; a bias added after the scale would give 100
+    assert requantize([[100]], half, [0], 0, 8, True, bias=[50]).tolist() == [[75]]
+    # the sum wraps as int32 arithmetic does: 2**31 - 1 + 2 is -2**31 + 1, then * 0.5 rounds
+    wrapped = requantize([[(1 << 31) - 1]], [1 << 30], [-24], 0, 8, True, bias=[2])
+    assert wrapped.tolist() == [[round((-(1 << 31) + 1) / 2**25)]]
+    # per channel, along the last axis
+    two = requantize([[10, 10]], np.array([1 << 30] * 2), [1, 1], 0, 8, True, bias=[-10, 6])
+    assert two.tolist() == [[0, 16]]
+
+
+def test_the_activation_clamps_after_the_zero_point():
+    acc = np.arange(-300, 301, 50)[:, None]
+    one = ([1 << 30], [1])  # scale 1.0
+    out = requantize(acc, *one, 3, 8, True)
+    assert out.min() == -128 and out.max() == 127  # saturation only
+    relu = requantize(acc, *one, 3, 8, True, relu=True)
+    assert relu.min() == 3 and relu.max() == 127
+    relu6 = requantize(acc, *one, 3, 8, True, relu=True, clamp=(-128, 3 + 60))  # scale 0.1
+    assert relu6.min() == 3 and relu6.max() == 63
+    inside = (acc >= 0) & (acc <= 60)
+    assert (relu6[inside] == acc[inside] + 3).all()
+    assert activation_bounds(3, 8, True) is None
+    assert activation_bounds(3, 8, True, relu=True) == (3, 127)
+    assert activation_bounds(3, 8, True, relu=True, clamp=(-5, 10)) == (3, 10)
+    assert activation_bounds(0, 4, False, clamp=(2, 99)) == (2, 15)
+
+
+def test_activations_quantize_their_bounds_on_the_output_scale():
+    # ReLU6 on an output of scale 0.1 and zero point 3: 6 / 0.1 = 60 steps above the zero
+    assert activation_clamp("relu6", 0.1, 3, 8, True) == (3, 63)
+    assert activation_clamp("relu6", 6 / 255, 0, 8, False) == (0, 255)
+    assert activation_clamp("relu6", 0.01, -128, 8, True) == (-128, 127)  # 600 steps: the top
+    assert activation_clamp("relu", 0.5, 10, 8, True) == (10, 127)
+    assert activation_clamp((-1.0, 2.0), 0.25, 0, 4, True) == (-4, 7)  # Clip(-1, 2), top 7
+    with pytest.raises(ValueError, match="scale > 0 and lo <= hi"):
+        activation_clamp((1.0, 0.0), 0.1, 0, 8, True)

@@ -69,24 +69,48 @@ def _model(tmp_path, nodes, inits, shape=(1, 4)):
 
 def test_networks_round_trip_through_onnx(tmp_path, seed):
     rng = np.random.default_rng(seed)
+    def f32(*shape):
+        return rng.standard_normal(shape).astype(np.float32).astype(float)
+
     net = Net("rt", (2, 6, 6), [
-        Conv(rng.standard_normal((3, 2, 3, 3)).astype(np.float32).astype(float), 2, 1), Relu(),
-        Flatten(), Dense(rng.standard_normal((27, 5)).astype(np.float32).astype(float)),
+        Conv(f32(3, 2, 3, 3), 2, 1, f32(3)), Relu(), Flatten(), Dense(f32(27, 5), f32(5)),
+        Relu(), Dense(f32(5, 4)),
     ])  # fmt: skip
     path = write_onnx(net, tmp_path / "rt.onnx")
     back = net_from_onnx(path)
     x = rng.standard_normal((4, 72))
     np.testing.assert_array_equal(back.forward(x), net.forward(x))
-    assert [g.shape for g in onnx_workload(path, batch=4).gemms] == [(36, 18, 3), (4, 27, 5)]
+    assert [g.shape for g in onnx_workload(path, batch=4).gemms] == [(36, 18, 3), (4, 27, 5),
+                                                                    (4, 5, 4)]  # fmt: skip
+    assert back.layers[0].b.tolist() == net.layers[0].b.tolist() and back.layers[5].b is None
+
+
+def test_a_bias_added_after_the_layer_folds_into_it(tmp_path, seed):
+    """PyTorch exports a Linear on 3-D inputs as MatMul then Add: the constant folds into the
+    layer's bias, as a Gemm's would."""
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((4, 3)).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="fc"),
+             helper.make_node("Add", ["b", "h"], ["y"], name="add")]  # fmt: skip
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")]
+    net = net_from_onnx(_model(tmp_path, nodes, inits))
+    assert len(net.layers) == 1 and net.layers[0].b.tolist() == b.astype(float).tolist()
+    x = rng.standard_normal((2, 4))
+    np.testing.assert_allclose(net.forward(x), x @ w + b, rtol=1e-6)
 
 
 def test_onnx_networks_the_playbook_cannot_take_are_named(tmp_path):
     w = numpy_helper.from_array(np.ones((4, 3), np.float32), "w")
-    bias = numpy_helper.from_array(np.ones(3, np.float32), "b")
+    bias = numpy_helper.from_array(np.ones(2, np.float32), "b")  # 3 channels
     path = _model(tmp_path, [helper.make_node("Gemm", ["x", "w", "b"], ["y"], name="fc")],
                   [w, bias])  # fmt: skip
-    with pytest.raises(WorkloadError, match="'fc' .*bias"):
+    with pytest.raises(WorkloadError, match="'fc' .*bias needs one value per output channel"):
         net_from_onnx(path)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="fc"),
+             helper.make_node("Add", ["h", "x"], ["y"], name="residual")]  # fmt: skip
+    with pytest.raises(WorkloadError, match="'residual' .*not a constant"):
+        net_from_onnx(_model(tmp_path, nodes, [w]))
     nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="fc"),
              helper.make_node("Softmax", ["h"], ["y"], name="sm")]  # fmt: skip
     path = _model(tmp_path, nodes, [w])
@@ -102,8 +126,10 @@ def test_a_users_onnx_network_is_quantized_as_given(tmp_path, seed):
     from systolic.quant.playbook import Options, run_model
 
     rng = np.random.default_rng(seed)
-    user = Net("user", (64,), [Dense(rng.standard_normal((64, 32)) * 0.2), Relu(),
-                               Dense(rng.standard_normal((32, 10)) * 0.2)])  # fmt: skip
+    user = Net("user", (64,), [Dense(rng.standard_normal((64, 32)) * 0.2,
+                                     rng.standard_normal(32) * 0.1), Relu(),
+                               Dense(rng.standard_normal((32, 10)) * 0.2,
+                                     rng.standard_normal(10) * 0.1)])  # fmt: skip
     path = write_onnx(user, tmp_path / "user.onnx")
     opts = Options(models=("digits:mlp",), out=tmp_path / "q", onnx=path, rtl_samples=0,
                    qat_epochs=1, cal_draws=1, cal_sizes=(16,), log=lambda text: None)  # fmt: skip

@@ -3,6 +3,8 @@ the requantization unit's corners, and every precision preset, bit-exact."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from systolic.contract.config import PRECISIONS, ArrayConfig
@@ -14,6 +16,10 @@ from systolic.golden.requant import (
     RequantParams,
     quantize_multiplier,
 )
+from systolic.contract.dma import Refusal, check_descriptor, place
+from systolic.contract.memory import DEFAULT_MEMORY
+from systolic.models.device import predict_device
+from systolic.quant.calibrate import output_params
 from systolic.sim.simulate import Quantization, run_gemm, run_gemms
 
 from ..sim.test_device import CONFIGS as DEVICE_CONFIGS
@@ -84,6 +90,18 @@ def test_requantization_corners_bit_exact(config, seed):
             )
         ),  # fmt: skip
     ]
+    lo, hi = (-128, 127) if config.out_signed else (0, 255)
+    # biases at the int32 extremes (the sums wrap) and small ones, random clamps in the range
+    extremes = np.array([INT32_MAX, INT32_MIN, 1, -1, 1 << 30, -(1 << 30)])
+    bias = np.concatenate([extremes, rng.integers(-(1 << 20), 1 << 20, channels - 6)])
+    clamp = tuple(sorted(int(x) for x in rng.integers(lo, hi + 1, 2)))
+    fused = [
+        RequantParams(base.multiplier, base.shift, bias=bias),
+        RequantParams(base.multiplier, base.shift, out_zero=lo + 9, bias=bias, clamp=clamp),
+        RequantParams(base.multiplier, base.shift, out_zero=lo + 20, relu=True,
+                      clamp=(lo + 5, lo + 30)),  # ReLU narrows it to [lo + 20, lo + 30]
+    ]  # fmt: skip
+    cases += [Quantization(params=p) for p in fused]
     results = run_gemms(config, [(a, b)] * len(cases), quant=cases)
     acc = reference(config, a, b)
     assert (acc == np.array(targets)[:, None]).all()
@@ -91,9 +109,34 @@ def test_requantization_corners_bit_exact(config, seed):
         expected = requantized_reference(config, a, b, 0, 0, case.params)
         diff = np.argwhere(res.c != expected)
         assert not diff.size, [(targets[i], j, res.c[i, j], expected[i, j]) for i, j in diff[:5]]
-        lo, hi = (-128, 127) if config.out_signed else (0, 255)
-        assert expected.min() == (case.params.out_zero if case.params.relu else lo)
-        assert expected.max() == hi  # saturated at the top as well
+        floor, top = case.params.bounds(config) or (lo, hi)
+        assert expected.min() == floor and expected.max() == top  # both ends reached
+    assert case.params.bounds(config) == (lo + 20, lo + 30)
+
+
+def test_fused_path_refusals_on_the_device(seed):
+    """A bias or a clamp without requantization, and a clamp upside down, are refused by the
+    device as the contract says, moving nothing; the next descriptor runs."""
+    config = RQ  # built above
+    rng = np.random.default_rng(seed)
+    good = place(config, 5, 4, 6, requant=True, bias=True, clamp=(-3, 40))
+    cases = {
+        Refusal.MODE: dataclasses.replace(good, requant=False, clamp=None),
+        Refusal.CLAMP: dataclasses.replace(good, clamp=(41, 40)),
+    }
+    for code, d in cases.items():
+        assert check_descriptor(config, d)[0] is code, code
+    operands = random_operands(rng, config, [(5, 4, 6)] * 3)
+    acc = reference(config, *operands[2])
+    span = int(np.abs(acc).max()) + 1
+    params = output_params(acc, 8, True)
+    params = dataclasses.replace(params, bias=rng.integers(-span, span + 1, 6), clamp=(-3, 40))
+    quant = [None, None, Quantization(params=params)]
+    res = run_gemms(config, operands, descriptors=[*cases.values(), good], quant=quant)
+    for code, r in zip([*cases, Refusal.NONE], res, strict=True):
+        assert r.error == int(code), (code, r.error)
+        assert dict(predict_device(config, r.descriptor, DEFAULT_MEMORY)) == r.counters, code
+    assert np.array_equal(res[2].c, requantized_reference(config, *operands[2], 0, 0, params))
 
 
 @pytest.mark.parametrize(

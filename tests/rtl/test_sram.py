@@ -18,13 +18,14 @@ def _modules(verilog: str) -> dict[str, str]:
 def test_each_memory_is_an_instance_of_its_sram_module():
     """WS 2x3 with requantization: A words are a row of A (2 x 8 = 16 bits), B and C words a row
     of B and C (3 x 8 = 24 and 3 x 32 = 96 bits), a parameter word three channels of a 31-bit
-    multiplier and a 6-bit shift (111 bits); the C banks have the store's second read port."""
+    multiplier, a 6-bit shift and a 32-bit bias (207 bits); the C banks have the store's second
+    read port."""
     config = ArrayConfig("ws", 2, 3, requant=True, a_depth=40, c_depth=33)
     modules = _modules(design_verilog(config, "device"))
     expected = {("a_buffer.bank0", 16, 40, 1), ("a_buffer.bank1", 16, 40, 1),
                 ("b_buffer.bank0", 24, 1024, 1), ("b_buffer.bank1", 24, 1024, 1),
                 ("c_buffer.bank0", 96, 33, 2), ("c_buffer.bank1", 96, 33, 2),
-                ("q_buffer.sram", 111, 256, 1)}  # fmt: skip
+                ("q_buffer.sram", 207, 256, 1)}  # fmt: skip
     assert {(s.path, s.width, s.depth, s.reads) for s in memories(config)} == expected
     for sram in memories(config):
         parent = modules[sram.parent]
