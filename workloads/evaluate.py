@@ -20,6 +20,7 @@ from typing import NamedTuple
 import numpy as np
 from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import containers, place, tile_rows, word_layout
+from systolic.contract.host import Host
 from systolic.contract.interface import DIM_BITS
 from systolic.contract.memory import Dram, DramEnergy, Memory
 from systolic.golden.data import DataKind
@@ -27,11 +28,22 @@ from systolic.golden.reference import reference
 from systolic.models.chunking import choose_chunk
 from systolic.models.device import DeviceFigures, predict_device
 from systolic.models.energy import Coefficients, EnergyReport, energy_terms, figures_energy
+from systolic.models.inference import (
+    FUSABLE_OPS,
+    HOST_OP_COSTS,
+    Step,
+    driver_costs,
+    fused_output_pj,
+    host_cost,
+    placement,
+    timeline,
+    where_counts,
+)
 from systolic.models.pipeline import predict_pipeline
 from systolic.models.technology import dram_energy
 from systolic.models.toggles import estimate_toggles
 from systolic.models.uncertainty import energy_range
-from systolic.workloads.library import Workload
+from systolic.workloads.library import Gemm, Workload
 
 __all__ = [
     "GemmPart",
@@ -52,6 +64,7 @@ def driver_workload(workload: Workload) -> Workload:
     large would need its pieces accumulated; no workload has one, and it is refused."""
     top = (1 << DIM_BITS) - 1
     gemms = []
+    renamed: dict[str, list[tuple[str, int]]] = {}  # a split GEMM's pieces, runs each a run
     for g in workload.gemms:
         if g.k > top:
             raise ValueError(f"{workload.name}: {g.name} has K = {g.k}, past the descriptor's "
@@ -73,9 +86,12 @@ def driver_workload(workload: Workload) -> Workload:
             continue
         total = sum(times for _, _, times in pieces)
         for m, n, times in pieces:
-            gemms.append(replace(g, name=f"{g.name} ({times} of {total} descriptors)", m=m, n=n,
-                                 count=g.count * times))  # fmt: skip
-    return replace(workload, gemms=tuple(gemms))
+            name = f"{g.name} ({times} of {total} descriptors)"
+            gemms.append(replace(g, name=name, m=m, n=n, count=g.count * times))
+            renamed.setdefault(g.name, []).append((name, times))
+    schedule = tuple((piece, runs * times) for name, runs in workload.schedule
+                     for piece, times in renamed.get(name, [(name, 1)]))  # fmt: skip
+    return replace(workload, gemms=tuple(gemms), schedule=schedule)
 
 
 def point_id(config: ArrayConfig, workload: Workload, memory: Memory) -> str:
@@ -134,12 +150,15 @@ def summarize(
     parts: list[GemmPart],
     clock_mhz: float,
     ranges: dict[str, tuple[float, float]],
+    host: Host | None = None,
+    fused_pj: float = 0.0,
 ) -> dict:
     """The figures of a point from its GEMMs' :class:`GemmPart`. A point is *memory-bound*
     when the DRAM's time for the bytes it moves (at the DRAM's or the AXI4 port's bandwidth,
     the lower) exceeds the array's busy cycles. ``ranges`` are the uncertain terms' ranges
     (:meth:`models.energy.Coefficients.ranges`): the record gives each term's energy, so a
-    range can be taken at any corner."""
+    range can be taken at any corner. ``inference`` is the whole inference on ``host`` (the
+    default host when None): :func:`inference_figures`."""
     counters: dict = {}
     offchip: dict = {}
     components: dict = {}
@@ -213,6 +232,16 @@ def summarize(
         "array_wait_cycles": counters.get("array_wait_cycles", 0),
         "compute_cycles": counters.get("compute_cycles", 0),
         "gemms": gemms,
+        "inference": inference_figures(
+            config,
+            workload,
+            parts,
+            clock_mhz,
+            host or Host.preset(),
+            dram_energy(memory),
+            fused_pj,
+            energy,
+        ),  # fmt: skip
     }
 
 
@@ -261,6 +290,95 @@ def _bound(config: ArrayConfig, counters: dict, dram: Dram) -> str:
     return "memory" if _dram_bytes(counters) / rate > counters["compute_cycles"] else "compute"
 
 
+def _element_bytes(config: ArrayConfig) -> tuple[int, int]:
+    """Bytes of an activation element as the host reads and writes it between layers, and of a
+    GEMM's output as a device without the fused output path leaves it (an accumulator, or
+    fp32)."""
+    if config.number == "bf16":
+        return 2, 4
+    return -(-config.a_width // 8), -(-config.acc_width // 8)
+
+
+def inference_figures(config: ArrayConfig, workload: Workload, parts: list[GemmPart],
+                      clock_mhz: float, host: Host, bits: DramEnergy, fused_pj: float,
+                      device_pj: float) -> dict:  # fmt: skip
+    """One inference end to end (:mod:`models.inference`): the schedule's GEMMs on the device
+    (each part's cycles), its operators where they run, the driver around every descriptor;
+    latency and energy split into array compute, memory stalls, the fused output path, the
+    vector unit, host operators and the driver, and which operators ran where. A device
+    without the fused output path leaves each GEMM's outputs to one host pass that converts
+    them (requantizes int32, or rounds fp32 to bf16) with the bias and activation that follow.
+    ``device_pj`` is the GEMMs' energy (their stall cycles' included), ``fused_pj`` the fused
+    output path's per output element."""
+    ns = 1000 / clock_mhz
+    by_name = dict(zip((g.name for g in workload.gemms), parts, strict=True))
+    act_bytes, out_bytes = _element_bytes(config)
+    integer = config.number != "bf16"
+    steps, rows = [], []
+    host_pj = fused_elements = stall_ns = 0.0
+    pending = None  # a GEMM whose outputs the host converts, with the operators it absorbs
+
+    def flush() -> None:
+        nonlocal pending, host_pj
+        if pending is not None:
+            (elements, runs, extra) = pending
+            cost = host_cost("Requantize", elements, elements, 1, out_bytes, integer, host, bits)
+            add = elements * extra * host.pj_per_op
+            steps.append(Step(False, cost.ns + elements * extra / host.ops_per_ns, runs))
+            host_pj += (cost.pj + add) * runs
+            pending = None
+
+    for item, runs in workload.steps():
+        if isinstance(item, Gemm):
+            flush()
+            part = by_name[item.name]
+            steps.append(Step(True, part.cycles * ns, runs))
+            stall_ns += part.counters["array_wait_cycles"] * ns * runs
+            outputs = item.m * item.n
+            if config.requant:
+                fused_elements += outputs * runs
+            else:
+                pending = (outputs, runs, 0)
+            rows.append(("Requantize" if integer else "Cast",
+                         "fused" if config.requant else "host", runs))  # fmt: skip
+            continue
+        where = placement(item.op, config, item.gemm is not None)
+        if pending is not None and item.gemm is not None and item.op in FUSABLE_OPS:
+            elements, times, extra = pending  # absorbed into the host's pass over the outputs
+            pending = (elements, times, extra + HOST_OP_COSTS[item.op])
+            rows.append((item.op, "host", runs))
+            continue
+        flush()
+        rows.append((item.op, where, runs))
+        if where == "host":
+            cost = host_cost(item.op, item.elements, item.inputs, item.window, act_bytes,
+                             integer, host, bits)  # fmt: skip
+            steps.append(Step(False, cost.ns, runs))
+            host_pj += cost.pj * runs
+    flush()
+    line = timeline(steps, driver_costs(config, host), config.queue_depth)
+    device_ns = line.device_ns
+    total_cycles = line.total_ns / ns
+    macs = sum(g.macs for g in workload.gemms)
+    latency = {"array": (device_ns - stall_ns) / 1e9, "memory_stalls": stall_ns / 1e9,
+               "fused": 0.0, "vector": 0.0, "host": line.host_ns / 1e9,
+               "driver": line.exposed_ns / 1e9}  # fmt: skip
+    energy = {"device": device_pj, "fused": fused_elements * fused_pj, "vector": 0.0,
+              "host": host_pj,
+              "driver": line.driver_ns * host.active_mw}  # fmt: skip
+    return {
+        "host": host.to_dict(),
+        "latency_s": line.total_ns / 1e9,
+        "latency_split_s": latency,
+        "energy_pj": sum(energy.values()),
+        "energy_split_pj": energy,
+        "utilization": macs / (total_cycles * config.pes) if total_cycles else 0.0,
+        "descriptors": line.descriptors,
+        "driver_busy_s": line.driver_ns / 1e9,
+        "where": where_counts(rows),
+    }
+
+
 def priced_by(coefficients: Coefficients, bits: DramEnergy) -> dict:
     """The figures that priced a record's energy: the technology file and the DRAM device's."""
     return {"priced_by": {"technology": coefficients.name, "logic": coefficients.logic_source,
@@ -269,11 +387,11 @@ def priced_by(coefficients: Coefficients, bits: DramEnergy) -> dict:
 
 def model_record(
     config: ArrayConfig, workload: Workload, memory: Memory, coefficients: Coefficients,
-    data: str, seed: int, clock_mhz: float | None = None,
+    data: str, seed: int, clock_mhz: float | None = None, host: Host | None = None,
 ) -> dict:  # fmt: skip
     """The analytical model's account of a point: the device behind ``memory``
     (:func:`models.pipeline.predict_pipeline`), energy from toggles estimated for ``data``, at
-    ``clock_mhz`` (default: the coefficients' clock)."""
+    ``clock_mhz`` (default: the coefficients' clock), the whole inference beside ``host``."""
     clock_mhz = clock_mhz or coefficients.clock_mhz
     workload = driver_workload(workload)
     dram = memory.at(clock_mhz)
@@ -281,7 +399,8 @@ def model_record(
     parts = [_model_part(config, g.shape, dram, coefficients, bits, data, seed)
              for g in workload.gemms]  # fmt: skip
     ranges = coefficients.ranges(bits, config)
-    record = summarize(config, workload, memory, parts, clock_mhz, ranges)
+    record = summarize(config, workload, memory, parts, clock_mhz, ranges, host,
+                       fused_output_pj(coefficients))  # fmt: skip
     return record | priced_by(coefficients, bits)
 
 
@@ -339,7 +458,8 @@ def rtl_record(
                                                           source="toggles", dram=bits), dram)
              for g, r in zip(workload.gemms, results, strict=True)]  # fmt: skip
     ranges = coefficients.ranges(bits, config)
-    record = summarize(config, workload, memory, parts, clock_mhz, ranges)
+    record = summarize(config, workload, memory, parts, clock_mhz, ranges, None,
+                       fused_output_pj(coefficients))  # fmt: skip
     record |= priced_by(coefficients, bits)
     exact = all(
         np.array_equal(r.c, reference(config, a, b)) and r.errors == 0

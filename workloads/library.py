@@ -18,6 +18,7 @@ __all__ = [
     "CNNS",
     "TRANSFORMERS",
     "Gemm",
+    "Operator",
     "Workload",
     "PHASES",
     "WorkloadError",
@@ -52,8 +53,27 @@ class Gemm:
 
 
 @dataclass(frozen=True)
+class Operator:
+    """One operator between the GEMMs of an inference, run ``count`` times: ``op`` (an ONNX
+    operator type, ``Bias`` for a GEMM's bias, ``Gelu`` for GELU however exported), the
+    elements it writes and reads in a run, the elements each output reads (``window``: a
+    pooling window, a reduction's length), and ``gemm``: the GEMM whose output it takes
+    directly and alone (so the GEMM's output path may absorb it), else None."""
+
+    name: str
+    op: str
+    elements: int
+    inputs: int
+    window: int = 1
+    count: int = 1
+    gemm: str | None = None
+
+
+@dataclass(frozen=True)
 class Workload:
-    """One inference of a model (or a file's layers) on a batch: the GEMMs it runs."""
+    """One inference of a model (or a file's layers) on a batch: the GEMMs it runs, the
+    operators between them, and the order of both (``schedule``: ``(name, runs)`` steps; by
+    default every GEMM ``count`` times in turn, then every operator)."""
 
     name: str  # e.g. "bert-base b8 s128"
     model: str
@@ -66,10 +86,33 @@ class Workload:
     #: array does not run (``unsupported_ops``). They cost no array time; reports list them.
     host_ops: tuple[tuple[str, int], ...] = ()
     unsupported_ops: tuple[tuple[str, int], ...] = ()
+    operators: tuple[Operator, ...] = ()
+    schedule: tuple[tuple[str, int], ...] = ()
 
     @property
     def macs(self) -> int:
         return sum(g.macs for g in self.gemms)
+
+    def steps(self) -> list[tuple[Gemm | Operator, int]]:
+        """The schedule with its names resolved; every GEMM and operator runs its ``count``
+        times in all (a schedule that says otherwise is an error)."""
+        named = {x.name: x for x in (*self.gemms, *self.operators)}
+        if len(named) != len(self.gemms) + len(self.operators):
+            raise WorkloadError(f"{self.name}: GEMM and operator names must be unique")
+        if not self.schedule:
+            return [(x, x.count) for x in (*self.gemms, *self.operators)]
+        runs = dict.fromkeys(named, 0)
+        out = []
+        for name, times in self.schedule:
+            if name not in named:
+                raise WorkloadError(f"{self.name}: the schedule names {name!r}, which is "
+                                    f"neither a GEMM nor an operator")  # fmt: skip
+            runs[name] += times
+            out.append((named[name], times))
+        wrong = [f"{n} ({runs[n]} of {x.count})" for n, x in named.items() if runs[n] != x.count]
+        if wrong:
+            raise WorkloadError(f"{self.name}: the schedule runs {', '.join(wrong)} times")
+        return out
 
     def summary(self) -> dict:
         """:meth:`to_dict` without the GEMMs."""
@@ -81,7 +124,11 @@ class Workload:
         return out
 
     def to_dict(self) -> dict:
-        return self.summary() | {"gemms": [asdict(g) for g in self.gemms]}
+        out = self.summary() | {"gemms": [asdict(g) for g in self.gemms]}
+        if self.operators:  # only where there are any: GEMM lists keep their old form
+            out |= {"operators": [asdict(o) for o in self.operators],
+                    "schedule": [list(step) for step in self.schedule]}  # fmt: skip
+        return out
 
 
 # -- transformers ------------------------------------------------------------------------------
@@ -102,8 +149,9 @@ PHASES = ("prefill", "decode")
 
 
 def transformer(model: str, batch: int, seq: int, phase: str = "prefill") -> Workload:
-    """The GEMMs of every block of ``model`` for ``batch`` sequences (embeddings, softmax,
-    normalization and the output head are not GEMMs on the array).
+    """The GEMMs of every block of ``model`` for ``batch`` sequences, and the operators between
+    them (biases, softmax, residual adds, layer norms, GELU); the embeddings and the output head
+    are not included.
 
     ``prefill`` processes ``seq`` tokens per sequence at once; ``decode`` generates one token
     per sequence against a cache of ``seq`` earlier keys and values, so every weight GEMM has
@@ -129,7 +177,9 @@ def transformer(model: str, batch: int, seq: int, phase: str = "prefill") -> Wor
             Gemm("ffn_down", batch, ffn, d, layers),
         )
         name = f"{model} decode"
-        return Workload(f"{name} b{batch} s{seq}", name, "transformer", batch, seq, gemms)
+        ops, schedule = _block_operators(p, batch, batch, 1, seq)
+        return Workload(f"{name} b{batch} s{seq}", name, "transformer", batch, seq, gemms,
+                        operators=ops, schedule=schedule)  # fmt: skip
     tokens = batch * seq
     gemms = (
         Gemm("qkv", tokens, d, 3 * d, layers),
@@ -139,7 +189,36 @@ def transformer(model: str, batch: int, seq: int, phase: str = "prefill") -> Wor
         Gemm("ffn_up", tokens, d, ffn, layers),
         Gemm("ffn_down", tokens, ffn, d, layers),
     )
-    return Workload(f"{model} b{batch} s{seq}", model, "transformer", batch, seq, gemms)
+    ops, schedule = _block_operators(p, batch, tokens, seq, seq)
+    return Workload(f"{model} b{batch} s{seq}", model, "transformer", batch, seq, gemms,
+                    operators=ops, schedule=schedule)  # fmt: skip
+
+
+def _block_operators(p: dict, batch: int, rows: int, queries: int, keys: int):
+    """The operators of every block (post-norm, as BERT and the GPT-2 layer shapes here):
+    each GEMM's bias, softmax over the scores, the two residual adds and layer norms, GELU;
+    and the schedule of GEMMs and operators, block after block. ``rows`` is the tokens each
+    weight GEMM takes, ``queries`` and ``keys`` the attention's per sequence."""
+    d, h, ffn, layers = p["d"], p["heads"], p["ffn"], p["layers"]
+    heads = batch * h
+    scores = heads * queries * keys
+    ops = (
+        Operator("qkv_bias", "Bias", rows * 3 * d, rows * 3 * d, count=layers, gemm="qkv"),
+        Operator("softmax", "Softmax", scores, scores, count=layers),
+        Operator("out_proj_bias", "Bias", rows * d, rows * d, count=layers, gemm="out_proj"),
+        Operator("attn_residual", "Add", rows * d, 2 * rows * d, count=layers),
+        Operator("attn_norm", "LayerNormalization", rows * d, rows * d, count=layers),
+        Operator("ffn_up_bias", "Bias", rows * ffn, rows * ffn, count=layers, gemm="ffn_up"),
+        Operator("gelu", "Gelu", rows * ffn, rows * ffn, count=layers),
+        Operator("ffn_down_bias", "Bias", rows * d, rows * d, count=layers, gemm="ffn_down"),
+        Operator("ffn_residual", "Add", rows * d, 2 * rows * d, count=layers),
+        Operator("ffn_norm", "LayerNormalization", rows * d, rows * d, count=layers),
+    )
+    block = (("qkv", 1), ("qkv_bias", 1), ("scores", heads), ("softmax", 1), ("context", heads),
+             ("out_proj", 1), ("out_proj_bias", 1), ("attn_residual", 1), ("attn_norm", 1),
+             ("ffn_up", 1), ("ffn_up_bias", 1), ("gelu", 1), ("ffn_down", 1),
+             ("ffn_down_bias", 1), ("ffn_residual", 1), ("ffn_norm", 1))  # fmt: skip
+    return ops, block * layers
 
 
 # -- CNNs --------------------------------------------------------------------------------------
@@ -220,12 +299,87 @@ def _conv_gemm(c: _Conv, batch: int) -> Gemm:
 
 
 def cnn(model: str, batch: int) -> Workload:
-    """The convolution and fully connected layers of ``model`` for ``batch`` images."""
+    """The convolution and fully connected layers of ``model`` for ``batch`` images, and the
+    operators between them: each layer's bias (its BatchNormalization folded in) and
+    activation, ResNet's residual adds, the pooling layers and the classifier's softmax."""
     if model not in CNNS:
         raise WorkloadError(f"CNN model must be one of {', '.join(CNNS)}, not {model!r}")
     batch = _positive("batch", batch)
-    gemms = tuple(_conv_gemm(c, batch) for c in CNNS[model])
-    return Workload(f"{model} b{batch}", model, "cnn", batch, None, gemms)
+    convs = CNNS[model]
+    gemms = tuple(_conv_gemm(c, batch) for c in convs)
+    build = _resnet_schedule if model == "resnet50" else _mobilenet_schedule
+    ops, schedule = build({c.name: c for c in convs}, batch)
+    return Workload(f"{model} b{batch}", model, "cnn", batch, None, gemms, operators=ops,
+                    schedule=schedule)  # fmt: skip
+
+
+class _Graph:
+    """Collects a CNN's operators (summing the runs of those that repeat) and its schedule."""
+
+    def __init__(self, convs: dict, batch: int):
+        self.convs, self.batch = convs, batch
+        self.ops: dict[str, Operator] = {}
+        self.schedule: list[tuple[str, int]] = []
+
+    def op(self, name: str, op: str, elements: int, inputs: int, window: int = 1,
+           gemm: str | None = None) -> None:  # fmt: skip
+        known = self.ops.get(name)
+        count = known.count + 1 if known else 1
+        self.ops[name] = Operator(name, op, elements * self.batch, inputs * self.batch, window,
+                                  count, gemm)  # fmt: skip
+        self.schedule.append((name, 1))
+
+    def conv(self, name: str, activation: str | None) -> int:
+        """Conv ``name`` (one run: a GEMM per channel if depthwise), its bias and activation;
+        its output elements per image."""
+        c = self.convs[name]
+        self.schedule.append((name, c.cin if c.depthwise else 1))
+        out = c.out * c.out * c.cout
+        self.op(f"{name}_bias", "Bias", out, out, gemm=name)
+        if activation:
+            self.op(f"{name}_{activation.lower()}", activation, out, out, gemm=name)
+        return out
+
+    def result(self) -> tuple[tuple[Operator, ...], tuple[tuple[str, int], ...]]:
+        return tuple(self.ops.values()), tuple(self.schedule)
+
+
+def _resnet_schedule(convs: dict, batch: int):
+    """ResNet-50's bottlenecks in order: 1x1 reduce, 3x3, 1x1 expand (and the projection of a
+    stage's first block), the residual add, then ReLU."""
+    g = _Graph(convs, batch)
+    stem = g.conv("conv1", "Relu")
+    g.op("maxpool", "MaxPool", stem // 4, stem, window=9)  # 3x3, stride 2
+    for stage, blocks in (("l1", 3), ("l2", 4), ("l3", 6), ("l4", 3)):
+        for i in range(blocks):
+            g.conv(f"{stage}_reduce_first" if i == 0 else f"{stage}_reduce", "Relu")
+            g.conv(f"{stage}_3x3", "Relu")
+            out = g.conv(f"{stage}_expand", None)
+            if i == 0:
+                g.conv(f"{stage}_down", None)
+            g.op(f"{stage}_add", "Add", out, 2 * out)
+            g.op(f"{stage}_add_relu", "Relu", out, out)
+    last = convs["l4_expand"]
+    g.op("avgpool", "GlobalAveragePool", last.cout, last.out**2 * last.cout, window=last.out**2)
+    g.conv("fc", None)
+    g.op("softmax", "Softmax", convs["fc"].cout, convs["fc"].cout)
+    return g.result()
+
+
+def _mobilenet_schedule(convs: dict, batch: int):
+    """MobileNet v1's convolutions in order, each with its bias and ReLU6 (a Clip), the global
+    average pool, the classifier and its softmax."""
+    g = _Graph(convs, batch)
+    for c in convs.values():
+        if c.name == "fc":
+            break
+        for _ in range(c.count):
+            g.conv(c.name, "Clip")
+    last = convs["pw9"]
+    g.op("avgpool", "GlobalAveragePool", last.cout, last.out**2 * last.cout, window=last.out**2)
+    g.conv("fc", None)
+    g.op("softmax", "Softmax", convs["fc"].cout, convs["fc"].cout)
+    return g.result()
 
 
 def _positive(name: str, value) -> int:

@@ -22,6 +22,15 @@ Reshape targets that attention computes). Every other node is recorded by operat
 hold multiply-accumulates the array could run (ConvTranspose, Einsum, recurrent cells, the
 quantized operators) as *unsupported*, the rest as *host* operators; both cost no array time and
 both are reported.
+
+Every node but a Constant is also an :class:`workloads.library.Operator` of the workload (a Conv's
+or a Gemm's bias as one of type ``Bias``; so are an Add of a constant vector after a layer and a
+BatchNormalization after one, whose scale folds into the layer's weights at import as deployment
+tools fold it, and whose shift becomes the layer's bias), with the elements it
+writes and reads from the graph's shapes (0 where a shape is unknown) and, where it takes a GEMM's
+output alone (directly, or through a BatchNormalization, a bias or an activation that does),
+that GEMM; the workload's schedule is the graph's node order. The model decides where each runs
+(:mod:`models.inference`).
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import numpy_helper, shape_inference
-from systolic.workloads.library import Gemm, Workload, WorkloadError
+from systolic.workloads.library import Gemm, Operator, Workload, WorkloadError
 
 __all__ = [
     "ARRAY_OPS",
@@ -86,6 +95,8 @@ class Graph:
     unsupported_ops: Counter
     dims: dict[str, int]
     model: onnx.ModelProto
+    operators: list[Operator] = field(default_factory=list)
+    schedule: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def macs(self) -> int:
@@ -321,9 +332,12 @@ def read_onnx(path: str | Path, batch: int | None = None, seq: int | None = None
             if value is not None:
                 weights[node.output[0]] = numpy_helper.to_array(value)
     layers, host, unsupported = [], Counter(), Counter()
+    ops = _Operators(model, shapes, weights)
+    seen: set[str] = set()
     for i, node in enumerate(model.graph.node):
-        if not node.name:
-            node.name = f"{node.op_type.lower()}_{i}"
+        if not node.name or node.name in seen:
+            node.name = f"{node.name or node.op_type.lower()}_{i}"
+        seen.add(node.name)
         attrs: dict = {}
         if node.op_type == "MatMul":
             gemm, w = _matmul(node, shapes, weights, path)
@@ -334,12 +348,15 @@ def read_onnx(path: str | Path, batch: int | None = None, seq: int | None = None
         else:
             if node.op_type != "Constant":
                 (unsupported if node.op_type in UNSUPPORTED_OPS else host)[node.op_type] += 1
+                ops.node(node)
             continue
         layers.append(Layer(node.name, node.op_type, gemm, w, attrs, tuple(node.input),
                             node.output[0]))  # fmt: skip
+        ops.gemm(node, gemm)
     if not layers:
         raise WorkloadError(f"{path}: no MatMul, Gemm or Conv node: nothing runs on the array")
-    graph = Graph(model.graph.name or path.stem, layers, host, unsupported, bound, model)
+    graph = Graph(model.graph.name or path.stem, layers, host, unsupported, bound, model,
+                  ops.operators, ops.schedule)  # fmt: skip
     if rebatched:  # the re-shaped graph must do exactly batch / fixed times the file's work
         as_is = read_onnx(path, fixed, seq, dims)
         if graph.macs * fixed != as_is.macs * batch:
@@ -363,4 +380,72 @@ def onnx_workload(path: str | Path, batch: int | None = None, seq: int | None = 
     return Workload(name, path.stem, "onnx", batch, seq if uses_seq else None,
                     tuple(layer.gemm for layer in graph.layers),
                     host_ops=tuple(sorted(graph.host_ops.items())),
-                    unsupported_ops=tuple(sorted(graph.unsupported_ops.items())))  # fmt: skip
+                    unsupported_ops=tuple(sorted(graph.unsupported_ops.items())),
+                    operators=tuple(graph.operators),
+                    schedule=tuple(graph.schedule))  # fmt: skip
+
+
+#: Operators through which a GEMM's output stays its own: folded into it, or absorbed by its
+#: output path (models.inference decides which run there).
+_PASS_THROUGH = frozenset({"BatchNormalization", "Relu", "Clip", "Bias"})
+#: Pooling operators' windows: from their kernel (``kernel_shape``) or their whole input plane.
+_POOLS = frozenset({"MaxPool", "AveragePool", "LpPool"})
+_GLOBAL_POOLS = frozenset({"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"})
+
+
+class _Operators:
+    """Builds a graph's operators and schedule node by node (see module)."""
+
+    def __init__(self, model: onnx.ModelProto, shapes: dict, weights: dict):
+        self.shapes, self.constants = shapes, set(weights)
+        self.consumers = Counter(x for n in model.graph.node for x in n.input if x)
+        self.consumers.update(v.name for v in model.graph.output)
+        self.owner: dict[str, str] = {}  # a tensor that is a GEMM's output alone -> the GEMM
+        self.operators: list[Operator] = []
+        self.schedule: list[tuple[str, int]] = []
+
+    def _size(self, name: str) -> int:
+        shape = self.shapes.get(name)
+        if shape is None or any(d is None for d in shape):
+            return 0
+        return math.prod(shape)
+
+    def _add(self, name: str, op: str, output: str, inputs: list[str], window: int = 1,
+             gemm: str | None = None) -> None:  # fmt: skip
+        elements = self._size(output)
+        read = sum(self._size(x) for x in inputs if x and x not in self.constants)
+        self.operators.append(Operator(name, op, elements, read, window, 1, gemm))
+        self.schedule.append((name, 1))
+        if gemm is not None and op in _PASS_THROUGH and self.consumers[output] == 1:
+            self.owner[output] = gemm
+
+    def gemm(self, node, gemm: Gemm) -> None:
+        self.schedule.append((node.name, gemm.count))
+        output = node.output[0]
+        alone = self.consumers[output] == 1
+        bias = len(node.input) > 2 and node.input[2]
+        if bias:  # a Conv's or a Gemm's bias: the layer's output path adds it
+            self.operators.append(Operator(f"{node.name}_bias", "Bias", self._size(output),
+                                           self._size(output), 1, 1, node.name))  # fmt: skip
+            self.schedule.append((f"{node.name}_bias", 1))
+        if alone:
+            self.owner[output] = node.name
+
+    def node(self, node) -> None:
+        op, output = node.op_type, node.output[0] if node.output else ""
+        inputs = [x for x in node.input if x]
+        source = self.owner.get(inputs[0]) if inputs else None
+        window = 1
+        if op == "Add" and len(inputs) == 2 and any(
+                x in self.constants and self._size(x) > 1 for x in inputs):  # fmt: skip
+            op = "Bias"  # a constant added after a layer: its bias
+            source = next((self.owner[x] for x in inputs if x in self.owner), None)
+        elif op == "BatchNormalization" and source is not None:
+            op = "Bias"  # its scale folds into the layer's weights, its shift into the bias
+        elif op in _POOLS:
+            window = math.prod(_attrs(node).get("kernel_shape", [1]))
+        elif op in _GLOBAL_POOLS or op.startswith("Reduce"):
+            out = self._size(output)
+            window = self._size(inputs[0]) // out if out else 1
+        fusable = source if op in _PASS_THROUGH else None
+        self._add(node.name, op, output, inputs, window, fusable)

@@ -1,11 +1,17 @@
-"""``systolic model``: a GEMM's cycles, counters, traffic, reuse and energy, without simulating."""
+"""``systolic model``: a GEMM's cycles, counters, traffic, reuse and energy, without simulating;
+or a whole inference (``--onnx FILE``, ``--workload NAME``): every GEMM, the operators between
+them where they run, the host and the driver."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from systolic.contract.dma import place
+from systolic.contract.host import DEFAULT_HOST, HOST_PRESETS, Host
+from systolic.contract.memory import DEFAULT_MEMORY_PRESET, Memory
+from systolic.workloads.library import CNNS, PHASES, TRANSFORMERS
 
 from .options import (
     add_config_options,
@@ -19,8 +25,9 @@ from .options import (
     energy_coefficients,
     memory_from_args,
     output_file,
+    positive,
 )
-from .output import print_energy, print_figures, write_trace
+from .output import print_energy, print_figures, print_inference, write_trace
 
 
 def add_parser(sub) -> None:
@@ -35,7 +42,36 @@ def add_parser(sub) -> None:
         "in time proportional to the cycles.",
     )
     add_config_options(p, rtl=False)
-    add_shape_options(p, required=True)
+    add_shape_options(p, required=False)
+    whole = p.add_argument_group("a whole inference instead of one GEMM")
+    whole.add_argument("--onnx", type=Path, metavar="FILE",
+                       help="an ONNX model: every operator, lowered and placed (batch: "
+                       "--batch, the sequence length: --seq)")  # fmt: skip
+    whole.add_argument(
+        "--workload",
+        metavar="NAME",
+        choices=sorted((*TRANSFORMERS, *CNNS)),
+        help=f"a built-in model: {', '.join(sorted((*TRANSFORMERS, *CNNS)))}",
+    )
+    whole.add_argument("--batch", type=positive, default=1, help="inputs per inference (1)")
+    whole.add_argument(
+        "--seq",
+        type=positive,
+        default=128,
+        help="a transformer's sequence length, or decode's cache (128)",
+    )
+    whole.add_argument(
+        "--phase",
+        choices=PHASES,
+        default="prefill",
+        help="a transformer's prefill or one decode step (prefill)",
+    )
+    whole.add_argument("--host", choices=sorted(HOST_PRESETS), default=DEFAULT_HOST,
+                       help=f"the host CPU beside the device (default {DEFAULT_HOST}: "
+                       "docs/inference.md)")  # fmt: skip
+    whole.add_argument("--counters", action="store_true",
+                       help="the driver reads every counter after each descriptor, as the "
+                       "simulation's driver does")  # fmt: skip
     add_memory_options(p)
     p.add_argument("--exact", action="store_true",
                    help="the cycle-level model (exact, slow on large GEMMs)")  # fmt: skip
@@ -52,7 +88,53 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _whole(args: argparse.Namespace) -> int:
+    """A whole inference: the record a sweep point has, printed as its split."""
+    from systolic.workloads.evaluate import model_record
+    from systolic.workloads.library import cnn, transformer
+    from systolic.workloads.onnx_import import onnx_workload
+
+    config = config_from_args(args)
+    if any(getattr(args, k) is not None for k in ("bandwidth", "latency", "max_requests")):
+        raise SystemExit("error: a whole inference takes a --memory preset (GB/s and ns), not "
+                         "--bandwidth, --latency or --max-requests")  # fmt: skip
+    memory = Memory.preset(args.memory or DEFAULT_MEMORY_PRESET)
+    if args.onnx is not None:
+        workload = onnx_workload(args.onnx, args.batch, args.seq)
+    elif args.workload in CNNS:
+        workload = cnn(args.workload, args.batch)
+    else:
+        workload = transformer(args.workload, args.batch, args.seq, args.phase)
+    host = Host.preset(args.host)
+    if args.counters:
+        host = Host(**(host.to_dict() | {"counters": True}))
+    coefficients = energy_coefficients(args)
+    record = model_record(config, workload, memory, coefficients, "random", 0,
+                          args.clock_mhz, host)  # fmt: skip
+    if args.json:
+        print(
+            json.dumps(
+                record["inference"]
+                | {"workload": record["workload"], "gemm_only": _gemm_only(record)},
+                indent=2,
+            )
+        )
+        return 0
+    print_inference(config.name, workload.name, record, host)
+    return 0
+
+
+def _gemm_only(record: dict) -> dict:
+    return {k: record[k] for k in ("cycles", "latency_s", "utilization", "energy_pj")}
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.onnx is not None or args.workload is not None:
+        if args.onnx is not None and args.workload is not None:
+            raise SystemExit("error: give --onnx or --workload, not both")
+        return _whole(args)
+    if None in (args.m, args.k, args.n):
+        raise SystemExit("error: give the GEMM (--m, --k, --n), or --onnx FILE or --workload")
     from systolic.models.device import DeviceFigures, predict_device, trace_device
     from systolic.models.energy import figures_energy
     from systolic.models.pipeline import predict_pipeline

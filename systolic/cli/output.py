@@ -77,3 +77,38 @@ def write_trace(path: Path, events: list, label: str, clock_mhz: float) -> None:
     """A timeline's Chrome trace-event JSON in ``path`` (Perfetto, chrome://tracing)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(chrome_trace(events, clock_mhz=clock_mhz, label=label)))
+
+
+def print_inference(config_name: str, workload_name: str, record: dict, host) -> None:
+    """A whole inference's split (``workloads.evaluate.inference_figures``) beside its GEMMs
+    alone."""
+    inf = record["inference"]
+    total, energy = inf["latency_s"], inf["energy_pj"]
+    print(f"{config_name}: {workload_name}, one inference end to end (model, host "
+          f"{host.name}{', counters read' if host.counters else ''})")  # fmt: skip
+    print(f"  latency {total * 1e3:.4g} ms, energy {energy / 1e9:.4g} mJ; PE utilization "
+          f"{100 * inf['utilization']:.1f}% end to end, {100 * record['utilization']:.1f}% "
+          f"over the GEMMs alone ({record['latency_s'] * 1e3:.4g} ms)")  # fmt: skip
+    print("  part              latency ms   share   energy mJ   share")
+    names = {
+        "array": "array compute",
+        "memory_stalls": "memory stalls",
+        "fused": "fused output",
+        "vector": "vector unit",
+        "host": "host operators",
+        "driver": "driver",
+    }
+    energy_of = dict(inf["energy_split_pj"])
+    energy_of["array"] = energy_of.pop("device")  # the GEMMs' energy, their stalls' included
+    for key, label in names.items():
+        t = inf["latency_split_s"].get(key, 0.0)
+        e = energy_of.get(key)
+        line = f"  {label:<17} {t * 1e3:>10.4g}  {100 * t / total:>5.1f}%"
+        if e is not None:
+            line += f"  {e / 1e9:>10.4g}  {100 * e / energy:>5.1f}%"
+        print(line)
+    print(f"  descriptors {inf['descriptors']}; the driver busy {inf['driver_busy_s'] * 1e3:.4g} "
+          "ms of the host's time")  # fmt: skip
+    for where, ops in inf["where"].items():
+        shown = ", ".join(f"{op} x{n}" for op, n in ops.items())
+        print(f"  {where}: {shown}")

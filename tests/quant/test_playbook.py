@@ -69,6 +69,7 @@ def _model(tmp_path, nodes, inits, shape=(1, 4)):
 
 def test_networks_round_trip_through_onnx(tmp_path, seed):
     rng = np.random.default_rng(seed)
+
     def f32(*shape):
         return rng.standard_normal(shape).astype(np.float32).astype(float)
 

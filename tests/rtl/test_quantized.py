@@ -8,6 +8,8 @@ import dataclasses
 import numpy as np
 import pytest
 from systolic.contract.config import PRECISIONS, ArrayConfig
+from systolic.contract.dma import Refusal, check_descriptor, place
+from systolic.contract.memory import DEFAULT_MEMORY
 from systolic.golden.data import random_operands
 from systolic.golden.reference import reference, requantized_reference
 from systolic.golden.requant import (
@@ -16,8 +18,6 @@ from systolic.golden.requant import (
     RequantParams,
     quantize_multiplier,
 )
-from systolic.contract.dma import Refusal, check_descriptor, place
-from systolic.contract.memory import DEFAULT_MEMORY
 from systolic.models.device import predict_device
 from systolic.quant.calibrate import output_params
 from systolic.sim.simulate import Quantization, run_gemm, run_gemms

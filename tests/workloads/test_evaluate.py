@@ -41,3 +41,46 @@ def test_a_layer_past_a_descriptor_costs_its_cycles():
     assert sum(g["count"] for g in conv1) == 2
     for g in record["gemms"]:
         assert g["cycles"] * config.pes >= g["macs"] > 0, g["name"]
+
+
+def _small_inference() -> Workload:
+    from systolic.workloads.library import Operator
+
+    gemms = (Gemm("fc", 8, 16, 8, count=2),)
+    ops = (Operator("act", "Relu", 64, 64, count=2, gemm="fc"),
+           Operator("sm", "Softmax", 64, 64))  # fmt: skip
+    schedule = (("fc", 1), ("act", 1), ("fc", 1), ("act", 1), ("sm", 1))
+    return Workload("small", "small", "gemm", 1, None, gemms, operators=ops, schedule=schedule)
+
+
+def test_a_whole_inference_splits_its_latency_and_places_its_operators():
+    """Two GEMMs, each with a ReLU, then a softmax: with the fused output path the ReLUs and
+    the requantization ride in the device; without it the host does them, and takes longer."""
+    memory, co = Memory.preset("ddr4-3200-x64"), load_coefficients()
+    out = {}
+    for requant in (True, False):
+        config = ArrayConfig("ws", 4, 4, requant=requant)
+        record = model_record(config, _small_inference(), memory, co, "random", 0, 1000.0)
+        inf = out[requant] = record["inference"]
+        assert inf["latency_s"] == pytest.approx(sum(inf["latency_split_s"].values()), rel=1e-12)
+        assert inf["descriptors"] == 2
+        assert inf["utilization"] == pytest.approx(
+            record["macs"] / (16 * inf["latency_s"] * 1e9), rel=1e-12)  # fmt: skip
+        assert inf["utilization"] < record["utilization"]
+        assert inf["latency_split_s"]["driver"] > 0 and inf["energy_split_pj"]["driver"] > 0
+    assert out[True]["where"] == {"fused": {"Relu": 2, "Requantize": 2}, "host": {"Softmax": 1}}
+    assert out[False]["where"] == {"host": {"Relu": 2, "Requantize": 2, "Softmax": 1}}
+    assert out[False]["latency_split_s"]["host"] > out[True]["latency_split_s"]["host"]
+    assert out[True]["energy_split_pj"]["fused"] > 0 == out[False]["energy_split_pj"]["fused"]
+
+
+def test_a_split_gemm_keeps_its_place_in_the_schedule():
+    """A GEMM of M = 70,000 runs as two descriptors of 35,000 rows; the schedule follows."""
+    from systolic.workloads.library import Operator
+
+    w = Workload("big", "big", "gemm", 1, None, (Gemm("big", 70_000, 8, 8),),
+                 operators=(Operator("sm", "Softmax", 8, 8),),
+                 schedule=(("big", 1), ("sm", 1)))  # fmt: skip
+    split = driver_workload(w)
+    assert [(x.name, runs) for x, runs in split.steps()] == [
+        ("big (2 of 2 descriptors)", 2), ("sm", 1)]  # fmt: skip

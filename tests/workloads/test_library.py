@@ -58,3 +58,53 @@ def test_scalesim_topology_errors_name_the_line(tmp_path):
     path.write_text("Layer, M, N, K,\nneg, 1, -2, 3,\n")
     with pytest.raises(WorkloadError, match=r"bad.csv:2: values must be positive"):
         read_scalesim_topology(path)
+
+
+def test_a_transformer_block_has_its_operators_in_order():
+    """BERT-base at batch 2, 128 tokens: per block, a softmax over 2 x 12 heads of 128 x 128
+    scores, GELU over the 256 x 3072 up-projection, two residual adds and layer norms over
+    256 x 768, and a bias after each of the four weight GEMMs; twelve blocks in turn."""
+    w = transformer("bert-base", 2, 128)
+    ops = {o.name: o for o in w.operators}
+    assert ops["softmax"].elements == 2 * 12 * 128 * 128 and ops["softmax"].count == 12
+    assert ops["gelu"].elements == 256 * 3072 and ops["gelu"].gemm is None
+    assert ops["attn_residual"].inputs == 2 * 256 * 768
+    assert [o.gemm for o in w.operators if o.op == "Bias"] == ["qkv", "out_proj", "ffn_up",
+                                                               "ffn_down"]  # fmt: skip
+    steps = [(x.name, runs) for x, runs in w.steps()]
+    assert len(steps) == 12 * 16
+    assert steps[:5] == [("qkv", 1), ("qkv_bias", 1), ("scores", 24), ("softmax", 1),
+                         ("context", 24)]  # fmt: skip
+    decode = transformer("gpt2-small", 4, 512, "decode")
+    soft = next(o for o in decode.operators if o.op == "Softmax")
+    assert soft.elements == 4 * 12 * 1 * 512  # one query against the cache of 512
+
+
+def test_a_cnn_has_its_residual_adds_and_pools():
+    """ResNet-50: 16 bottlenecks, each ending in a residual add and a ReLU; a max pool after the
+    stem and a global average pool before the classifier."""
+    w = cnn("resnet50", 1)
+    ops = {o.name: o for o in w.operators}
+    assert sum(o.count for o in w.operators if o.op == "Add") == 16
+    assert ops["maxpool"].elements == 56 * 56 * 64 and ops["maxpool"].window == 9
+    assert ops["avgpool"].window == 49 and ops["softmax"].elements == 1000
+    assert len(w.steps()) == len(w.schedule)
+    mobilenet = cnn("mobilenet-v1", 2)
+    # ReLU6 after each of the 27 convolutions: the stem and 13 depthwise-pointwise pairs, the
+    # seventh pair's shape repeated five times (19 distinct)
+    clips = [o for o in mobilenet.operators if o.op == "Clip"]
+    assert len(clips) == 1 + 2 * 9 and sum(o.count for o in clips) == 1 + 2 * 13
+
+
+def test_a_schedule_that_does_not_run_each_step_its_count_is_refused():
+    from systolic.workloads.library import Gemm, Operator, Workload
+
+    gemms = (Gemm("fc", 4, 8, 8, count=2),)
+    ops = (Operator("act", "Relu", 32, 32, gemm="fc"),)
+    bad = Workload("w", "w", "gemm", 1, None, gemms, operators=ops, schedule=(("fc", 1), ("act", 1)))
+    with pytest.raises(WorkloadError, match=r"the schedule runs fc \(1 of 2\) times"):
+        bad.steps()
+    unknown = Workload("w", "w", "gemm", 1, None, gemms, operators=ops,
+                       schedule=(("fc", 2), ("gelu", 1)))  # fmt: skip
+    with pytest.raises(WorkloadError, match="the schedule names 'gelu'"):
+        unknown.steps()

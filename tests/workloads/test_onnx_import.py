@@ -271,3 +271,31 @@ def test_a_symbolic_leading_dimension_takes_the_batch_whatever_its_name(tmp_path
     path = _save(tmp_path, "anyname", nodes, [x], [y], [_init("w", (8, 3))])
     w = onnx_workload(path, batch=5)
     assert (w.name, w.batch, w.gemms[0].shape) == ("anyname b5", 5, (5, 8, 3))
+
+
+def test_every_operator_of_resnet50_is_placed_with_its_shape():
+    """light_resnet50 at batch 4 on a device with the fused output path: ResNet-50 has 53
+    convolutions, each followed by a BatchNormalization (its bias once folded), one classifier
+    with a bias, a ReLU after each of the 33 convolutions that are not a bottleneck's last or
+    its projection (fused), and 16 residual sums each followed by a ReLU (on the host); the max
+    pool reads the stem's 4 x 64 x 112 x 112 outputs through 3 x 3 windows."""
+    from systolic.contract.config import ArrayConfig
+    from systolic.models.inference import placement
+
+    w = onnx_workload(LIGHT / "light_resnet50.onnx", batch=4)
+    config = ArrayConfig("ws", 16, 16, requant=True)
+    where: dict = {}
+    for op, _ in w.steps():
+        if not hasattr(op, "op"):
+            continue
+        key = (op.op, placement(op.op, config, op.gemm is not None))
+        where[key] = where.get(key, 0) + 1
+    assert {k: v for k, v in where.items() if k[1] != "folded"} == {
+        ("Bias", "fused"): 54, ("Relu", "fused"): 33, ("Relu", "host"): 16, ("Sum", "host"): 16,
+        ("MaxPool", "host"): 1, ("AveragePool", "host"): 1, ("Softmax", "host"): 1}  # fmt: skip
+    (pool,) = [o for o in w.operators if o.op == "MaxPool"]
+    assert (pool.elements, pool.inputs, pool.window) == (4 * 64 * 56 * 56, 4 * 64 * 112**2, 9)
+    (gap,) = [o for o in w.operators if o.op == "AveragePool"]
+    assert (gap.elements, gap.window) == (4 * 2048, 49)
+    sums = sorted({o.elements // 4 for o in w.operators if o.op == "Sum"})
+    assert sums == [7 * 7 * 2048, 14 * 14 * 1024, 28 * 28 * 512, 56 * 56 * 256]
