@@ -90,6 +90,10 @@ class SimResult(GemmFigures):
     trace: list | None = None  # (cycle, event, what): contract.trace, with trace=True
     wall_seconds: float = 0.0  # the whole GEMM in the simulator, DRAM load and read-back included
     compute_seconds: float = 0.0  # of which waiting for `done` (Python idle, simulator running)
+    #: The bench driver's AXI4-Lite accesses for the descriptor: ``post`` writes, completion
+    #: ``reads`` (IRQ_PENDING, STATUS, every counter's two words) and ``acks``, and the bus
+    #: cycles of each phase (contract.host.driver_accesses counts the same).
+    driver: dict[str, int] = field(default_factory=dict)
 
     @property
     def offchip_words(self) -> dict[str, int]:
@@ -452,7 +456,7 @@ def _result(config, memory, shape, d, fmt, got: dict, by_counter: dict) -> SimRe
     trace = parse_log(got["trace"]) if got.get("trace") is not None else None
     return SimResult(config, shape, d, memory, c, got["counters"], got["error"],
                      got["measured_cycles"], got["dram"], toggles, net_toggles, trace,
-                     got["wall_seconds"], got["compute_seconds"])  # fmt: skip
+                     got["wall_seconds"], got["compute_seconds"], got["driver"])  # fmt: skip
 
 
 def check_waves(waves: Path | None) -> str | None:

@@ -3,6 +3,8 @@
 drove before each rising edge: sim/build.py's ``_at_edge``).
 
 One transaction at a time: inputs change after a rising edge, handshakes are read at the next.
+The master counts its writes, reads and the clock cycles they took (the driver's cost as the
+simulation measures it).
 """
 
 from __future__ import annotations
@@ -21,6 +23,11 @@ class AxiLiteMaster:
         self.dut, self.prefix = dut, prefix
         for name in ("awvalid", "wvalid", "bready", "arvalid", "rready", "awprot", "arprot"):
             self._set(name, 0)
+        self.writes = self.reads = self.cycles = 0
+
+    async def _edge(self) -> None:
+        await RisingEdge(self.dut.clk)
+        self.cycles += 1
 
     def _set(self, name: str, value: int) -> None:
         getattr(self.dut, self.prefix + name).value = value
@@ -34,9 +41,10 @@ class AxiLiteMaster:
         for name, value in (("awaddr", addr), ("awvalid", 1), ("wdata", data),
                             ("wstrb", strobes), ("wvalid", 1), ("bready", 1)):  # fmt: skip
             self._set(name, value)
+        self.writes += 1
         address = data_taken = False
         while not (address and data_taken):
-            await RisingEdge(self.dut.clk)
+            await self._edge()
             if not address and self._get("awready"):
                 address = True
                 self._set("awvalid", 0)
@@ -44,7 +52,7 @@ class AxiLiteMaster:
                 data_taken = True
                 self._set("wvalid", 0)
         while not self._get("bvalid"):
-            await RisingEdge(self.dut.clk)
+            await self._edge()
         resp = self._get("bresp")
         self._set("bready", 0)
         if check and resp:
@@ -56,13 +64,14 @@ class AxiLiteMaster:
         response when ``check``)."""
         for name, value in (("araddr", addr), ("arvalid", 1), ("rready", 1)):
             self._set(name, value)
+        self.reads += 1
         while True:
-            await RisingEdge(self.dut.clk)
+            await self._edge()
             if self._get("arready"):
                 self._set("arvalid", 0)
                 break
         while not self._get("rvalid"):
-            await RisingEdge(self.dut.clk)
+            await self._edge()
         data, resp = self._get("rdata"), self._get("rresp")
         self._set("rready", 0)
         if check and resp:

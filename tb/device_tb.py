@@ -126,16 +126,29 @@ class _Host:
         self.bus = AxiLiteMaster(dut)
         regs = {r.name: r for r in register_map(CONFIG)}
         self.status, self.enable = regs["STATUS"], regs["IRQ_ENABLE"]
+        self.pending = regs["IRQ_PENDING"]
         self.counters = counter_words(CONFIG)
 
-    async def post(self, descriptor: dict) -> None:
+    async def post(self, descriptor: dict) -> dict:
+        """Enable the interrupt (after the reset: set-up, not counted), then post the
+        descriptor; the accesses the posting took."""
         await self.bus.write(self.enable.offset, 1 << IRQ_DONE)
+        before = (self.bus.writes, self.bus.cycles)
         for offset, word in descriptor_writes(CONFIG, descriptor):
             await self.bus.write(offset, word)
+        return {"post": self.bus.writes - before[0], "post_cycles": self.bus.cycles - before[1]}
 
-    async def error(self) -> int:
-        word, _ = await self.bus.read(self.status.offset)
-        return self.status.unpack(word)["error"]
+    async def complete(self) -> tuple[int, dict]:
+        """What the driver does on the interrupt: read and clear ``IRQ_PENDING``, read
+        ``STATUS``; its refusal code, and the accesses (every counter's read included)."""
+        reads, writes, cycles = self.bus.reads, self.bus.writes, self.bus.cycles
+        word, _ = await self.bus.read(self.pending.offset)
+        await self.bus.write(self.pending.offset, word)
+        status, _ = await self.bus.read(self.status.offset)
+        counters = await self.read_counters()
+        accesses = {"reads": self.bus.reads - reads, "acks": self.bus.writes - writes,
+                    "complete_cycles": self.bus.cycles - cycles}  # fmt: skip
+        return self.status.unpack(status)["error"], counters, accesses
 
     async def read_counters(self) -> dict[str, int]:
         out = {}
@@ -173,7 +186,7 @@ async def run_jobs(dut):
             dut.trace_on.value = 1  # the logger opens LOG_FILE
         start = time.perf_counter()
         before = read_activity()
-        await host.post(job["descriptor"])
+        driver = await host.post(job["descriptor"])
         while not int(dut.irq.value):  # look at the wall clock every 100k cycles
             await First(RisingEdge(dut.irq), Timer(1_000_000, "ns"))
             if not int(dut.irq.value) and time.time() > deadline:
@@ -186,9 +199,11 @@ async def run_jobs(dut):
             dut.trace_on.value = 0  # closes it
             await FallingEdge(dut.clk)
             trace = Path(LOG_FILE).read_text()
+        error, counters, accesses = await host.complete()
         outcome = {
-            "counters": await host.read_counters(),
-            "error": await host.error(),
+            "counters": counters,
+            "error": error,
+            "driver": driver | accesses,
             "measured_cycles": int(dut.bench_cycles.value),
             "dram": memory.counters(),
             "compute_seconds": compute_seconds,

@@ -195,3 +195,25 @@ def test_refused_descriptors_move_nothing():
             assert moved > 0
         else:
             assert moved == 0 and r.counters["jobs"] == 0, code
+
+
+def test_the_bench_driver_makes_the_accesses_the_model_counts():
+    """The simulation's driver posts each descriptor with a write per DESC_* register and the
+    doorbell, and completes it reading IRQ_PENDING, STATUS and every counter and clearing the
+    interrupt: what contract.host.driver_accesses counts for a driver that reads counters,
+    refused descriptors included. Its bus cycles are measured beside."""
+    from systolic.contract.host import Host, driver_accesses
+
+    config = CONFIGS[0]  # built for the tests above
+    good = place(config, 6, 6, 6)
+    refused = dataclasses.replace(good, m=0)
+    rng = np.random.default_rng(0)
+    operands = random_operands(rng, config, [(6, 6, 6)] * 2)
+    res = run_gemms(config, operands, descriptors=[good, refused], name="driver",
+                    timeout=DEADLINE)  # fmt: skip
+    want = driver_accesses(config, Host(**(Host.preset().to_dict() | {"counters": True})))
+    for r in res:
+        assert {k: r.driver[k] for k in want} == want
+        # each access takes the bench's AXI4-Lite master at least two cycles
+        assert r.driver["post_cycles"] >= 2 * want["post"]
+        assert r.driver["complete_cycles"] >= 2 * (want["reads"] + want["acks"])
