@@ -387,11 +387,13 @@ def _bound_answers(points: list[dict]) -> list[Answer]:
 
 
 def answers(points: list[dict], grids: list[Matrix], *, precision_lines: list[str],
-            rtl_line: str | None, serving_line: str | None,
-            synthesis_line: str | None) -> list[Answer]:  # fmt: skip
+            rtl_line: str | None, serving_line: str | None, synthesis_line: str | None,
+            inference_line: str | None = None) -> list[Answer]:  # fmt: skip
     """The summary, in the order a reader asks (see module)."""
     out = _dataflow_answers(points, grids) + _best_configuration(points)
     out += _weight_answers(points) + _bound_answers(points)
+    if inference_line:
+        out.append(Answer("Whole inference", inference_line, "inference"))
     if serving_line:
         out.append(Answer("Serving at the SLA", serving_line, "serving"))
     if precision_lines:

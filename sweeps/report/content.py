@@ -68,6 +68,7 @@ class ReportData:
     buffer_pressure: Table | None = None
     loop_orders: Table | None = None
     operators: Table | None = None  # an ONNX workload's operators that are not array work
+    inference: Table | None = None  # each workload's whole inference at its fastest point
     synthesis: Table | None = None
     efficiency: Table | None = None
     serving: Table | None = None  # a serving study's feasible frontier
@@ -417,6 +418,50 @@ def _operators(points: list[dict]) -> Table | None:
     return Table(head, [rows[k] for k in sorted(rows)])
 
 
+#: The parts of a whole inference's latency, as the report names them.
+_PARTS = {"array": "array", "memory_stalls": "stalls", "host": "host", "driver": "driver"}
+
+
+def _whole_inference(points: list[dict]) -> Table | None:
+    """Per workload, its point with the shortest whole inference (models.inference): the
+    latency end to end against the GEMMs alone, PE utilization both ways, the parts' shares,
+    the energy, and which operators ran on the host."""
+    best: dict[str, dict] = {}
+    for p in points:
+        inf, name = p.get("inference"), p["workload"]["name"]
+        if inf and (name not in best or inf["latency_s"] < best[name]["inference"]["latency_s"]):
+            best[name] = p
+    if not best:
+        return None
+    rows = []
+    for name, p in sorted(best.items()):
+        inf = p["inference"]
+        total = inf["latency_s"]
+        shares = [f"{100 * inf['latency_split_s'][k] / total:.1f}%" for k in _PARTS]
+        host = ", ".join(f"{op} x{n}" for op, n in inf["where"].get("host", {}).items()) or "-"
+        rows.append([name, p["config_name"], _fmt(total * 1e3), _fmt(p["latency_s"] * 1e3),
+                     f"{100 * inf['utilization']:.1f}%", f"{100 * p['utilization']:.1f}%",
+                     *shares, _fmt(inf["energy_pj"] / 1e6), host])  # fmt: skip
+    head = ["workload", "fastest configuration", "latency ms", "GEMMs alone ms",
+            "PE utilization", "over GEMMs", *_PARTS.values(), "uJ", "on the host"]  # fmt: skip
+    return Table(head, rows)
+
+
+def _inference_line(points: list[dict]) -> str | None:
+    """The summary's line: how far end to end falls from the GEMMs alone."""
+    with_inference = [p for p in points if p.get("inference")]
+    if not with_inference:
+        return None
+    host = [p["inference"]["latency_split_s"]["host"] / p["inference"]["latency_s"]
+            for p in with_inference]  # fmt: skip
+    drop = [p["utilization"] - p["inference"]["utilization"] for p in with_inference]
+    host_name = with_inference[0]["inference"]["host"]["name"]
+    return (f"End to end (operators between the GEMMs, the {host_name} host, the driver), the "
+            f"host's operators take {100 * min(host):.0f} to {100 * max(host):.0f}% of an "
+            f"inference's latency, and PE utilization falls {100 * min(drop):.0f} to "
+            f"{100 * max(drop):.0f} points below the GEMMs alone.")  # fmt: skip
+
+
 def _synthesis(records: list[dict]) -> Table | None:
     """Per synthesized configuration: cells, area (0.18 um, and the 45 nm estimate), Fmax,
     leakage and its three largest components."""
@@ -530,6 +575,7 @@ def report_data(records: list[dict], name: str, serving: dict | None = None) -> 
         rtl_line=rtl_line,
         serving_line=_serving_line(serving),
         synthesis_line=synthesis_line,
+        inference_line=_inference_line(points),
     )
     front_rows = [
         [
@@ -594,6 +640,7 @@ def report_data(records: list[dict], name: str, serving: dict | None = None) -> 
         buffer_pressure=_buffer_pressure(points),
         loop_orders=_loop_orders(points),
         operators=_operators(every),
+        inference=_whole_inference(points),
         synthesis=synthesis,
         efficiency=_efficiency(points),
         serving=Table(serving["head"], serving["frontier_rows"]) if serving else None,

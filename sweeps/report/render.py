@@ -58,6 +58,7 @@ def sections(data: ReportData, interactive: list[dict], figures: list[dict]) -> 
         ("serving", "Serving", data.serving is not None),
         ("precision", "Precision", data.precision is not None),
         ("loop-order", "Loop order", data.loop_orders is not None),
+        ("inference", "Whole inference", data.inference is not None),
         ("operators", "Operators", data.operators is not None),
         ("plots", "More plots", bool(figures)),
         ("findings", "More findings", bool(data.summary)),

@@ -64,7 +64,12 @@ def test_report_data_says_what_the_records_hold(model_sweep):
         assert "| " + " | ".join(row) + " |" in md
     html = render(data, {}, "html")
     tables = [data.front, data.points_table, data.weight_bandwidth, data.buffer_pressure,
-              data.loop_orders]  # fmt: skip
+              data.loop_orders, data.inference]  # fmt: skip
+    # each workload's whole inference: never faster than its GEMMs, nor better used
+    assert len(data.inference.rows) == 2
+    for row in data.inference.rows:
+        assert float(row[2]) >= float(row[3]) and float(row[4][:-1]) <= float(row[5][:-1])
+    assert "Whole inference" in [a.topic for a in data.answers]
     matrix_rows = sum(1 + len(m.rows) for m in data.matrices)
     assert html.count("<tr>") == sum(1 + len(t.rows) for t in tables) + matrix_rows
     for a in data.answers:
