@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from systolic.contract.config import ArrayConfig, beyond_rtl
+from systolic.contract.host import Host
 from systolic.contract.memory import Memory
 from systolic.models.energy import Coefficients, load_coefficients
 from systolic.sim.simulate import SimulationError, run_gemms
@@ -140,8 +141,8 @@ MODEL_BATCH = 512
 
 
 def _model_batch(points: list[_Point], coefficients: Coefficients, data: str, seed: int,
-                 clock_mhz: float | None = None,
-                 synth: dict | None = None) -> list[dict]:  # fmt: skip
+                 clock_mhz: float | None = None, synth: dict | None = None,
+                 host: Host | None = None) -> list[dict]:  # fmt: skip
     """Worker: the model's record of each point (a failed one for a point it cannot evaluate,
     such as buffers too small for one tile of a GEMM) at ``clock_mhz``; with ``synth`` (the
     synthesis record of the points' configuration, :mod:`sweeps.synthesis`), at the clock it
@@ -153,7 +154,8 @@ def _model_batch(points: list[_Point], coefficients: Coefficients, data: str, se
             continue
         clock = clock_mhz if synth is None else point_clock(synth, clock_mhz)
         try:
-            record = model_record(p.config, p.workload, p.memory, coefficients, data, seed, clock)
+            record = model_record(p.config, p.workload, p.memory, coefficients, data, seed, clock,
+                                  host)  # fmt: skip
             record.update({"id": p.id, "kind": "model", "status": "ok"})
             if synth is not None:
                 record.update(point_fields(synth, record))
@@ -224,6 +226,7 @@ def _rtl_group(
             [done[j] for j in range(first, first + count)],
             coefficients,
             models[p.id],
+            sweep.host,
         )
         ok = record["bit_exact"]
         record.update({"id": p.id, "kind": "rtl", "status": "ok" if ok else "failed"})
@@ -319,7 +322,8 @@ def run_sweep(
             f"{results} already holds {len(existing)} result(s): continue "
             f"with --resume, or choose another --out (nothing was run)"
         )
-    points = [_Point(point_id(c, w, m), c, w, m) for m in sweep.memories for c in sweep.configs
+    points = [_Point(point_id(c, w, m, sweep.host), c, w, m) for m in sweep.memories
+              for c in sweep.configs
               for w in sweep.workloads]  # fmt: skip
     if existing:  # nothing to mix with otherwise
         _check_resumable(sweep, out, existing, {p.id for p in points})
@@ -346,7 +350,8 @@ def run_sweep(
     batches = [share[i : i + MODEL_BATCH] for share in by_config.values()
                for i in range(0, len(share), MODEL_BATCH)]  # fmt: skip
     calls = [(_model_batch, (b, coefficients, sweep.data, sweep.seed, sweep.clock_mhz,
-                             synths.get(b[0].config.name))) for b in batches]  # fmt: skip
+                             synths.get(b[0].config.name), sweep.host))
+             for b in batches]  # fmt: skip
     waiting: dict[int, list[dict]] = {}  # batches back early: written in order
     written = 0
     with _engine(scheduler, jobs, len(calls), results) as engine:

@@ -39,6 +39,8 @@ Validated whole before anything runs; every error names the file, the line and t
     data: random                # operand data: random, zeros, sparse:P
     seed: 0
     coefficients: my.toml       # technology (default: models/coefficients/calibrated45.toml)
+    host: mobile                # the CPU beside the device for whole inferences (embedded,
+                                # mobile, server; or {preset: server, read_ns: 500, ...})
     serving: serving.yaml       # a serving study (serving/study_spec.py) to run too; the
                                 # report gains its section (relative to this file)
 """
@@ -51,6 +53,7 @@ from pathlib import Path
 
 from systolic.contract.checks import is_number
 from systolic.contract.config import ArrayConfig
+from systolic.contract.host import DEFAULT_HOST, Host
 from systolic.contract.memory import DEFAULT_MEMORY_PRESET, Memory
 from systolic.golden.data import DataKind
 from systolic.workloads.library import Workload
@@ -81,6 +84,7 @@ _TOP_KEYS = (
     "seed",
     "coefficients",
     "serving",
+    "host",
 )
 _EVALUATE_KEYS = ("rtl", "sample", "max_macs", "timeout", "rtl_precision", "synth", "clock_mhz")
 
@@ -106,6 +110,7 @@ class Sweep:
     memories: list[Memory] = field(default_factory=lambda: [Memory.preset(DEFAULT_MEMORY_PRESET)])
     synth: bool = False  # synthesize every configuration (sweeps/synthesis.py)
     clock_mhz: float | None = None  # every point's clock (None: the coefficients')
+    host: Host | None = None  # the host beside the device (None: contract.host's default)
 
     @property
     def points(self) -> int:
@@ -171,4 +176,22 @@ def load_spec(path: str | Path) -> Sweep:
         if not sweep.serving.is_file():
             raise doc.error(("serving",), f"no such serving study: {sweep.serving}")
     sweep.coefficients = coefficients_file(doc, raw, path.parent)
+    if "host" in raw:
+        sweep.host = _host(doc, raw["host"])
     return sweep
+
+
+def _host(doc, raw) -> Host:
+    """``host:``, a preset's name or a mapping: ``preset`` (default the default host) and any
+    of the host's numbers."""
+    keys = ("preset", *(k for k in Host.preset().to_dict() if k != "name"))
+    if isinstance(raw, str):
+        raw = {"preset": raw}
+    values = mapping(doc, raw, ("host",), keys)
+    try:
+        base = Host.preset(str(values.pop("preset", DEFAULT_HOST)))
+        if not values:
+            return base
+        return Host(**(base.to_dict() | values | {"name": f"{base.name} (modified)"}))
+    except (TypeError, ValueError) as e:
+        raise doc.error(("host",), str(e)) from None

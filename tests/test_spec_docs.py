@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from systolic.contract.host import Host
 from systolic.contract.config import Dataflow
 from systolic.contract.memory import DRAM_PRESETS
 from systolic.serving import study_spec
@@ -326,6 +327,7 @@ DEFAULTS = {
     ("sweep", "evaluate"): ("sweep", lambda s: {} if s.rtl == "none" else s.rtl),  # model only
     ("sweep", "data"): ("sweep", lambda s: s.data),
     ("sweep", "seed"): ("sweep", lambda s: s.seed),
+    ("sweep", "host"): ("sweep", lambda s: (s.host or Host.preset()).name),
     ("sweep", "coefficients"): ("sweep", lambda s: s.coefficients),
     ("configs", "precision"): ("sweep", lambda s: [c.precision for c in s.configs]),
     ("configs", "depth"): ("sweep", lambda s: [c.a_depth for c in s.configs]),

@@ -94,9 +94,14 @@ def driver_workload(workload: Workload) -> Workload:
     return replace(workload, gemms=tuple(gemms), schedule=schedule)
 
 
-def point_id(config: ArrayConfig, workload: Workload, memory: Memory) -> str:
-    """A stable name for the point, the key of resumption."""
-    text = json.dumps([config.to_dict(), workload.to_dict(), memory.to_dict()], sort_keys=True)
+def point_id(config: ArrayConfig, workload: Workload, memory: Memory,
+             host: Host | None = None) -> str:  # fmt: skip
+    """A stable name for the point, the key of resumption (a host other than the default is
+    part of it)."""
+    parts = [config.to_dict(), workload.to_dict(), memory.to_dict()]
+    if host is not None and host != Host.preset():
+        parts.append(host.to_dict())
+    text = json.dumps(parts, sort_keys=True)
     digest = hashlib.sha256(text.encode()).hexdigest()[:10]
     return f"{config.name}|{workload.name}|{memory.name}|{digest}"
 
@@ -448,9 +453,10 @@ def rtl_record(
     results: list,
     coefficients: Coefficients,
     model: dict,
+    host: Host | None = None,
 ) -> dict:
     """A point from its simulated GEMMs (:class:`sim.simulate.SimResult` with toggles), at the
-    clock of its model record."""
+    clock of its model record, the whole inference beside ``host``."""
     clock_mhz = model["clock_mhz"]
     dram = memory.at(clock_mhz)
     bits = dram_energy(memory)
@@ -458,7 +464,7 @@ def rtl_record(
                                                           source="toggles", dram=bits), dram)
              for g, r in zip(workload.gemms, results, strict=True)]  # fmt: skip
     ranges = coefficients.ranges(bits, config)
-    record = summarize(config, workload, memory, parts, clock_mhz, ranges, None,
+    record = summarize(config, workload, memory, parts, clock_mhz, ranges, host,
                        fused_output_pj(coefficients))  # fmt: skip
     record |= priced_by(coefficients, bits)
     exact = all(

@@ -62,12 +62,17 @@ WORKLOAD_1 = "  - gemm: {m: 3, k: 9, n: 4}\n    count: 3"
         ("evaluate:", "memory: [{preset: hbm2e-pc, read_pj_per_bit: 3, write_pj_per_bit: 3, "
          "energy_source: me, high_pj_per_bit: 2}]\nevaluate:",
          ":10: memory.0: the read energy 3 pJ/bit must lie in its range [3, 2]"),
+        ("evaluate:", "host: laptop\nevaluate:",
+         ":10: host: unknown host preset 'laptop'; presets: embedded, mobile, server"),
+        ("evaluate:", "host: {preset: server, read_ns: -5}\nevaluate:",
+         ":10: host: host read_ns must be a number in [0, 1e+09], not -5"),
     ],
     ids=["unknown-key", "array-format", "array-range", "precision", "wrong-type", "missing",
          "key-of-other-kind", "rtl-mode", "unknown-model", "yaml-syntax", "batch-0",
          "batch-negative", "seq-0", "sample-0", "timeout", "max-macs", "no-coefficients",
          "memory-preset", "memory-missing", "memory-negative", "memory-names",
-         "memory-no-energy", "memory-energy-part", "memory-energy-range"],
+         "memory-no-energy", "memory-energy-part", "memory-energy-range", "host-preset",
+         "host-number"],
 )  # fmt: skip
 def test_spec_errors_name_line_and_key(tmp_path, old, new, message):
     assert old in TINY
@@ -126,3 +131,19 @@ def test_memory_is_an_axis(tmp_path):
     (mine,) = load_spec(write_spec(tmp_path, text)).memories
     assert (mine.energy.read_pj_per_bit, mine.energy.spread, mine.energy.source) == (
         7.0, (1.0, 1.0), "lab")  # fmt: skip
+
+
+def test_the_host_is_a_preset_or_its_numbers_and_names_its_points(tmp_path):
+    from systolic.contract.host import Host
+    from systolic.workloads.evaluate import point_id
+
+    plain = load_spec(write_spec(tmp_path, TINY))
+    assert plain.host is None  # the default host
+    path = write_spec(tmp_path, TINY.replace("evaluate:", "host: {preset: server, counters: true}"
+                                                          "\nevaluate:"))  # fmt: skip
+    sweep = load_spec(path)
+    assert sweep.host == Host(**(Host.preset("server").to_dict()
+                                 | {"counters": True, "name": "server (modified)"}))  # fmt: skip
+    c, w, m = sweep.configs[0], sweep.workloads[0], sweep.memories[0]
+    assert point_id(c, w, m) == point_id(c, w, m, Host.preset())  # the default: old ids hold
+    assert point_id(c, w, m, sweep.host) != point_id(c, w, m)
