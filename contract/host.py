@@ -34,7 +34,7 @@ HOST_PRESETS = {
     # one application core at 2 GHz with 128-bit SIMD (4 fp32 lanes); the device on-chip
     "mobile": (8.0, 17.5, 10.0, 1000.0, 50.0, 200.0, 5000.0),
     # one server core at 3 GHz with 256-bit SIMD, 2 units (16 lanes); the device over PCIe
-    "server": (48.0, 10.0, 20.0, 500.0, 100.0, 1000.0, 10000.0),
+    "server": (48.0, 4.4, 20.0, 500.0, 100.0, 1000.0, 10000.0),
 }
 DEFAULT_HOST = "mobile"
 

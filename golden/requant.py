@@ -98,7 +98,13 @@ def activation_clamp(activation, scale: float, out_zero: int, out_width: int,
     ``(lo, hi)``, a Clip's bounds) on an output of ``scale`` and ``out_zero``: each bound
     quantized as TFLite's ``CalculateActivationRangeQuantized`` does (``zero + round(x /
     scale)``), then narrowed to the output range."""
-    lo, hi = ACTIVATIONS[activation] if isinstance(activation, str) else activation
+    if isinstance(activation, str):
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)} or a real "
+                             f"(lo, hi), not {activation!r}")  # fmt: skip
+        lo, hi = ACTIVATIONS[activation]
+    else:
+        lo, hi = activation
     if not scale > 0 or not lo <= hi:
         raise ValueError(f"an activation needs scale > 0 and lo <= hi, not scale {scale!r}, "
                          f"range {(lo, hi)!r}")  # fmt: skip
@@ -107,7 +113,10 @@ def activation_clamp(activation, scale: float, out_zero: int, out_width: int,
     def q(x: float) -> int:
         if math.isinf(x):
             return top_hi if x > 0 else top_lo
-        return min(top_hi, max(top_lo, int(out_zero + np.round(x / scale))))
+        steps = x / scale  # rounded half away from zero, as C's round does
+        return min(
+            top_hi, max(top_lo, out_zero + int(math.copysign(math.floor(abs(steps) + 0.5), steps)))
+        )
 
     return q(lo), q(hi)
 
@@ -213,6 +222,10 @@ class RequantParams:
             if not olo <= lo <= hi <= ohi:
                 raise ValueError(f"clamp = ({lo}, {hi}) must satisfy {olo} <= lo <= hi <= "
                                  f"{ohi} (the output range)")  # fmt: skip
+        bounds = self.bounds(config)
+        if bounds is not None and bounds[0] > bounds[1]:
+            raise ValueError(f"ReLU (nothing below out_zero = {self.out_zero}) and clamp = "
+                             f"{self.clamp} leave no output value")  # fmt: skip
         if channels > config.q_depth * config.cols:
             raise ValueError(f"{channels} output channels exceed the parameter buffer "
                              f"(q_depth {config.q_depth} x {config.cols} channels)")  # fmt: skip

@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from systolic.contract.checks import is_number
 
 from .requant import quantize_multiplier, rounding_divide_by_pot, srdhm
 
@@ -63,12 +64,18 @@ class AddParams:
     def from_scales(cls, x_scale: float, x_zero: int, y_scale: float, y_zero: int,
                     z_scale: float, z_zero: int) -> AddParams:  # fmt: skip
         for name, value in (("x_scale", x_scale), ("y_scale", y_scale), ("z_scale", z_scale)):
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            if not (is_number(value) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive real scale, not {value!r}")
-        twice = 2 * max(x_scale, y_scale)
-        xm, xs = quantize_multiplier(x_scale / twice)
-        ym, ys = quantize_multiplier(y_scale / twice)
-        om, os_ = quantize_multiplier(twice / ((1 << ADD_LEFT_SHIFT) * z_scale))
+        twice = 2 * float(max(x_scale, y_scale))
+        xm, xs = quantize_multiplier(float(x_scale) / twice)
+        ym, ys = quantize_multiplier(float(y_scale) / twice)
+        real = twice / ((1 << ADD_LEFT_SHIFT) * float(z_scale))
+        if real >= 1:  # the kernels scale the sum down only
+            raise ValueError(
+                f"z_scale = {z_scale!r} must be above twice the larger input "
+                f"scale over 2**{ADD_LEFT_SHIFT} ({twice / (1 << ADD_LEFT_SHIFT):g})"
+            )
+        om, os_ = quantize_multiplier(real)
         return cls(int(x_zero), xm, xs, int(y_zero), ym, ys, om, os_, int(z_zero))
 
 

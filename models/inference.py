@@ -115,20 +115,21 @@ class HostCost:
     bytes: int
 
 
-def host_cost(op: str, elements: int, inputs: int, window: int, element_bytes: int,
-              integer: bool, host: Host, dram: DramEnergy) -> HostCost:  # fmt: skip
-    """The host's price of one run of ``op`` (see module) writing ``elements`` and reading
-    ``inputs`` elements of ``element_bytes`` each, ``window`` read per output (pooling,
-    reductions), the tensors integers (``integer``: converted to and from fp32) or not."""
-    ops = elements * (HOST_OP_COSTS.get(op, 1) + (window if window > 1 else 0))
+def host_cost(op: str, elements: int, inputs: int, window: int, read_bytes: int,
+              write_bytes: int, integer: bool, host: Host, dram: DramEnergy,
+              extra: int = 0) -> HostCost:  # fmt: skip
+    """The host's price of one run of ``op`` (see module) reading ``inputs`` elements of
+    ``read_bytes`` each and writing ``elements`` of ``write_bytes``, ``window`` read per output
+    (pooling, reductions), the tensors integers (``integer``: converted to and from fp32) or
+    not; ``extra`` operations per output element of operators done in the same pass."""
+    ops = elements * (HOST_OP_COSTS.get(op, 1) + (window if window > 1 else 0) + extra)
     if integer:
         ops += inputs * DEQUANTIZE_OPS + elements * QUANTIZE_OPS
-    moved = (inputs + elements) * element_bytes
-    ns = host.dispatch_ns + max(ops / host.ops_per_ns, moved / host.gb_per_s)
-    bits = 8 * element_bytes
-    pj = ops * host.pj_per_op + bits * (inputs * dram.read_pj_per_bit
-                                        + elements * dram.write_pj_per_bit)  # fmt: skip
-    return HostCost(ns, pj, ops, moved)
+    read, written = inputs * read_bytes, elements * write_bytes
+    ns = host.dispatch_ns + max(ops / host.ops_per_ns, (read + written) / host.gb_per_s)
+    pj = ops * host.pj_per_op + 8 * (read * dram.read_pj_per_bit
+                                     + written * dram.write_pj_per_bit)  # fmt: skip
+    return HostCost(ns, pj, ops, read + written)
 
 
 @dataclass(frozen=True)

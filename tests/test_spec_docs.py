@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from systolic.contract.host import Host
 from systolic.contract.config import Dataflow
+from systolic.contract.host import Host
 from systolic.contract.memory import DRAM_PRESETS
 from systolic.serving import study_spec
 from systolic.serving.batching import POLICIES

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -86,7 +87,7 @@ def driver_workload(workload: Workload) -> Workload:
             continue
         total = sum(times for _, _, times in pieces)
         for m, n, times in pieces:
-            name = f"{g.name} ({times} of {total} descriptors)"
+            name = f"{g.name} ({times} of {total} descriptors, {m}x{g.k}x{n})"
             gemms.append(replace(g, name=name, m=m, n=n, count=g.count * times))
             renamed.setdefault(g.name, []).append((name, times))
     schedule = tuple((piece, runs * times) for name, runs in workload.schedule
@@ -304,6 +305,16 @@ def _element_bytes(config: ArrayConfig) -> tuple[int, int]:
     return -(-config.a_width // 8), -(-config.acc_width // 8)
 
 
+#: How driver_workload names a piece of a GEMM too large for one descriptor.
+_PIECE = re.compile(r"^(.*) \(\d+ of \d+ descriptors, \d+x\d+x\d+\)$")
+
+
+def _layer_of(name: str) -> str:
+    """The GEMM a descriptor's GEMM is a piece of (itself, if whole)."""
+    match = _PIECE.match(name)
+    return match.group(1) if match else name
+
+
 def inference_figures(config: ArrayConfig, workload: Workload, parts: list[GemmPart],
                       clock_mhz: float, host: Host, bits: DramEnergy, fused_pj: float,
                       device_pj: float) -> dict:  # fmt: skip
@@ -321,43 +332,46 @@ def inference_figures(config: ArrayConfig, workload: Workload, parts: list[GemmP
     integer = config.number != "bf16"
     steps, rows = [], []
     host_pj = fused_elements = stall_ns = 0.0
-    pending = None  # a GEMM whose outputs the host converts, with the operators it absorbs
+    pending = None  # [GEMM, outputs, extra ops an output]: the host's pass over its outputs
 
     def flush() -> None:
         nonlocal pending, host_pj
         if pending is not None:
-            (elements, runs, extra) = pending
-            cost = host_cost("Requantize", elements, elements, 1, out_bytes, integer, host, bits)
-            add = elements * extra * host.pj_per_op
-            steps.append(Step(False, cost.ns + elements * extra / host.ops_per_ns, runs))
-            host_pj += (cost.pj + add) * runs
+            _, elements, extra = pending
+            cost = host_cost("Requantize", elements, elements, 1, out_bytes, act_bytes, integer,
+                             host, bits, extra)  # fmt: skip
+            steps.append(Step(False, cost.ns, 1))
+            host_pj += cost.pj
             pending = None
 
     for item, runs in workload.steps():
         if isinstance(item, Gemm):
-            flush()
             part = by_name[item.name]
             steps.append(Step(True, part.cycles * ns, runs))
             stall_ns += part.counters["array_wait_cycles"] * ns * runs
-            outputs = item.m * item.n
-            if config.requant:
-                fused_elements += outputs * runs
-            else:
-                pending = (outputs, runs, 0)
+            outputs = item.m * item.n * runs
             rows.append(("Requantize" if integer else "Cast",
                          "fused" if config.requant else "host", runs))  # fmt: skip
+            if config.requant:
+                fused_elements += outputs
+                continue
+            layer = _layer_of(item.name)  # one pass over every descriptor of a layer
+            if pending is not None and pending[0] == layer:
+                pending[1] += outputs
+            else:
+                flush()
+                pending = [layer, outputs, 0]
             continue
         where = placement(item.op, config, item.gemm is not None)
-        if pending is not None and item.gemm is not None and item.op in FUSABLE_OPS:
-            elements, times, extra = pending  # absorbed into the host's pass over the outputs
-            pending = (elements, times, extra + HOST_OP_COSTS[item.op])
+        if pending is not None and item.gemm == pending[0] and item.op in FUSABLE_OPS:
+            pending[2] += HOST_OP_COSTS[item.op]  # done in the host's pass over the outputs
             rows.append((item.op, "host", runs))
             continue
         flush()
         rows.append((item.op, where, runs))
         if where == "host":
             cost = host_cost(item.op, item.elements, item.inputs, item.window, act_bytes,
-                             integer, host, bits)  # fmt: skip
+                             act_bytes, integer, host, bits)  # fmt: skip
             steps.append(Step(False, cost.ns, runs))
             host_pj += cost.pj * runs
     flush()
@@ -413,7 +427,7 @@ def model_record(
 def _model_part(config: ArrayConfig, shape: tuple[int, int, int], dram: Dram,
                 coefficients: Coefficients, bits: DramEnergy, data: str,
                 seed: int) -> GemmPart:  # fmt: skip
-    d = place(config, *shape, chunk=gemm_chunk(config, shape, dram))
+    d = place(config, *shape, chunk=gemm_chunk(config, shape, dram), requant=config.requant)
     fig = DeviceFigures(config, shape, d, dict(predict_pipeline(config, d, dram)))
     toggles = estimate_toggles(config, *shape, data=data, seed=seed)
     report = figures_energy(fig, toggles, coefficients, source="model", dram=bits)
@@ -422,8 +436,9 @@ def _model_part(config: ArrayConfig, shape: tuple[int, int, int], dram: Dram,
 
 def gemm_chunk(config: ArrayConfig, shape: tuple[int, int, int], dram: Dram) -> tuple:
     """The chunk sizes a sweep's driver gives a GEMM, in model and RTL points alike: those the
-    pipeline model predicts fastest behind the point's DRAM (:mod:`models.chunking`)."""
-    return choose_chunk(config, *shape, dram)
+    pipeline model predicts fastest behind the point's DRAM (:mod:`models.chunking`), its
+    outputs requantized where the configuration can (the fused output path)."""
+    return choose_chunk(config, *shape, dram, requant=config.requant)
 
 
 def rtl_operands(

@@ -370,11 +370,15 @@ def _mobilenet_schedule(convs: dict, batch: int):
     """MobileNet v1's convolutions in order, each with its bias and ReLU6 (a Clip), the global
     average pool, the classifier and its softmax."""
     g = _Graph(convs, batch)
-    for c in convs.values():
-        if c.name == "fc":
-            break
-        for _ in range(c.count):
-            g.conv(c.name, "Clip")
+    layers = [c for c in convs.values() if c.name != "fc"]
+    i = 0
+    while i < len(layers):  # a depthwise-pointwise pair that repeats runs pair after pair
+        repeats = layers[i].depthwise and layers[i].count > 1
+        pair = layers[i : i + 2] if repeats else layers[i : i + 1]
+        for _ in range(pair[0].count):
+            for c in pair:
+                g.conv(c.name, "Clip")
+        i += len(pair)
     last = convs["pw9"]
     g.op("avgpool", "GlobalAveragePool", last.cout, last.out**2 * last.cout, window=last.out**2)
     g.conv("fc", None)

@@ -24,9 +24,9 @@ quantized operators) as *unsupported*, the rest as *host* operators; both cost n
 both are reported.
 
 Every node but a Constant is also an :class:`workloads.library.Operator` of the workload (a Conv's
-or a Gemm's bias as one of type ``Bias``; so are an Add of a constant vector after a layer and a
-BatchNormalization after one, whose scale folds into the layer's weights at import as deployment
-tools fold it, and whose shift becomes the layer's bias), with the elements it
+or a Gemm's bias as one of type ``Bias``; so are an Add of one constant per output channel right
+after a layer, and a BatchNormalization right after one, which deployment tools fold into the
+layer's weights and bias), with the elements it
 writes and reads from the graph's shapes (0 where a shape is unknown) and, where it takes a GEMM's
 output alone (directly, or through a BatchNormalization, a bias or an activation that does),
 that GEMM; the workload's schedule is the graph's node order. The model decides where each runs
@@ -332,11 +332,11 @@ def read_onnx(path: str | Path, batch: int | None = None, seq: int | None = None
             if value is not None:
                 weights[node.output[0]] = numpy_helper.to_array(value)
     layers, host, unsupported = [], Counter(), Counter()
-    ops = _Operators(model, shapes, weights)
     seen: set[str] = set()
+    ops = _Operators(model, shapes, weights, seen)
     for i, node in enumerate(model.graph.node):
         if not node.name or node.name in seen:
-            node.name = f"{node.name or node.op_type.lower()}_{i}"
+            node.name = ops.unique(f"{node.name or node.op_type.lower()}_{i}")
         seen.add(node.name)
         attrs: dict = {}
         if node.op_type == "MatMul":
@@ -385,22 +385,34 @@ def onnx_workload(path: str | Path, batch: int | None = None, seq: int | None = 
                     schedule=tuple(graph.schedule))  # fmt: skip
 
 
-#: Operators through which a GEMM's output stays its own: folded into it, or absorbed by its
-#: output path (models.inference decides which run there).
-_PASS_THROUGH = frozenset({"BatchNormalization", "Relu", "Clip", "Bias"})
+#: Activations a GEMM's output path can take after its bias (models.inference decides which
+#: run there).
+_ACTIVATIONS = frozenset({"Relu", "Clip"})
 #: Pooling operators' windows: from their kernel (``kernel_shape``) or their whole input plane.
 _POOLS = frozenset({"MaxPool", "AveragePool", "LpPool"})
 _GLOBAL_POOLS = frozenset({"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"})
 
 
+@dataclass(frozen=True)
+class _Owned:
+    """A tensor that is a GEMM's output alone, through what its output path can take: the GEMM,
+    its operator type and output channels, and whether an activation has been applied (after
+    one, only activations follow: a bias comes before requantization, a clamp after it)."""
+
+    gemm: str
+    op: str
+    channels: int
+    activated: bool = False
+
+
 class _Operators:
     """Builds a graph's operators and schedule node by node (see module)."""
 
-    def __init__(self, model: onnx.ModelProto, shapes: dict, weights: dict):
-        self.shapes, self.constants = shapes, set(weights)
+    def __init__(self, model: onnx.ModelProto, shapes: dict, weights: dict, names: set[str]):
+        self.shapes, self.constants, self.names = shapes, set(weights), names
         self.consumers = Counter(x for n in model.graph.node for x in n.input if x)
         self.consumers.update(v.name for v in model.graph.output)
-        self.owner: dict[str, str] = {}  # a tensor that is a GEMM's output alone -> the GEMM
+        self.owner: dict[str, _Owned] = {}
         self.operators: list[Operator] = []
         self.schedule: list[tuple[str, int]] = []
 
@@ -410,42 +422,67 @@ class _Operators:
             return 0
         return math.prod(shape)
 
+    def unique(self, name: str) -> str:
+        """``name``, suffixed until no node or operator has it."""
+        out, i = name, 1
+        while out in self.names:
+            out, i = f"{name}_{i}", i + 1
+        self.names.add(out)
+        return out
+
     def _add(self, name: str, op: str, output: str, inputs: list[str], window: int = 1,
-             gemm: str | None = None) -> None:  # fmt: skip
+             owned: _Owned | None = None) -> None:  # fmt: skip
         elements = self._size(output)
         read = sum(self._size(x) for x in inputs if x and x not in self.constants)
+        gemm = owned.gemm if owned is not None else None
         self.operators.append(Operator(name, op, elements, read, window, 1, gemm))
         self.schedule.append((name, 1))
-        if gemm is not None and op in _PASS_THROUGH and self.consumers[output] == 1:
-            self.owner[output] = gemm
+        if owned is not None and self.consumers[output] == 1:
+            activated = owned.activated or op in _ACTIVATIONS
+            self.owner[output] = _Owned(owned.gemm, owned.op, owned.channels, activated)
 
     def gemm(self, node, gemm: Gemm) -> None:
         self.schedule.append((node.name, gemm.count))
         output = node.output[0]
-        alone = self.consumers[output] == 1
-        bias = len(node.input) > 2 and node.input[2]
-        if bias:  # a Conv's or a Gemm's bias: the layer's output path adds it
-            self.operators.append(Operator(f"{node.name}_bias", "Bias", self._size(output),
+        shape = self.shapes.get(output) or ()
+        channels = (shape[1] if node.op_type == "Conv" else shape[-1]) if shape else 0
+        if len(node.input) > 2 and node.input[2]:  # a Conv's or a Gemm's bias
+            name = self.unique(f"{node.name}_bias")
+            self.operators.append(Operator(name, "Bias", self._size(output),
                                            self._size(output), 1, 1, node.name))  # fmt: skip
-            self.schedule.append((f"{node.name}_bias", 1))
-        if alone:
-            self.owner[output] = node.name
+            self.schedule.append((name, 1))
+        if self.consumers[output] == 1:
+            self.owner[output] = _Owned(node.name, node.op_type, channels)
+
+    def _per_channel(self, constant: str, owned: _Owned) -> bool:
+        """``constant`` holds one value per output channel of ``owned``'s GEMM, on its
+        channel axis (a Conv's second, a MatMul's or a Gemm's last)."""
+        shape = self.shapes.get(constant)
+        if not shape or not owned.channels or math.prod(shape) != owned.channels:
+            return owned.channels == 1 and shape is not None and math.prod(shape) == 1
+        axis = len(shape) - 3 if owned.op == "Conv" else len(shape) - 1
+        return axis >= 0 and shape[axis] == owned.channels
 
     def node(self, node) -> None:
         op, output = node.op_type, node.output[0] if node.output else ""
         inputs = [x for x in node.input if x]
-        source = self.owner.get(inputs[0]) if inputs else None
+        owned = self.owner.get(inputs[0]) if inputs else None
         window = 1
-        if op == "Add" and len(inputs) == 2 and any(
-                x in self.constants and self._size(x) > 1 for x in inputs):  # fmt: skip
-            op = "Bias"  # a constant added after a layer: its bias
-            source = next((self.owner[x] for x in inputs if x in self.owner), None)
-        elif op == "BatchNormalization" and source is not None:
-            op = "Bias"  # its scale folds into the layer's weights, its shift into the bias
+        if op == "Add" and len(inputs) == 2:
+            owned = next((self.owner[x] for x in inputs if x in self.owner), None)
+            other = next((x for x in inputs if x in self.constants), None)
+            if owned is not None and other is not None and not owned.activated and (
+                    self._per_channel(other, owned)):  # fmt: skip
+                op = "Bias"  # a constant per channel added after a layer: its bias
+            else:
+                owned = None
+        elif op == "BatchNormalization" and owned is not None and not owned.activated:
+            op = "Bias"  # deployment tools fold its scale into the weights, its shift into the bias
         elif op in _POOLS:
             window = math.prod(_attrs(node).get("kernel_shape", [1]))
         elif op in _GLOBAL_POOLS or op.startswith("Reduce"):
             out = self._size(output)
             window = self._size(inputs[0]) // out if out else 1
-        fusable = source if op in _PASS_THROUGH else None
-        self._add(node.name, op, output, inputs, window, fusable)
+        if op not in _ACTIVATIONS and op != "Bias":
+            owned = None
+        self._add(node.name, op, output, inputs, window, owned)

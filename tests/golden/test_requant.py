@@ -142,3 +142,16 @@ def test_activations_quantize_their_bounds_on_the_output_scale():
     assert activation_clamp((-1.0, 2.0), 0.25, 0, 4, True) == (-4, 7)  # Clip(-1, 2), top 7
     with pytest.raises(ValueError, match="scale > 0 and lo <= hi"):
         activation_clamp((1.0, 0.0), 0.1, 0, 8, True)
+
+
+def test_activation_bounds_round_half_away_from_zero_and_name_their_choices():
+    """C's round, which TFLite's bounds use: Clip(0, 0.5) at scale 1 keeps 1, not 0 (ties to
+    even would give 0); -2.5 goes to -3."""
+    assert activation_clamp((0.0, 0.5), 1.0, 0, 8, True) == (0, 1)
+    assert activation_clamp((-2.5, 0.0), 1.0, 0, 8, True) == (-3, 0)
+    with pytest.raises(ValueError, match="activation must be one of relu, relu6"):
+        activation_clamp("gelu", 0.1, 0, 8, True)
+    ones = np.ones(2, dtype=np.int64)
+    config = ArrayConfig("ws", 2, 2, requant=True)
+    with pytest.raises(ValueError, match=r"ReLU \(nothing below out_zero = 0\) and clamp"):
+        RequantParams(ones, ones, relu=True, clamp=(-128, -10)).check(config, 2)

@@ -90,3 +90,17 @@ def test_maximum_and_bad_parameters():
         AddParams.from_scales(0.1, 0, 0, 0, 0.1, 0)
     with pytest.raises(ValueError, match="a 5x5 window does not fit a 3x3 plane"):
         max_pool(np.zeros((1, 3, 3, 1)), (5, 5), (1, 1), (0, 0, 0, 0), -128, 127)
+
+
+def test_a_global_average_rounds_its_plane_half_away_from_zero():
+    """2 x 2 planes summing to 6 and -6: 1.5 goes to 2 and -1.5 to -2; 5 over 4 to 1."""
+    x = np.array([[1, 2], [1, 2]])[None, :, :, None] * np.array([1, -1])  # two channels
+    assert global_average_pool(x, -128, 127).ravel().tolist() == [2, -2]
+    assert global_average_pool(np.array([2, 1, 1, 1]).reshape(1, 2, 2, 1), -128, 127).item() == 1
+
+
+def test_a_residual_add_refuses_an_output_it_cannot_scale_down_to():
+    with pytest.raises(ValueError, match=r"z_scale = 1e-09 must be above twice the larger input"):
+        AddParams.from_scales(0.05, 0, 0.02, 0, 1e-9, 0)
+    p = AddParams.from_scales(np.float32(0.05), 0, np.float32(0.02), 0, np.float32(0.06), 0)
+    assert p.x_multiplier > 0  # scales as ONNX files hold them, float32

@@ -48,14 +48,19 @@ def test_the_host_prices_an_operator_by_its_roofline():
     1 us dispatch): 14 ops an element, 2 to dequantize the input and 4 to quantize the output,
     20,000 ops = 2,500 ns against 2,000 bytes = 200 ns."""
     host = Host.preset("mobile")
-    cost = host_cost("Softmax", 1000, 1000, 1, 1, True, host, DRAM)
+    cost = host_cost("Softmax", 1000, 1000, 1, 1, 1, True, host, DRAM)
     assert (cost.ops, cost.bytes) == (20_000, 2_000)
     assert cost.ns == pytest.approx(1000 + 2500)
     assert cost.pj == pytest.approx(20_000 * 17.5 + 8 * 1000 * (4.0 + 5.0))
     # a 3x3 max pool: a compare per element of its window; fp32 tensors (bf16 devices' host
     # side) need no conversion, and at 4 bytes an element the bytes bound it
-    pool = host_cost("MaxPool", 1000, 4000, 9, 4, False, host, DRAM)
+    pool = host_cost("MaxPool", 1000, 4000, 9, 4, 4, False, host, DRAM)
     assert pool.ops == 1000 * (1 + 9) and pool.ns == pytest.approx(1000 + 20_000 / 10)
+    # int32 accumulators in, int8 out, a bias and a ReLU done in the same pass: 1 + 1 + 1 ops
+    # an element, 2 + 4 to convert; 4,000 bytes read and 1,000 written
+    out = host_cost("Requantize", 1000, 1000, 1, 4, 1, True, host, DRAM, extra=2)
+    assert (out.ops, out.bytes) == (1000 * (3 + 2 + 4), 5000)
+    assert out.pj == pytest.approx(9000 * 17.5 + 8 * (4000 * 4.0 + 1000 * 5.0))
 
 
 def test_operators_run_where_the_device_can_take_them():

@@ -83,4 +83,12 @@ def test_a_split_gemm_keeps_its_place_in_the_schedule():
                  schedule=(("big", 1), ("sm", 1)))  # fmt: skip
     split = driver_workload(w)
     assert [(x.name, runs) for x, runs in split.steps()] == [
-        ("big (2 of 2 descriptors)", 2), ("sm", 1)]  # fmt: skip
+        ("big (2 of 2 descriptors, 35000x8x8)", 2), ("sm", 1)]  # fmt: skip
+    # an odd M: pieces of 50,177 and 50,176 rows, one each, named apart
+    whole = Workload("odd", "odd", "gemm", 1, None, (Gemm("g", 100_353, 8, 8),))
+    assert [(g.name, g.m, g.count) for g in driver_workload(whole).gemms] == [
+        ("g (1 of 2 descriptors, 50177x8x8)", 50_177, 1),
+        ("g (1 of 2 descriptors, 50176x8x8)", 50_176, 1)]  # fmt: skip
+    record = model_record(ArrayConfig("ws", 4, 4), whole, Memory.preset("ddr4-3200-x64"),
+                          load_coefficients(), "random", 0)  # fmt: skip
+    assert record["inference"]["descriptors"] == 2 and record["macs"] == 100_353 * 64

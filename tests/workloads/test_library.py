@@ -101,7 +101,8 @@ def test_a_schedule_that_does_not_run_each_step_its_count_is_refused():
 
     gemms = (Gemm("fc", 4, 8, 8, count=2),)
     ops = (Operator("act", "Relu", 32, 32, gemm="fc"),)
-    bad = Workload("w", "w", "gemm", 1, None, gemms, operators=ops, schedule=(("fc", 1), ("act", 1)))
+    bad = Workload("w", "w", "gemm", 1, None, gemms, operators=ops,
+                   schedule=(("fc", 1), ("act", 1)))  # fmt: skip
     with pytest.raises(WorkloadError, match=r"the schedule runs fc \(1 of 2\) times"):
         bad.steps()
     unknown = Workload("w", "w", "gemm", 1, None, gemms, operators=ops,

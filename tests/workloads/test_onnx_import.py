@@ -299,3 +299,41 @@ def test_every_operator_of_resnet50_is_placed_with_its_shape():
     assert (gap.elements, gap.window) == (4 * 2048, 49)
     sums = sorted({o.elements // 4 for o in w.operators if o.op == "Sum"})
     assert sums == [7 * 7 * 2048, 14 * 14 * 1024, 28 * 28 * 512, 56 * 56 * 256]
+
+
+def _placed(path, config):
+    from systolic.models.inference import placement
+
+    return [(o.name, o.op, placement(o.op, config, o.gemm is not None))
+            for o, _ in onnx_workload(path).steps() if hasattr(o, "op")]  # fmt: skip
+
+
+def test_only_a_layers_own_bias_and_activation_fuse(tmp_path):
+    """After a convolution of 4 channels: a constant of one value per channel (4 x 1 x 1) is its
+    bias; a ReLU then fuses too; a BatchNormalization after the ReLU cannot fold into the
+    weights, and a constant of the output's whole shape is no bias: both run on the host."""
+    from systolic.contract.config import ArrayConfig
+
+    f = TensorProto.FLOAT
+    x = helper.make_tensor_value_info("x", f, [1, 2, 8, 8])
+    y = helper.make_tensor_value_info("y", f, [1, 4, 8, 8])
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c", "b"], ["cb"], name="add_bias"),
+             helper.make_node("Relu", ["cb"], ["r"], name="relu"),
+             helper.make_node("BatchNormalization", ["r", "s", "t", "mu", "var"], ["n"],
+                              name="bn"),
+             helper.make_node("Add", ["n", "pos"], ["y"], name="add_plane")]  # fmt: skip
+    inits = [_init("w", (4, 2, 3, 3)), _init("b", (4, 1, 1)), _init("pos", (1, 4, 8, 8)),
+             *(_init(k, (4,)) for k in ("s", "t", "mu", "var"))]  # fmt: skip
+    path = _save(tmp_path, "order", nodes, [x], [y], inits)
+    placed = _placed(path, ArrayConfig("ws", 4, 4, requant=True))
+    assert placed == [
+        ("add_bias", "Bias", "fused"),
+        ("relu", "Relu", "fused"),
+        ("bn", "BatchNormalization", "host"),
+        ("add_plane", "Add", "host"),
+    ]
+    # a per-channel vector of 4 added to an NCHW output broadcasts along its width: no bias
+    nodes[1] = helper.make_node("Add", ["c", "b4"], ["cb"], name="add_bias")
+    path = _save(tmp_path, "width", nodes, [x], [y], [*inits, _init("b4", (4,))])
+    assert _placed(path, ArrayConfig("ws", 4, 4, requant=True))[0] == ("add_bias", "Add", "host")
