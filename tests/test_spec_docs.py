@@ -331,6 +331,7 @@ DEFAULTS = {
     ("sweep", "coefficients"): ("sweep", lambda s: s.coefficients),
     ("configs", "precision"): ("sweep", lambda s: [c.precision for c in s.configs]),
     ("configs", "depth"): ("sweep", lambda s: [c.a_depth for c in s.configs]),
+    ("configs", "requant"): ("sweep", lambda s: [c.requant for c in s.configs]),
     ("sweep.evaluate", "rtl"): ("sweep", lambda s: s.rtl),
     ("sweep.evaluate", "sample"): ("sweep", lambda s: s.sample),
     ("sweep.evaluate", "max_macs"): ("sweep", lambda s: s.max_macs),
@@ -389,6 +390,7 @@ def _expected(documented: str, scope: str, key: str):
         return documented.replace("MxKxN", "1x2x3")
     value = yaml.safe_load(documented)
     if (scope, key) in {("sweep", "memory"), ("configs", "precision"), ("configs", "depth"),
+                        ("configs", "requant"),
                         ("serving", "replicas")}:  # fmt: skip
         return [value]
     return value

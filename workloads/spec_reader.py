@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 from systolic.contract.checks import is_integer, is_number
-from systolic.contract.config import DEFAULT_DEPTH, PRECISIONS, ArrayConfig
+from systolic.contract.config import DEFAULT_DEPTH, PRECISIONS, REQUANT_MAX_ACC, ArrayConfig
 from systolic.contract.memory import DRAM_PRESETS, DramEnergy, Memory
 from systolic.models.energy import CoefficientsError, load_coefficients
 from systolic.workloads.library import (
@@ -58,7 +58,7 @@ _MEMORY_KEYS = (
 #: A memory's own energy: what it must give (or none of), and what it may.
 _ENERGY_KEYS = ("read_pj_per_bit", "write_pj_per_bit", "energy_source")
 _ENERGY_RANGE = ("low_pj_per_bit", "high_pj_per_bit")
-_CONFIG_KEYS = ("dataflow", "array", "precision", "depth")
+_CONFIG_KEYS = ("dataflow", "array", "precision", "depth", "requant")
 
 
 class SpecError(ValueError):
@@ -133,7 +133,7 @@ def parse_configs(doc: SpecDoc, raw) -> list[ArrayConfig]:
             raise doc.error(path, f"missing key {key!r}")
     axes = {}
     for key in _CONFIG_KEYS:
-        default = {"precision": ["int8"], "depth": [DEFAULT_DEPTH]}.get(key)
+        default = {"precision": ["int8"], "depth": [DEFAULT_DEPTH], "requant": [False]}.get(key)
         axes[key] = as_list(doc, raw.get(key, default), (*path, key))
     arrays = []
     for i, text in enumerate(axes["array"]):
@@ -147,15 +147,24 @@ def parse_configs(doc: SpecDoc, raw) -> list[ArrayConfig]:
             raise doc.error(
                 (*path, "precision"), f"must be one of {', '.join(PRECISION_NAMES)}, not {p!r}"
             )
+    for value in axes["requant"]:
+        if not isinstance(value, bool):
+            raise doc.error((*path, "requant"), f"must list true or false, not {value!r}")
     configs = []
-    for dataflow, (rows, cols), precision, depth in itertools.product(
-        axes["dataflow"], arrays, axes["precision"], axes["depth"]
+    for dataflow, (rows, cols), precision, depth, requant in itertools.product(
+        axes["dataflow"], arrays, axes["precision"], axes["depth"], dict.fromkeys(axes["requant"])
     ):
         if precision == "bf16":
             arith = {"number": "bf16"}
         else:
             width, acc = PRECISIONS[precision]
             arith = {"a_width": width, "b_width": width, "acc_width": acc}
+        # the fused output path takes integer accumulators of at most 32 bits; other
+        # precisions are kept without it (once)
+        if requant and precision != "bf16" and arith["acc_width"] <= REQUANT_MAX_ACC:
+            arith["requant"] = True
+        elif requant and False in axes["requant"]:
+            continue
         try:
             configs.append(
                 ArrayConfig(

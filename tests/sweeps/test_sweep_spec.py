@@ -147,3 +147,19 @@ def test_the_host_is_a_preset_or_its_numbers_and_names_its_points(tmp_path):
     c, w, m = sweep.configs[0], sweep.workloads[0], sweep.memories[0]
     assert point_id(c, w, m) == point_id(c, w, m, Host.preset())  # the default: old ids hold
     assert point_id(c, w, m, sweep.host) != point_id(c, w, m)
+
+
+def test_requant_crosses_the_integer_configurations_that_can_take_it(tmp_path):
+    """The fused output path for int8 (a 32-bit accumulator), not for int16 (48 bits) nor bf16,
+    which are kept once each."""
+    spec = ("name: rq\nconfigs:\n  dataflow: [ws]\n  array: [2x2]\n"
+            "  precision: [int8, int16, bf16]\n  requant: [false, true]\n"
+            "workloads:\n  - gemm: {m: 4, k: 4, n: 4}\n")  # fmt: skip
+    sweep = load_spec(write_spec(tmp_path, spec))
+    assert sorted((c.precision, c.requant) for c in sweep.configs) == [
+        ("bf16", False), ("int16", False), ("int8", False), ("int8", True)]  # fmt: skip
+    only = load_spec(write_spec(tmp_path, spec.replace("[false, true]", "[true]")))
+    assert sorted((c.precision, c.requant) for c in only.configs) == [
+        ("bf16", False), ("int16", False), ("int8", True)]  # fmt: skip
+    with pytest.raises(SpecError, match=r"configs.requant: must list true or false, not 'often'"):
+        load_spec(write_spec(tmp_path, spec.replace("[false, true]", "[often]")))
