@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 from systolic.workloads.library import WorkloadError
-from systolic.workloads.onnx_import import read_onnx
+from systolic.workloads.onnx_import import per_channel, read_onnx
 
 from .nets import Conv, Dense, Flatten, Net, Relu
 
@@ -163,9 +163,8 @@ def _add_bias(layer, bias, where: str, broadcast: bool = False) -> None:
         raise WorkloadError(f"{where}: adds a tensor that is not a constant (only a constant "
                             f"bias folds into the layer)")  # fmt: skip
     b = np.asarray(bias, dtype=np.float64)
-    axis = (-3 if conv else -1) if broadcast else -1
-    fits = b.ndim >= -axis and b.shape[axis] == channels and b.size == channels
-    if not fits or (not broadcast and b.ndim != 1):
+    fits = per_channel(b.shape, channels, conv) if broadcast else b.shape == (channels,)
+    if not fits:
         want = f"{channels}" if not broadcast else (
             f"1 x {channels} x 1 x 1" if conv else f"{channels}")  # fmt: skip
         raise WorkloadError(f"{where}: a bias needs one value per output channel (shape "

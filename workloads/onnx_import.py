@@ -393,6 +393,16 @@ _POOLS = frozenset({"MaxPool", "AveragePool", "LpPool"})
 _GLOBAL_POOLS = frozenset({"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"})
 
 
+def per_channel(shape: tuple[int, ...], channels: int, conv: bool) -> bool:
+    """A tensor of ``shape`` added to a layer's output holds one value per output channel, on
+    the channel axis a broadcast puts it on (a convolution's third from last, as in ``C x 1 x
+    1``; a dense layer's last)."""
+    if not channels or math.prod(shape) != channels:
+        return False
+    axis = len(shape) - 3 if conv else len(shape) - 1
+    return axis >= 0 and shape[axis] == channels
+
+
 @dataclass(frozen=True)
 class _Owned:
     """A tensor that is a GEMM's output alone, through what its output path can take: the GEMM,
@@ -455,13 +465,8 @@ class _Operators:
             self.owner[output] = _Owned(node.name, node.op_type, channels)
 
     def _per_channel(self, constant: str, owned: _Owned) -> bool:
-        """``constant`` holds one value per output channel of ``owned``'s GEMM, on its
-        channel axis (a Conv's second, a MatMul's or a Gemm's last)."""
         shape = self.shapes.get(constant)
-        if not shape or not owned.channels or math.prod(shape) != owned.channels:
-            return owned.channels == 1 and shape is not None and math.prod(shape) == 1
-        axis = len(shape) - 3 if owned.op == "Conv" else len(shape) - 1
-        return axis >= 0 and shape[axis] == owned.channels
+        return shape is not None and per_channel(shape, owned.channels, owned.op == "Conv")
 
     def node(self, node) -> None:
         op, output = node.op_type, node.output[0] if node.output else ""
