@@ -78,6 +78,9 @@ ZERO_POINT_MAX_WIDTH = 15
 #: Requantization takes the int32 accumulator of the common int8 runtimes.
 REQUANT_MAX_ACC = 32
 
+#: The vector unit's elements are bytes: requantized outputs of at most 8 bits.
+VECTOR_MAX_WIDTH = 8
+
 #: Buffer depths (in edge-vector words) when none are given.
 DEFAULT_DEPTH = 1024
 
@@ -165,6 +168,10 @@ class ArrayConfig:
         Read and write bursts the DMA keeps outstanding, 1 to 64.
     queue_depth : int
         GEMM descriptors the device queues behind the one it runs, 1 to 16.
+    vector : bool
+        A vector unit beside the array (:mod:`contract.vector`): residual adds, elementwise max
+        and pooling on the requantized outputs' tensors in DRAM, driven by descriptors through
+        the same queue. Needs ``requant`` and ``out_width <= 8`` (a byte an element).
     """
 
     dataflow: Dataflow
@@ -189,6 +196,7 @@ class ArrayConfig:
     max_reads: int = 16
     max_writes: int = 8
     queue_depth: int = 2
+    vector: bool = False
 
     def __post_init__(self) -> None:
         try:
@@ -200,7 +208,7 @@ class ArrayConfig:
         for name, (lo, hi) in LIMITS.items():
             check_integer(name, getattr(self, name), lo, hi)
             object.__setattr__(self, name, int(getattr(self, name)))  # numpy's: plain ints
-        for name in ("a_signed", "b_signed", "zero_points", "requant", "out_signed"):
+        for name in ("a_signed", "b_signed", "zero_points", "requant", "out_signed", "vector"):
             check_bool(name, getattr(self, name))
         if self.number not in NUMBERS:
             raise ValueError(f"number must be one of {', '.join(map(repr, NUMBERS))}, "
@@ -225,6 +233,12 @@ class ArrayConfig:
                 and self.max_burst & (self.max_burst - 1) == 0):  # fmt: skip
             raise ValueError(f"max_burst must be a power of two from 1 to {burst_max} beats at "
                              f"bus_width {self.bus_width}, not {self.max_burst!r}")  # fmt: skip
+        if self.vector and not (self.requant and self.out_width <= VECTOR_MAX_WIDTH):
+            raise ValueError(
+                f"vector needs requant and out_width <= {VECTOR_MAX_WIDTH} (its tensors are the "
+                f"requantized outputs, a byte an element), not requant = {self.requant}, "
+                f"out_width = {self.out_width}"
+            )
         if self.requant and self.acc_width > REQUANT_MAX_ACC:
             raise ValueError(
                 f"requant takes an accumulator of at most {REQUANT_MAX_ACC} bits (int32, as the "
@@ -297,13 +311,19 @@ class ArrayConfig:
         dma = (self.bus_width, self.max_burst, self.max_reads, self.max_writes, self.queue_depth)
         if dma != (128, 16, 16, 8, 2):
             name += "-axi" + ".".join(map(str, dma))
+        if self.vector:
+            name += "-vec"
         return name
 
     # -- serialization --
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields by name; ``vector`` only when set, so a configuration without the vector
+        unit keeps the JSON, ``CONFIG_HASH`` and sweep point ids it had before the unit."""
         d = dataclasses.asdict(self)
         d["dataflow"] = self.dataflow.value
+        if not self.vector:
+            del d["vector"]
         return d
 
     @classmethod

@@ -42,6 +42,7 @@ __all__ = [
     "check_descriptor",
     "descriptor_fields",
     "descriptor_values",
+    "gemm_fields",
     "containers",
     "from_image",
     "image",
@@ -82,6 +83,7 @@ class Refusal(enum.IntEnum):
     TABLE = 7  # the requantization table does not fit the Q buffer
     RANGE = 8  # an operand that reaches past the end of the address space
     CLAMP = 9  # an activation clamp whose low bound is above its high bound
+    WINDOW = 10  # a vector descriptor's pooling window, stride, padding or output that misfit
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,18 @@ class Descriptor:
 
 def descriptor_fields(config: ArrayConfig) -> list[tuple[str, int]]:
     """The descriptor as the device takes it: ``(field, bits)`` packed least significant first
-    (zero points and the output zero point in two's complement where signed)."""
+    (zero points and the output zero point in two's complement where signed): a GEMM's fields
+    (:func:`gemm_fields`), then those only a vector descriptor has
+    (:func:`contract.vector.vector_fields`)."""
+    from .vector import vector_fields  # the vector unit's module builds on this one
+
+    fields = gemm_fields(config)
+    have = {name for name, _ in fields}
+    return fields + [f for f in vector_fields(config) if f[0] not in have]
+
+
+def gemm_fields(config: ArrayConfig) -> list[tuple[str, int]]:
+    """The fields a GEMM descriptor sets (``vector``, zero, with the vector unit)."""
     dim = DIM_BITS
     fields = [("m", dim), ("k", dim), ("n", dim), ("mc", dim), ("kc", dim), ("nc", dim),
               ("order", 3), ("accumulate", 1)]  # fmt: skip
@@ -144,6 +157,8 @@ def descriptor_fields(config: ArrayConfig) -> list[tuple[str, int]]:
         out = config.out_width
         fields += [("requant", 1), ("out_zero", out), ("bias", 1), ("clamp", 1),
                    ("clamp_lo", out), ("clamp_hi", out)]  # fmt: skip
+    if config.vector:
+        fields.append(("vector", 1))
     return fields
 
 
@@ -161,11 +176,12 @@ def descriptor_values(config: ArrayConfig, d: Descriptor) -> dict[str, int]:
               "nc": d.chunk[2], "order": d.order_code, "accumulate": int(d.accumulate),
               "q_addr": d.q_addr, "a_zero": d.a_zero, "b_zero": d.b_zero,
               "requant": int(d.requant), "out_zero": d.out_zero, "bias": int(d.bias),
-              "clamp": int(d.clamp is not None), "clamp_lo": lo, "clamp_hi": hi}  # fmt: skip
+              "clamp": int(d.clamp is not None), "clamp_lo": lo, "clamp_hi": hi,
+              "vector": 0}  # fmt: skip
     for r in "abcp":
         region = getattr(d, r)
         values[f"{r}_addr"], values[f"{r}_stride"] = region.addr, region.stride
-    return {name: values[name] for name, _ in descriptor_fields(config)}
+    return {name: values[name] for name, _ in gemm_fields(config)}
 
 
 def _clamp(config: ArrayConfig, d: Descriptor) -> tuple[int, int]:

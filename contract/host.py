@@ -23,7 +23,9 @@ from dataclasses import asdict, dataclass
 
 from .checks import is_number
 from .config import ArrayConfig
+from .dma import gemm_fields
 from .registers import counter_words, register_map
+from .vector import vector_fields
 
 __all__ = ["DEFAULT_HOST", "HOST_PRESETS", "Host", "driver_accesses"]
 
@@ -93,11 +95,14 @@ class Host:
         return cls(**d)
 
 
-def driver_accesses(config: ArrayConfig, host: Host) -> dict[str, int]:
-    """The AXI4-Lite accesses the driver makes for one descriptor on ``config``'s device:
-    ``post`` writes (every ``DESC_*`` field, then ``DOORBELL``) and, once the interrupt comes,
-    ``reads`` (``IRQ_PENDING``, ``STATUS`` and, with ``host.counters``, both words of every
-    counter) and ``acks`` (the write that clears ``IRQ_PENDING``)."""
-    fields = sum(r.name.startswith("DESC_") for r in register_map(config))
+def driver_accesses(config: ArrayConfig, host: Host, vector: bool = False) -> dict[str, int]:
+    """The AXI4-Lite accesses the driver makes for one descriptor on ``config``'s device (a
+    GEMM's, or with ``vector`` the vector unit's): ``post`` writes (the ``DESC_*`` register of
+    each field the descriptor sets, then ``DOORBELL``) and, once the interrupt comes, ``reads``
+    (``IRQ_PENDING``, ``STATUS`` and, with ``host.counters``, both words of every counter) and
+    ``acks`` (the write that clears ``IRQ_PENDING``)."""
+    names = {r.name for r in register_map(config)}
+    own = vector_fields(config) if vector else gemm_fields(config)
+    fields = sum(f"DESC_{name.upper()}" in names for name, _ in own)
     reads = 2 + (2 * len(counter_words(config)) if host.counters else 0)
     return {"post": fields + 1, "reads": reads, "acks": 1}

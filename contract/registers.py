@@ -235,7 +235,8 @@ def _control() -> list[Register]:
 def _every_field() -> list[tuple[str, int]]:
     """The descriptor fields of a configuration with every option: each has its slot, so an
     offset is the same in every configuration that has the field."""
-    return descriptor_fields(ArrayConfig("ws", 1, 1, zero_points=True, requant=True))
+    return descriptor_fields(ArrayConfig("ws", 1, 1, zero_points=True, requant=True,
+                                         vector=True))
 
 
 def register_map(config: ArrayConfig) -> tuple[Register, ...]:
@@ -258,11 +259,14 @@ def register_map(config: ArrayConfig) -> tuple[Register, ...]:
 
 def descriptor_writes(config: ArrayConfig, values: dict[str, int]) -> list[tuple[int, int]]:
     """``(offset, word)`` writes that post a descriptor (its fields, as
-    :func:`contract.dma.descriptor_values` gives them): every ``DESC_*`` register, then
-    ``DOORBELL``."""
+    :func:`contract.dma.descriptor_values` or :func:`contract.vector.vector_values` give them):
+    the ``DESC_*`` register of each, then ``DOORBELL``. The device takes every field's register
+    as it stands; the fields a descriptor does not set are not its."""
     by_name = {r.name: r for r in register_map(config)}
     writes = []
     for name, _ in descriptor_fields(config):
+        if name not in values:
+            continue
         reg = by_name[f"DESC_{name.upper()}"]
         writes.append((reg.offset, reg.pack(value=values[name])))
     writes.append((by_name["DOORBELL"].offset, by_name["DOORBELL"].pack(post=1)))

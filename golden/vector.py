@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from systolic.contract.checks import is_number
+from systolic.contract.vector import ADD_LEFT_SHIFT
 
 from .requant import quantize_multiplier, rounding_divide_by_pot, srdhm
 
@@ -35,8 +36,6 @@ __all__ = [
     "maximum",
 ]
 
-#: Bits the residual add shifts its 8-bit inputs left before scaling them (TFLite's 20).
-ADD_LEFT_SHIFT = 20
 
 
 def _scale(x, multiplier, shift) -> np.ndarray:

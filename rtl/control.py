@@ -14,7 +14,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import descriptor_fields
-from systolic.contract.interface import COUNTER_BITS, DEVICE_COUNTERS
+from systolic.contract.interface import COUNTER_BITS, DEVICE_COUNTERS, SHIFT_BITS
 from systolic.contract.registers import (
     ADDR_BITS,
     IRQ_DONE,
@@ -37,7 +37,8 @@ def descriptor_layout(config: ArrayConfig) -> data.StructLayout:
     signed_fields = {"a_zero": (config.a_width, config.a_signed),
                      "b_zero": (config.b_width, config.b_signed),
                      **{name: (config.out_width, config.out_signed)
-                        for name in ("out_zero", "clamp_lo", "clamp_hi")}}  # fmt: skip
+                        for name in ("out_zero", "clamp_lo", "clamp_hi", "x_zero", "y_zero")},
+                     **{f"{t}_shift": (SHIFT_BITS, True) for t in "xyz"}}  # fmt: skip
     return data.StructLayout({
         name: operand_shape(*signed_fields[name]) if name in signed_fields else unsigned(bits)
         for name, bits in descriptor_fields(config)

@@ -29,6 +29,7 @@ from systolic.contract.interface import COUNTERS, DEVICE_COUNTERS, DIM_BITS
 from systolic.contract.plan import granularity
 from systolic.contract.registers import lite_signals
 from systolic.contract.timing import CHECK_CYCLES, CHECK_PRODUCT_BITS
+from systolic.contract.vector import VECTOR_OPS
 
 from .arith import divide, equals, remainder
 from .banks import BankedAccumulator, BankedInput
@@ -39,6 +40,7 @@ from .dma import ReadEngine, WriteEngine
 from .fp import arithmetic
 from .requant import q_word_layout
 from .sequencer import ChunkWalker
+from .vector import VectorUnit
 
 __all__ = ["Device", "descriptor_layout", "device_counters_layout"]
 
@@ -97,6 +99,7 @@ class _Engines(NamedTuple):
     c_buf: object
     rd: object
     wr: object
+    vec: object  # the vector unit, or None
 
 
 class _Banks:
@@ -218,9 +221,14 @@ class Device(wiring.Component):
         )
         m.submodules.reader = rd = ReadEngine(cfg)
         m.submodules.writer = wr = WriteEngine(cfg, words["c"], q_word_layout(cfg))
+        vec = None
+        if cfg.vector:
+            m.submodules.vector = vec = VectorUnit(cfg)
+            m.d.comb += vec.desc.eq(d)
         for engine, channels in ((rd, ("ar", "r")), (wr, ("aw", "w", "b"))):
             for channel in channels:
-                self._port(m, channel, getattr(engine.mem, channel))
+                self._port(m, channel, getattr(engine.mem, channel),
+                           None if vec is None else (getattr(vec.mem, channel), d.vector))  # fmt: skip
         for k, buf in (("a", a_buf), ("b", b_buf), ("c", c_buf)):
             fill = getattr(rd, f"fill_{k}")
             m.d.comb += [buf.fill.valid.eq(fill.valid), buf.fill.payload.bank.eq(fill.payload.bank),
@@ -250,7 +258,7 @@ class Device(wiring.Component):
             c_buf.drain_en.eq(wr.drain_en),
             wr.drain_data.eq(c_buf.drain_data),
         ]
-        return _Engines(a_buf, b_buf, c_buf, rd, wr)
+        return _Engines(a_buf, b_buf, c_buf, rd, wr, vec)
 
     def _walkers(self, m: Module, geo: _Geometry, run: _Run) -> tuple[dict, Signal]:
         """One walker of the chunk nest per side (read, compute, write), restarted together by
@@ -267,8 +275,9 @@ class Device(wiring.Component):
             for f in ("m", "k", "n", "mc", "kc", "nc", "order", "accumulate"):
                 m.d.comb += getattr(w.nest, f).eq(getattr(run.d, f))
         start = Signal(name="start")  # the checked descriptor begins
+        gemm = ~run.d.vector if self._config.vector else Const(1)
         for w in walkers.values():
-            m.d.comb += w.restart.eq(start)
+            m.d.comb += w.restart.eq(start & gemm)
         return walkers, start
 
     def _read_side(self, m: Module, geo: _Geometry, run: _Run, w, eng: _Engines,
@@ -436,6 +445,11 @@ class Device(wiring.Component):
         cfg, d = self._config, run.d
         checked, refusal, running = run.checked, run.refusal, run.running
         idle_all = ~walkers["cp"].valid & ~walkers["wr"].valid & eng.wr.idle & eng.rd.idle
+        gemm = Const(1)
+        if eng.vec is not None:
+            gemm = ~d.vector
+            m.d.comb += eng.vec.start.eq(start & d.vector)
+            idle_all = Mux(d.vector, eng.vec.idle, idle_all)
         finish = running & idle_all
         refuse = checked & refusal.any()
         m.d.comb += start.eq(checked & ~refusal.any())
@@ -443,7 +457,8 @@ class Device(wiring.Component):
             m.d.sync += [run.checking.eq(0), running.eq(~refusal.any()), run.error.eq(refusal)]
             m.d.sync += [s.eq(FREE) for s in (*banks.a, *banks.b, *banks.c)]
             m.d.sync += [banks.q_loaded.eq(0),
-                         rd_side.q_pending.eq((d.requant & ~refusal.any()) if cfg.requant else 0),
+                         rd_side.q_pending.eq((d.requant & gemm & ~refusal.any())
+                                              if cfg.requant else 0),
                          rd_side.done_mask.eq(0)]  # fmt: skip
         with m.If(finish):
             m.d.sync += running.eq(0)
@@ -462,15 +477,19 @@ class Device(wiring.Component):
             "array_wait_cycles": cp_side.array_wait,
             "dma_wait_cycles": rd_side.dma_wait,
         }
-        wch = wr.mem.w
+        vec = eng.vec
         for k, i in OPERANDS.items():  # the read engine knows each beat's burst
             mine = rd.taken.valid & equals(rd.taken.payload, i)
             size = beat_bytes(cfg, {"a": "a", "b": "b", "c": "p", "q": "q"}[k])
             incs[f"dram_read_beats_{k}"] = mine
             incs[f"dram_read_bytes_{k}"] = Mux(mine, size, 0)
-        w_take = wch.valid & wch.ready
+            if vec is not None:  # and the vector unit its own, whole bus beats
+                theirs = vec.taken.valid & equals(vec.taken.payload, i)
+                incs[f"dram_read_beats_{k}"] = mine | theirs
+                incs[f"dram_read_bytes_{k}"] = Mux(mine, size, Mux(theirs, cfg.bus_width // 8, 0))
+        w_take = self.m_axi_wvalid & self.m_axi_wready  # whichever engine has the port
         strobes = Signal(range(cfg.bus_width // 8 + 1), name="strobe_bytes")
-        m.d.comb += strobes.eq(sum(wch.payload.strb[i] for i in range(cfg.bus_width // 8)))
+        m.d.comb += strobes.eq(sum(self.m_axi_wstrb[i] for i in range(cfg.bus_width // 8)))
         incs["dram_write_beats"] = w_take
         incs["dram_write_bytes"] = Mux(w_take, strobes, 0)
         # DRAM traffic counts a cycle late, from registers: the engines' handshakes and the
@@ -486,7 +505,8 @@ class Device(wiring.Component):
             for name, inc in incs.items():
                 m.d.sync += getattr(cnt, name).eq(getattr(cnt, name) + inc)
             per_command = cp_side.per_command
-            with m.If(cp_side.finished):
+            ran = cp_side.finished if vec is None else cp_side.finished | vec.run_done
+            with m.If(ran):  # a chunk computed, or a vector run written
                 m.d.sync += cnt.jobs.eq(cnt.jobs + 1)
                 m.d.sync += cnt.compute_cycles.eq(cnt.compute_cycles + per_command.cycles)
                 for name in COUNTERS:
@@ -494,18 +514,68 @@ class Device(wiring.Component):
                         m.d.sync += getattr(cnt, name).eq(getattr(cnt, name)
                                                           + getattr(per_command, name))  # fmt: skip
 
-    def _port(self, m: Module, channel: str, stream_) -> None:
-        """An engine's AXI4 channel (a valid/ready stream) on the ``m_axi_<channel>*`` ports."""
+    def _port(self, m: Module, channel: str, stream_, other=None) -> None:
+        """An engine's AXI4 channel (a valid/ready stream) on the ``m_axi_<channel>*`` ports;
+        ``other = (stream, select)`` shares them with the vector unit's, which has them while
+        ``select`` is high (a vector descriptor runs, and the engines are idle)."""
         sends = channel in ("ar", "aw", "w")
         valid, ready = (
             getattr(self, f"m_axi_{channel}valid"),
             getattr(self, f"m_axi_{channel}ready"),
         )
-        m.d.comb += [valid.eq(stream_.valid), stream_.ready.eq(ready)] if sends else \
-            [stream_.valid.eq(valid), ready.eq(stream_.ready)]  # fmt: skip
+        if other is None:
+            m.d.comb += [valid.eq(stream_.valid), stream_.ready.eq(ready)] if sends else \
+                [stream_.valid.eq(valid), ready.eq(stream_.ready)]  # fmt: skip
+            for name, _ in channel_fields(self._config.bus_width)[channel]:
+                port = getattr(self, f"m_axi_{channel}{name}")
+                field = getattr(stream_.payload, name)
+                m.d.comb += port.eq(field) if sends else field.eq(port)
+            return
+        alt, sel = other
+        if sends:
+            m.d.comb += [valid.eq(Mux(sel, alt.valid, stream_.valid)),
+                         stream_.ready.eq(ready & ~sel), alt.ready.eq(ready & sel)]  # fmt: skip
+        else:
+            m.d.comb += [stream_.valid.eq(valid & ~sel),
+                         ready.eq(Mux(sel, alt.ready, stream_.ready)),
+                         alt.valid.eq(valid & sel)]  # fmt: skip
         for name, _ in channel_fields(self._config.bus_width)[channel]:
             port, field = getattr(self, f"m_axi_{channel}{name}"), getattr(stream_.payload, name)
-            m.d.comb += port.eq(field) if sends else field.eq(port)
+            if sends:
+                m.d.comb += port.eq(Mux(sel, getattr(alt.payload, name), field))
+            else:
+                m.d.comb += [field.eq(port), getattr(alt.payload, name).eq(port)]
+
+    def _vector_checks(self, d) -> list:
+        """A vector descriptor's refusals, ``(condition, code)`` in the order of
+        :func:`contract.vector.check_vector` (its operator code always names one: two bits,
+        four operators)."""
+        assert len(VECTOR_OPS) == 4
+        bus = self._config.bus_width // 8
+        pooling = d.op[1]
+        out = [(d.clamp & (d.clamp_lo > d.clamp_hi), Refusal.CLAMP)]
+        out += [(~getattr(d, f).any(), Refusal.DIMENSION)
+                for f in ("batch", "height", "width", "channels")]  # fmt: skip
+        for size, stride, pad, o, plane in (("pool_h", "stride_h", "pad_top", "out_h", "height"),
+                                            ("pool_w", "stride_w", "pad_left", "out_w", "width")):
+            size, stride, pad = getattr(d, size), getattr(d, stride), getattr(d, pad)
+            o, plane = getattr(d, o), getattr(d, plane)
+            # every window must cover the plane: the first ends below its top, the last
+            # starts inside it
+            out += [(pooling & (~size.any() | ~stride.any()), Refusal.WINDOW),
+                    (pooling & (pad >= size), Refusal.WINDOW),
+                    (pooling & (~o.any() | ((o - 1) * stride > plane - 1 + pad)),
+                     Refusal.WINDOW)]  # fmt: skip
+        out.append((d.channels[: bus.bit_length() - 1].any(), Refusal.ALIGNMENT))
+        pixels = d.batch * d.height * d.width
+        out_pixels = Mux(pooling, d.batch * d.out_h * d.out_w, pixels)
+        tensors = ((d.a_addr, Const(1), pixels), (d.b_addr, ~pooling, pixels),
+                   (d.c_addr, Const(1), out_pixels))  # fmt: skip
+        out += [(on & addr[: bus.bit_length() - 1].any(), Refusal.ALIGNMENT)
+                for addr, on, _ in tensors]  # fmt: skip
+        out += [(on & (addr + n * d.channels > (1 << ADDR_BITS)), Refusal.RANGE)
+                for addr, on, n in tensors]  # fmt: skip
+        return out
 
     def _check(self, m: Module, d, geo: _Geometry, checking):
         """The :class:`contract.dma.Refusal` of ``d``, in the contract's order of checks, over the
@@ -535,9 +605,10 @@ class Device(wiring.Component):
             return acc
 
         checks = []  # (condition, code), first true wins
+        gemm = ~d.vector if cfg.vector else Const(1)
 
         def add(cond, code):
-            checks.append((cond, int(code)))
+            checks.append((cond & gemm, int(code)))
 
         for dim in ("m", "k", "n"):
             add(~getattr(d, dim).any(), Refusal.DIMENSION)
@@ -582,6 +653,8 @@ class Device(wiring.Component):
             add(d.requant & (d.q_addr & (cont["q"] - 1)).any(), Refusal.ALIGNMENT)
             q_end = d.q_addr + divide(d.n + cfg.cols - 1, cfg.cols, DIM_BITS + 1) * cont["q"]
             add(d.requant & (q_end > (1 << ADDR_BITS)), Refusal.RANGE)
+        if cfg.vector:
+            checks += [(d.vector & cond, int(code)) for cond, code in self._vector_checks(d)]
         code = Signal(4, name="refusal")
         value = Const(0, 4)
         for cond, c in reversed(checks):

@@ -11,7 +11,15 @@ from systolic.contract.interface import BIAS_BITS, MULTIPLIER_BITS, SHIFT_BITS
 
 from .array import operand_shape
 
-__all__ = ["QUANT_PAIR", "output_path_layout", "q_word_layout", "requant_word", "requantize"]
+__all__ = [
+    "QUANT_PAIR",
+    "clamp",
+    "output_path_layout",
+    "q_word_layout",
+    "requant_word",
+    "requantize",
+    "scale",
+]
 
 #: Per-channel parameters (contract.interface): a Q31 multiplier, a shift and a bias.
 QUANT_PAIR = data.StructLayout(
@@ -61,22 +69,30 @@ def requantize(m: Module, acc, pair, path, cfg: ArrayConfig, name: str):
     does."""
     x = Signal(signed(32), name=f"{name}_x")
     biased = Signal(signed(32), name=f"{name}_biased")  # wraps in 32 bits
+    m.d.comb += [x.eq(acc), biased.eq((x + Mux(path.bias, pair.bias, 0))[:32])]
+    rounded = scale(m, biased, pair.multiplier, pair.shift, name)
+    lo, hi = value_range(cfg.out_width, cfg.out_signed)
+    return clamp(m, rounded + path.out_zero, Mux(path.clamp, path.clamp_lo, lo),
+                 Mux(path.clamp, path.clamp_hi, hi), name)  # fmt: skip
+
+
+def scale(m: Module, x, multiplier, shift, name: str):
+    """``x`` (32 bits) times a Q31 ``multiplier`` and a power of two ``shift``, as the runtimes
+    round it (:func:`golden.requant.requantize` without bias, zero point and clamp)."""
     left = Signal(5, name=f"{name}_left")
     right = Signal(5, name=f"{name}_right")
     shifted = Signal(signed(32), name=f"{name}_shifted")
     m.d.comb += [
-        x.eq(acc),
-        biased.eq((x + Mux(path.bias, pair.bias, 0))[:32]),
-        left.eq(Mux(pair.shift > 0, pair.shift, 0)),
-        right.eq(Mux(pair.shift < 0, -pair.shift, 0)),
-        shifted.eq((biased << left)[:32]),  # wraps in 32 bits
+        left.eq(Mux(shift > 0, shift, 0)),
+        right.eq(Mux(shift < 0, -shift, 0)),
+        shifted.eq((x << left)[:32]),  # wraps in 32 bits
     ]
     # SaturatingRoundingDoublingHighMul: the multiplier is below 2**31, so it never saturates.
     product = Signal(signed(64), name=f"{name}_product")
     nudged = Signal(signed(65), name=f"{name}_nudged")
     high = Signal(signed(33), name=f"{name}_high")
     m.d.comb += [
-        product.eq(shifted * pair.multiplier),
+        product.eq(shifted * multiplier),
         nudged.eq(product + Mux(product >= 0, Const(1 << 30), Const(1 - (1 << 30)))),
         # division by 2**31 truncating toward zero: floor, plus one for an inexact negative
         high.eq((nudged >> 31) + ((nudged < 0) & nudged[:31].any())),
@@ -88,15 +104,19 @@ def requantize(m: Module, acc, pair, path, cfg: ArrayConfig, name: str):
         mask.eq((Const(1, 33) << right) - 1),
         rounded.eq((high >> right) + ((high & mask) > ((mask >> 1) + (high < 0)))),
     ]
-    lo, hi = value_range(cfg.out_width, cfg.out_signed)
-    y = Signal(signed(36), name=f"{name}_y")
-    floor = Signal(signed(18), name=f"{name}_floor")
-    ceiling = Signal(signed(18), name=f"{name}_ceiling")
+    return rounded
+
+
+def clamp(m: Module, y, floor, ceiling, name: str):
+    """``y`` clamped to ``[floor, ceiling]`` (an output's range, or an activation's)."""
+    value = Signal(signed(36), name=f"{name}_y")
+    lo = Signal(signed(18), name=f"{name}_floor")
+    hi = Signal(signed(18), name=f"{name}_ceiling")
     result = Signal(signed(18), name=f"{name}_out")
     m.d.comb += [
-        y.eq(rounded + path.out_zero),
-        floor.eq(Mux(path.clamp, path.clamp_lo, lo)),
-        ceiling.eq(Mux(path.clamp, path.clamp_hi, hi)),
-        result.eq(Mux(y < floor, floor, Mux(y > ceiling, ceiling, y))),
+        value.eq(y),
+        lo.eq(floor),
+        hi.eq(ceiling),
+        result.eq(Mux(value < lo, lo, Mux(value > hi, hi, value))),
     ]
     return result
