@@ -277,7 +277,7 @@ class ArrayConfig:
         a, b = self.mesh_widths
         return dataclasses.replace(
             self, a_width=a, b_width=b, a_signed=True, b_signed=True, zero_points=False,
-            requant=False,
+            requant=False, vector=False,
         )  # fmt: skip
 
     @property

@@ -129,8 +129,9 @@ def vector_fields(config: ArrayConfig) -> list[tuple[str, int]]:
         if t != "z":
             fields.append((f"{t}_zero", out))
         fields += [(f"{t}_multiplier", MULTIPLIER_BITS), (f"{t}_shift", SHIFT_BITS)]
-    return fields + [("a_addr", ADDR_BITS), ("b_addr", ADDR_BITS), ("c_addr", ADDR_BITS),
-                     ("out_zero", out), ("clamp", 1), ("clamp_lo", out), ("clamp_hi", out)]  # fmt: skip
+    shared = [("a_addr", ADDR_BITS), ("b_addr", ADDR_BITS), ("c_addr", ADDR_BITS),
+              ("out_zero", out), ("clamp", 1), ("clamp_lo", out), ("clamp_hi", out)]  # fmt: skip
+    return fields + shared
 
 
 def vector_values(config: ArrayConfig, v: VectorDescriptor) -> dict[str, int]:
@@ -138,8 +139,8 @@ def vector_values(config: ArrayConfig, v: VectorDescriptor) -> dict[str, int]:
     range, the only values its fields hold)."""
     top = value_range(config.out_width, config.out_signed)
     lo, hi = top if v.clamp is None else v.clamp
-    if v.clamp is not None and not (is_integer(lo) and is_integer(hi)
-                                    and top[0] <= lo <= top[1] and top[0] <= hi <= top[1]):  # fmt: skip
+    inside = is_integer(lo) and is_integer(hi) and top[0] <= min(lo, hi) <= max(lo, hi) <= top[1]
+    if v.clamp is not None and not inside:
         raise ValueError(f"clamp = {v.clamp!r} must lie in the output range [{top[0]}, {top[1]}]")
     n, h, w, c = v.shape
     values = {"vector": 1, "op": v.op_code, "batch": n, "height": h, "width": w, "channels": c,
@@ -175,7 +176,7 @@ def check_vector(config: ArrayConfig, v: VectorDescriptor) -> tuple[Refusal, str
     if v.shape[3] % bus:
         return Refusal.ALIGNMENT, (f"channels = {v.shape[3]} must be a multiple of the bus's "
                                    f"{bus} bytes (a pixel is whole beats)")  # fmt: skip
-    for name, addr, shape in _tensors(v):
+    for name, addr, _ in _tensors(v):
         if not is_integer(addr) or not 0 <= addr < 1 << ADDR_BITS or addr % bus:
             return Refusal.ALIGNMENT, (f"{name} = {addr!r} must be a multiple of {bus} bytes "
                                        f"in the {ADDR_BITS}-bit address space")  # fmt: skip

@@ -31,11 +31,11 @@ __all__ = [
     "AddParams",
     "add",
     "average_pool",
+    "descriptor_reference",
     "global_average_pool",
     "max_pool",
     "maximum",
 ]
-
 
 
 def _scale(x, multiplier, shift) -> np.ndarray:
@@ -149,3 +149,25 @@ def global_average_pool(x, lo: int, hi: int) -> np.ndarray:
     x = np.asarray(x, dtype=np.int64)
     total = x.sum(axis=(1, 2), keepdims=True)
     return np.clip(_average(total, x.shape[1] * x.shape[2]), lo, hi)
+
+
+def descriptor_reference(config, v, x, y=None) -> np.ndarray:
+    """Z of vector descriptor ``v`` (:class:`contract.vector.VectorDescriptor`) on ``config``'s
+    device: its operator on ``x`` (and ``y``) with its parameters, zero point and clamp. A
+    pooling descriptor names its output's size; the bottom and right padding are what that
+    size needs (windows past the plane cover nothing more)."""
+    from systolic.contract.config import value_range
+
+    lo, hi = value_range(config.out_width, config.out_signed) if v.clamp is None else v.clamp
+    if v.op == "add":
+        params = AddParams(v.x_zero, v.x_multiplier, v.x_shift, v.y_zero, v.y_multiplier,
+                           v.y_shift, v.z_multiplier, v.z_shift, v.out_zero)  # fmt: skip
+        return add(x, y, params, lo, hi)
+    if v.op == "max":
+        return maximum(x, y, lo, hi)
+    _, h, w, _ = np.shape(x)
+    (kh, kw), (sh, sw), (top, left), (oh, ow) = v.window, v.stride, v.pads, v.out
+    bottom = max(0, (oh - 1) * sh + kh - h - top)
+    right = max(0, (ow - 1) * sw + kw - w - left)
+    pool = max_pool if v.op == "max_pool" else average_pool
+    return pool(x, (kh, kw), (sh, sw), (top, left, bottom, right), lo, hi)[:, :oh, :ow]

@@ -40,7 +40,7 @@ from systolic.contract.timing import DESCRIPTOR_LATENCY
 
 from .cycles import command_counters
 
-__all__ = ["DeviceFigures", "DevicePrediction", "predict_device", "trace_device"]
+__all__ = ["DeviceFigures", "DevicePrediction", "DramBus", "predict_device", "trace_device"]
 
 #: The simulation's bench monitor counts from the descriptor's acceptance, this account from the
 #: device's first running cycle, which comes DESCRIPTOR_LATENCY cycles later.
@@ -85,7 +85,7 @@ def _moves(config: ArrayConfig, d: Descriptor) -> tuple[list, list, list]:
     return loads, stores, q
 
 
-class _Bus:
+class DramBus:
     """The DRAM's in-order bus (docs/memory.md): requests in acceptance order, each served
     beat by beat on the beat clock from its ready cycle, a write's response ``latency``
     cycles after its last beat."""
@@ -135,7 +135,7 @@ class _Reader:
         self.inflight = deque()  # (kind, bank, beats, last)
         self.beat = 0  # beats in of the oldest burst in flight
 
-    def ar_taken(self, bus: _Bus) -> bool:
+    def ar_taken(self, bus: DramBus) -> bool:
         return bool(self.active) and len(self.inflight) < self.max_reads and (
             bus.out < bus.max_requests)  # fmt: skip
 
@@ -156,7 +156,7 @@ class _Reader:
                     wait = True
         return (cmd if ready else None), wait, advance
 
-    def take_beat(self, bus: _Bus) -> tuple[int, tuple | None]:
+    def take_beat(self, bus: DramBus) -> tuple[int, tuple | None]:
         """A read beat arrives: ``(requests completed, (buffer, bank) loaded or None)``."""
         kind, bank, beats, last = self.inflight[0]
         bus.serve_beat()
@@ -168,7 +168,7 @@ class _Reader:
         bus.queue.popleft()
         return 1, ((kind, bank) if last else None)
 
-    def send_ar(self, t: int, bus: _Bus) -> None:
+    def send_ar(self, t: int, bus: DramBus) -> None:
         _, beats, beat = self.active.popleft()
         self.inflight.append((self.cmd[0], self.cmd[1], beats, not self.active))
         bus.queue.append(["r", t + bus.latency, beats, beat, 0])
@@ -259,7 +259,7 @@ class _Writer:
         self.outstanding = 0  # bursts whose response is still to come
         self.store_bank, self.per_word, self.producing_per_word = 0, 1, 1
 
-    def aw_taken(self, bus: _Bus, ar_taken: bool) -> bool:
+    def aw_taken(self, bus: DramBus, ar_taken: bool) -> bool:
         return bool(
             self.requesting
             and self.pushed > self.announced
@@ -288,7 +288,7 @@ class _Writer:
     def producer_reads(self) -> bool:
         return self.producing is not None and self.fifo_words + self.in_flight < WRITE_BUFFER_WORDS
 
-    def take_beat(self, t: int, bus: _Bus):
+    def take_beat(self, t: int, bus: DramBus):
         """A write beat leaves: the C bank whose store ended, or None."""
         bus.serve_beat()
         beats, last, bank, per_word = self.bursts[0]
@@ -315,7 +315,7 @@ class _Writer:
             if self.producing[0] == 0:
                 self.producing = None
 
-    def send_aw(self, t: int, bus: _Bus) -> None:
+    def send_aw(self, t: int, bus: DramBus) -> None:
         _, beats, beat = self.requesting.popleft()
         self.announced += beats
         self.bursts.append((beats, not self.requesting, self.store_bank, self.per_word))
@@ -342,7 +342,7 @@ _NONE2 = (False, False)
 _NONE3 = (False, False, False)
 
 
-def _next_event(t: int, bus: _Bus, wr: _Writer, cp: _Compute, limit: int) -> int:
+def _next_event(t: int, bus: DramBus, wr: _Writer, cp: _Compute, limit: int) -> int:
     """The first cycle after ``t`` in which something can happen when nothing happens in ``t``:
     only time moves the state on then, through the bus head's beat slot, a write response
     falling due, or the running chunk's end (``limit`` if none is pending)."""
@@ -374,7 +374,7 @@ def _timeline(config: ArrayConfig, d: Descriptor, dram: Dram, limit: int,
     js = jobs(config, d)
     loads, stores, q = _moves(config, d)
     state = {k: [FREE, FREE] for k in "abc"}
-    bus, rd, cp, wr = _Bus(dram), _Reader(config, loads, q), _Compute(config, js), _Writer(
+    bus, rd, cp, wr = DramBus(dram), _Reader(config, loads, q), _Compute(config, js), _Writer(
         config, stores)  # fmt: skip
     requant = d.requant and config.requant
     counters = {"array_wait_cycles": 0, "dma_wait_cycles": 0, "jobs": 0}

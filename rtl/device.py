@@ -227,8 +227,8 @@ class Device(wiring.Component):
             m.d.comb += vec.desc.eq(d)
         for engine, channels in ((rd, ("ar", "r")), (wr, ("aw", "w", "b"))):
             for channel in channels:
-                self._port(m, channel, getattr(engine.mem, channel),
-                           None if vec is None else (getattr(vec.mem, channel), d.vector))  # fmt: skip
+                shared = None if vec is None else (getattr(vec.mem, channel), d.vector)
+                self._port(m, channel, getattr(engine.mem, channel), shared)
         for k, buf in (("a", a_buf), ("b", b_buf), ("c", c_buf)):
             fill = getattr(rd, f"fill_{k}")
             m.d.comb += [buf.fill.valid.eq(fill.valid), buf.fill.payload.bank.eq(fill.payload.bank),
@@ -468,7 +468,7 @@ class Device(wiring.Component):
                   cp_side: _ComputeSide) -> None:  # fmt: skip
         """The device counters (:data:`contract.interface.DEVICE_COUNTERS`), zeroed while a
         descriptor is checked."""
-        cfg, ctl, rd, wr = self._config, run.ctl, eng.rd, eng.wr
+        cfg, ctl, rd = self._config, run.ctl, eng.rd
         cnt = Signal(device_counters_layout(), name="device_counter")
         m.d.comb += [ctl.counters.eq(cnt), ctl.busy.eq(self.busy), ctl.done.eq(self.done),
                      ctl.error.eq(run.error)]  # fmt: skip
@@ -556,8 +556,10 @@ class Device(wiring.Component):
         out = [(d.clamp & (d.clamp_lo > d.clamp_hi), Refusal.CLAMP)]
         out += [(~getattr(d, f).any(), Refusal.DIMENSION)
                 for f in ("batch", "height", "width", "channels")]  # fmt: skip
-        for size, stride, pad, o, plane in (("pool_h", "stride_h", "pad_top", "out_h", "height"),
-                                            ("pool_w", "stride_w", "pad_left", "out_w", "width")):
+        for size, stride, pad, o, plane in (
+            ("pool_h", "stride_h", "pad_top", "out_h", "height"),
+            ("pool_w", "stride_w", "pad_left", "out_w", "width"),
+        ):
             size, stride, pad = getattr(d, size), getattr(d, stride), getattr(d, pad)
             o, plane = getattr(d, o), getattr(d, plane)
             # every window must cover the plane: the first ends below its top, the last

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import math
 
-from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, memory, wiring
+from amaranth import Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 from systolic.contract.axi import ADDR_BITS, AXI_ID, BURST_INCR, OPERANDS
 from systolic.contract.config import ArrayConfig, value_range
@@ -243,26 +243,26 @@ class VectorUnit(wiring.Component):
         m.d.sync += outstanding.eq(outstanding + aw_sent - (b.valid & b.ready))
         # -- the states ---------------------------------------------------------------------------
         with m.Switch(state):
-            with m.Case(IDLE):
-                with m.If(self.start):
-                    pixel = d.channels >> log_bus
-                    total = Signal(64, name="vec_total_beats")
-                    m.d.comb += total.eq((d.batch * d.height * d.width * d.channels) >> log_bus)
-                    m.d.sync += [
-                        state.eq(SETUP),
-                        row_bytes.eq(d.width * d.channels),
-                        pixel_beats.eq(pixel),
-                        left.eq(Mux(pooling, pixel, total)),
-                        img.eq(0), oy.eq(0), ox.eq(0), offset.eq(0),
-                        out_addr.eq(d.c_addr),
-                    ]  # fmt: skip
+            with m.Case(IDLE), m.If(self.start):
+                pixel = d.channels >> log_bus
+                total = Signal(64, name="vec_total_beats")
+                m.d.comb += total.eq((d.batch * d.height * d.width * d.channels) >> log_bus)
+                m.d.sync += [
+                    state.eq(SETUP),
+                    row_bytes.eq(d.width * d.channels),
+                    pixel_beats.eq(pixel),
+                    left.eq(Mux(pooling, pixel, total)),
+                    img.eq(0), oy.eq(0), ox.eq(0), offset.eq(0),
+                    out_addr.eq(d.c_addr),
+                ]  # fmt: skip
             with m.Case(SETUP):
                 m.d.sync += [state.eq(READ), req.eq(1), p_row.eq(0), p_col.eq(0),
                              d_beat.eq(0), d_pass.eq(0), reads_done.eq(0)]  # fmt: skip
                 with m.If(pooling):
                     first = window_addr[:ADDR_BITS]
-                    m.d.sync += [rows.eq(ny), cols.eq(nx), count.eq(ny * nx), col_step.eq(d.channels),
-                                 row_addr.eq(first), pass_addr.eq(first), addr.eq(first),
+                    m.d.sync += [rows.eq(ny), cols.eq(nx), count.eq(ny * nx),
+                                 col_step.eq(d.channels), row_addr.eq(first),
+                                 pass_addr.eq(first), addr.eq(first),
                                  end.eq(first + run_bytes)]  # fmt: skip
                 with m.Else():
                     first = (d.a_addr + offset)[:ADDR_BITS]
@@ -270,9 +270,8 @@ class VectorUnit(wiring.Component):
                                      col_step.eq((d.b_addr - d.a_addr)[:ADDR_BITS]),
                                  row_addr.eq(first), pass_addr.eq(first), addr.eq(first),
                                  end.eq(first + run_bytes)]  # fmt: skip
-            with m.Case(READ):
-                with m.If(reads_done & ~div_left.any()):
-                    m.d.sync += [state.eq(WAIT)]
+            with m.Case(READ), m.If(reads_done & ~div_left.any()):
+                m.d.sync += [state.eq(WAIT)]
             with m.Case(WAIT):
                 m.d.sync += [state.eq(WRITE), aw_on.eq(1), aw_addr.eq(out_addr),
                              aw_end.eq(out_addr + run_bytes), w_addr.eq(out_addr),
@@ -286,9 +285,8 @@ class VectorUnit(wiring.Component):
                     more = self._advance(m, d, left, beats, offset, pixel_beats, img, oy, ox,
                                          pooling, run_bytes)  # fmt: skip
                     m.d.sync += state.eq(Mux(more, SETUP, DRAIN))
-            with m.Case(DRAIN):
-                with m.If(~outstanding.any()):
-                    m.d.sync += state.eq(IDLE)
+            with m.Case(DRAIN), m.If(~outstanding.any()):
+                m.d.sync += state.eq(IDLE)
         return m
 
     @staticmethod

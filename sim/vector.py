@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import threading
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -97,15 +98,18 @@ def _check(config: ArrayConfig, i: int, v: VectorDescriptor, x, y) -> None:
                              f"bytes): it needs {max(ends)}")  # fmt: skip
 
 
-def run_vectors(config: ArrayConfig, ops: list[tuple[VectorDescriptor, np.ndarray, np.ndarray | None]],
-                *, memory: Dram | None = None, bench: Bench | None = None,
-                name: str = "vectors", timeout: float | None = None) -> list[VectorResult]:  # fmt: skip
+def run_vectors(config: ArrayConfig, ops: list[tuple[VectorDescriptor, np.ndarray, object]], *,
+                memory: Dram | None = None, bench: Bench | None = None, name: str = "vectors",
+                timeout: float | None = None, **bench_options) -> list[VectorResult]:  # fmt: skip
     """Run each ``(descriptor, X, Y)`` (Y None for pooling) as one vector descriptor on one
-    simulator process of ``config``'s device behind ``memory`` (:data:`DEFAULT_MEMORY`); a
-    descriptor the device refuses returns its code and an empty Z."""
-    import time
-
-    bench = bench or Bench()
+    simulator process of ``config``'s device behind ``memory`` (:data:`DEFAULT_MEMORY`), the
+    simulation as ``bench`` (or its fields as keywords) says; a descriptor the device refuses
+    returns its code and an empty Z."""
+    if bench is not None and bench_options:
+        raise TypeError("give the bench options as bench=Bench(...) or as keywords, not both")
+    bench = bench or Bench(**bench_options)
+    if bench.activity or bench.trace:
+        raise ValueError("vector descriptors run without activity counting or a trace")
     memory = memory or DEFAULT_MEMORY
     for i, (v, x, y) in enumerate(ops):
         _check(config, i, v, x, y)

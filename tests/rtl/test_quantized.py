@@ -25,7 +25,8 @@ from systolic.sim.simulate import Quantization, run_gemm, run_gemms
 from ..sim.test_device import CONFIGS as DEVICE_CONFIGS
 
 #: 16-bit operands and a 32-bit accumulator: any int32 value is reachable as an accumulator.
-RQ = ArrayConfig("ws", 2, 4, a_width=16, b_width=16, acc_width=32, requant=True)
+#: With the vector unit: tests/sim/test_vector.py runs it on the same build.
+RQ = ArrayConfig("ws", 2, 4, a_width=16, b_width=16, acc_width=32, requant=True, vector=True)
 
 
 RQ_U8 = ArrayConfig("os", 2, 3, a_width=16, b_width=16, acc_width=32, requant=True,

@@ -23,10 +23,11 @@ TIMING = ("cycles", "array_wait_cycles", "dma_wait_cycles")
 PAUSE = 0.4
 
 #: One build: a 64-bit bus (partial sums at 32 bits in two beats each, narrow A and B beats),
-#: requantized outputs (narrow W beats with partial strobes) and 2-beat bursts.
+#: requantized outputs (narrow W beats with partial strobes) and 2-beat bursts; the vector unit
+#: (tests/sim/test_vector.py runs it behind the AxiRam on this build).
 CONFIGS = [
     ArrayConfig("is", 2, 3, a_depth=24, b_depth=24, c_depth=24, zero_points=True, requant=True,
-                a_signed=False, out_signed=False, bus_width=64, max_burst=2),
+                a_signed=False, out_signed=False, bus_width=64, max_burst=2, vector=True),
 ]  # fmt: skip
 
 
