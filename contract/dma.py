@@ -11,7 +11,6 @@ read these functions.
 
 from __future__ import annotations
 
-import enum
 import functools
 import math
 from dataclasses import dataclass, field
@@ -25,6 +24,8 @@ from .interface import DIM_BITS
 from .layouts import BufferWord, footprint, from_words, layouts, to_words
 from .memory import container_bytes
 from .plan import Chunk, chunk_sizes, granularity
+from .refusal import Refusal
+from .vector import vector_fields
 
 __all__ = [
     "LOOP_ORDERS",
@@ -68,22 +69,6 @@ WRITE_BUFFER_WORDS = 4
 Q_ENTRY_BYTES = 16
 #: Bit offsets of an entry's fields in DRAM.
 Q_ENTRY_FIELDS = {"multiplier": 0, "shift": 32, "bias": 64}
-
-
-class Refusal(enum.IntEnum):
-    """Why a descriptor is refused (the device's error code; 0 is none)."""
-
-    NONE = 0
-    DIMENSION = 1  # M, K or N outside 1 .. 2**DIM_BITS - 1
-    CHUNK = 2  # a chunk size of zero, off its granularity, or past a bank
-    ALIGNMENT = 3  # an address that is not a multiple of its word container
-    STRIDE = 4  # a stride that is not a multiple of the container, or shorter than a tile row
-    ORDER = 5  # a loop order code past LOOP_ORDERS
-    MODE = 6  # accumulate into C with requantization, or a bias or clamp without it
-    TABLE = 7  # the requantization table does not fit the Q buffer
-    RANGE = 8  # an operand that reaches past the end of the address space
-    CLAMP = 9  # an activation clamp whose low bound is above its high bound
-    WINDOW = 10  # a vector descriptor's pooling window, stride, padding or output that misfit
 
 
 @dataclass(frozen=True)
@@ -136,8 +121,6 @@ def descriptor_fields(config: ArrayConfig) -> list[tuple[str, int]]:
     (zero points and the output zero point in two's complement where signed): a GEMM's fields
     (:func:`gemm_fields`), then those only a vector descriptor has
     (:func:`contract.vector.vector_fields`)."""
-    from .vector import vector_fields  # the vector unit's module builds on this one
-
     fields = gemm_fields(config)
     have = {name for name, _ in fields}
     return fields + [f for f in vector_fields(config) if f[0] not in have]

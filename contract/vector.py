@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from .axi import ADDR_BITS
 from .checks import is_integer
 from .config import ArrayConfig, value_range
-from .dma import Refusal
 from .interface import DIM_BITS, MULTIPLIER_BITS, SHIFT_BITS, SHIFT_RANGE
+from .refusal import Refusal
 
 __all__ = [
     "ADD_LEFT_SHIFT",

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from systolic.contract.checks import is_number
+from systolic.contract.config import value_range
 from systolic.contract.vector import ADD_LEFT_SHIFT
 
 from .requant import quantize_multiplier, rounding_divide_by_pot, srdhm
@@ -156,8 +157,6 @@ def descriptor_reference(config, v, x, y=None) -> np.ndarray:
     device: its operator on ``x`` (and ``y``) with its parameters, zero point and clamp. A
     pooling descriptor names its output's size; the bottom and right padding are what that
     size needs (windows past the plane cover nothing more)."""
-    from systolic.contract.config import value_range
-
     lo, hi = value_range(config.out_width, config.out_signed) if v.clamp is None else v.clamp
     if v.op == "add":
         params = AddParams(v.x_zero, v.x_multiplier, v.x_shift, v.y_zero, v.y_multiplier,

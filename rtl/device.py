@@ -275,9 +275,8 @@ class Device(wiring.Component):
             for f in ("m", "k", "n", "mc", "kc", "nc", "order", "accumulate"):
                 m.d.comb += getattr(w.nest, f).eq(getattr(run.d, f))
         start = Signal(name="start")  # the checked descriptor begins
-        gemm = ~run.d.vector if self._config.vector else Const(1)
         for w in walkers.values():
-            m.d.comb += w.restart.eq(start & gemm)
+            m.d.comb += w.restart.eq(start & ~run.d.vector if self._config.vector else start)
         return walkers, start
 
     def _read_side(self, m: Module, geo: _Geometry, run: _Run, w, eng: _Engines,
@@ -445,9 +444,9 @@ class Device(wiring.Component):
         cfg, d = self._config, run.d
         checked, refusal, running = run.checked, run.refusal, run.running
         idle_all = ~walkers["cp"].valid & ~walkers["wr"].valid & eng.wr.idle & eng.rd.idle
-        gemm = Const(1)
+        q_first = d.requant if cfg.requant else Const(0)  # the table loads before a GEMM's jobs
         if eng.vec is not None:
-            gemm = ~d.vector
+            q_first = d.requant & ~d.vector
             m.d.comb += eng.vec.start.eq(start & d.vector)
             idle_all = Mux(d.vector, eng.vec.idle, idle_all)
         finish = running & idle_all
@@ -457,8 +456,7 @@ class Device(wiring.Component):
             m.d.sync += [run.checking.eq(0), running.eq(~refusal.any()), run.error.eq(refusal)]
             m.d.sync += [s.eq(FREE) for s in (*banks.a, *banks.b, *banks.c)]
             m.d.sync += [banks.q_loaded.eq(0),
-                         rd_side.q_pending.eq((d.requant & gemm & ~refusal.any())
-                                              if cfg.requant else 0),
+                         rd_side.q_pending.eq((q_first & ~refusal.any()) if cfg.requant else 0),
                          rd_side.done_mask.eq(0)]  # fmt: skip
         with m.If(finish):
             m.d.sync += running.eq(0)
@@ -607,10 +605,9 @@ class Device(wiring.Component):
             return acc
 
         checks = []  # (condition, code), first true wins
-        gemm = ~d.vector if cfg.vector else Const(1)
 
-        def add(cond, code):
-            checks.append((cond & gemm, int(code)))
+        def add(cond, code):  # a GEMM's check (a vector descriptor's are its own)
+            checks.append((cond & ~d.vector if cfg.vector else cond, int(code)))
 
         for dim in ("m", "k", "n"):
             add(~getattr(d, dim).any(), Refusal.DIMENSION)
