@@ -76,8 +76,8 @@ def test_identification_registers_describe_the_configuration():
     by_name = {r.name: r for r in register_map(config)}
     assert by_name["ID"].value == int.from_bytes(b"SYST", "big")
     fmt = by_name["HW_FORMAT"].unpack(by_name["HW_FORMAT"].value)
-    assert fmt == {"dataflow": 1, "bf16": 0, "zero_points": 1, "requant": 0, "a_width": 6,
-                   "b_width": 5, "acc_width": 20}  # fmt: skip
+    assert fmt == {"dataflow": 1, "bf16": 0, "zero_points": 1, "requant": 0, "vector": 0,
+                   "a_width": 6, "b_width": 5, "acc_width": 20}  # fmt: skip
     assert by_name["HW_ARRAY"].unpack(by_name["HW_ARRAY"].value) == {"rows": 2, "cols": 3}
     assert by_name["HW_Q_DEPTH"].value == 0  # no requantization unit
     assert config_hash(config) != config_hash(CONFIGS[0])
