@@ -55,16 +55,19 @@ def _bits(precision: str) -> int | None:
     return int(precision[3:]) if precision.startswith("int") else None
 
 
-def layer_config(precision: str, rows: int, out_precision: str | None = None) -> ArrayConfig:
+def layer_config(precision: str, rows: int, out_precision: str | None = None,
+                 vector: bool = False) -> ArrayConfig:  # fmt: skip
     """The WS array of ``rows x rows`` a layer of ``precision`` runs on: int layers with unsigned
-    inputs and zero points, and a requantization unit whose output width is the next layer's."""
+    inputs and zero points, and a requantization unit whose output width is the next layer's;
+    with ``vector``, the vector unit beside it (int layers of at most 8 bits)."""
     if precision == "bf16":
         return ArrayConfig("ws", rows, rows, number="bf16")
     bits = _bits(precision)
     out_bits = _bits(out_precision or "") or bits
     return ArrayConfig("ws", rows, rows, a_width=bits, b_width=bits,
                        acc_width=PRECISIONS[precision][1], a_signed=False, zero_points=True,
-                       requant=True, out_width=out_bits, out_signed=False)  # fmt: skip
+                       requant=True, out_width=out_bits, out_signed=False,
+                       vector=vector and out_bits <= 8)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -181,9 +184,9 @@ class Plan:
             return None
         return quantize_bias(b, self.layers[i].act, self._channel_weights(i))
 
-    def config(self, i: int, rows: int) -> ArrayConfig:
+    def config(self, i: int, rows: int, vector: bool = False) -> ArrayConfig:
         nxt = self.precisions[i + 1] if i + 1 < len(self.layers) else None
-        return layer_config(self.precisions[i], rows, nxt if self.requant(i) else None)
+        return layer_config(self.precisions[i], rows, nxt if self.requant(i) else None, vector)
 
 
 def _choose(x, bits, recipe: Recipe, *, weights: bool) -> Scale:
@@ -238,9 +241,12 @@ class IntegerRun:
 
 
 def run_integer(plan: Plan, x, *, rtl: bool = False, rows: int = 8, timeout: float | None = None,
-                name: str = "quantize") -> IntegerRun:  # fmt: skip
+                name: str = "quantize", vector: bool = False,
+                activity: bool = True) -> IntegerRun:  # fmt: skip
     """The deployed pipeline on ``x`` (see module): golden/ computes every layer; with ``rtl``
-    the simulated device computes it too, and its outputs feed the next layer."""
+    the simulated device computes it too (with ``vector``, a device with the vector unit;
+    counting switching activity unless ``activity`` is off), and its outputs feed the next
+    layer."""
     net = plan.net
     h = np.asarray(x, dtype=np.float64).reshape(len(x), *net.input_shape)
     is_int = False  # h holds the integers of the current layer's input scale
@@ -256,7 +262,7 @@ def run_integer(plan: Plan, x, *, rtl: bool = False, rows: int = 8, timeout: flo
             continue
         assert isinstance(layer, ARRAY_LAYERS)
         lp = plan.layers[index]
-        config = plan.config(index, rows)
+        config = plan.config(index, rows, vector)
         quant = None
         if lp.precision == "float":  # a layer left in float: on the host
             a, b = _operand(layer, h, 0.0), layer.matrix()
@@ -272,7 +278,7 @@ def run_integer(plan: Plan, x, *, rtl: bool = False, rows: int = 8, timeout: flo
             quant = Quantization(za, 0, plan.requant(index))
             c = requantized_reference(config, a, b, za, 0, quant.params) if quant.params else acc
         if rtl and lp.precision != "float":
-            (r,) = run_gemms(config, [(a, b)], quant=[quant] if quant else None, activity=True,
+            (r,) = run_gemms(config, [(a, b)], quant=[quant] if quant else None, activity=activity,
                              name=name, timeout=timeout)  # fmt: skip
             exact.append(bool(np.array_equal(r.c, c)))
             results.append(r)
