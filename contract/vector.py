@@ -34,6 +34,7 @@ __all__ = [
     "Run",
     "VectorDescriptor",
     "check_vector",
+    "for_tensor",
     "out_shape",
     "place_vector",
     "runs",
@@ -299,3 +300,19 @@ def place_vector(config: ArrayConfig, op: str, shape: tuple[int, int, int, int],
     y = size if not v.pooling else 0
     z = y + size if not v.pooling else size
     return VectorDescriptor(op, tuple(shape), 0, y, z, **fields)
+
+
+def for_tensor(config: ArrayConfig, op: str, tensor: tuple[int, int, int, int],
+               pool: tuple[int, ...] | None = None) -> VectorDescriptor:  # fmt: skip
+    """The driver's descriptor for ``op`` on an ``(N, H, W, C)`` tensor (a pooling's ``pool``:
+    ``(kh, kw, stride_h, stride_w, pad_top, pad_left, out_h, out_w)``), its channels padded to
+    whole bus beats as the driver lays such a tensor out; the parameters zero (the timing and
+    traffic do not depend on them)."""
+    bus = config.bus_width // 8
+    n, h, w, c = tensor
+    shape = (n, h, w, -(-c // bus) * bus)
+    if pool is None:
+        return place_vector(config, op, shape)
+    kh, kw, sh, sw, top, left, oh, ow = pool
+    return place_vector(config, op, shape, window=(kh, kw), stride=(sh, sw), pads=(top, left),
+                        out=(oh, ow))  # fmt: skip

@@ -3,7 +3,9 @@ the driver cost, and the timeline that puts device, host and driver together (do
 
 - **Where.** A GEMM's bias and activation (ReLU, a Clip such as ReLU6) run in the device's fused
   output path when the configuration has one (``requant``) and the operator takes the GEMM's
-  output alone; so does the requantization of every integer GEMM's outputs. Shape operators
+  output alone; so does the requantization of every integer GEMM's outputs. Residual adds,
+  elementwise maxima and poolings run on the vector unit when the configuration has one
+  (``vector``) and the operator's geometry is one it takes (:data:`VECTOR_KINDS`). Shape operators
   cost nothing (a runtime folds them when it loads the graph); a BatchNormalization after a
   layer reaches here as that layer's bias (the importer folds its scale into the weights).
   Everything else runs on the host, and so do the bias, activation and requantization of a
@@ -43,6 +45,7 @@ __all__ = [
     "FUSABLE_OPS",
     "HOST_OP_COSTS",
     "QUANTIZE_OPS",
+    "VECTOR_KINDS",
     "DriverCosts",
     "HostCost",
     "Step",
@@ -52,6 +55,7 @@ __all__ = [
     "host_cost",
     "placement",
     "timeline",
+    "vector_pj",
 ]
 
 #: Operations per output element on the host of each operator's reference algorithm, an ``exp``
@@ -95,13 +99,46 @@ def fused_output_pj(coefficients: Coefficients) -> float:
     return FUSED_OUTPUT_PJ_45NM * factor("energy", 45, coefficients.node_nm)
 
 
-def placement(op: str, config: ArrayConfig, follows_gemm: bool) -> str:
+#: ONNX operators the vector unit runs, as its operators (:data:`contract.vector.VECTOR_OPS`).
+VECTOR_KINDS = {"Add": "add", "Sum": "add", "Max": "max", "MaxPool": "max_pool",
+                "AveragePool": "average_pool", "GlobalAveragePool": "average_pool"}  # fmt: skip
+
+#: The vector unit's logic per element at 45 nm (pJ), Horowitz's figures (ISSCC 2014) as the
+#: fused path's: per input element folded, an add's scaling (a 32 x 32-bit multiply, 3.1, and
+#: two adds) or a max's compare or an average's add (0.1); per output element, the add's output
+#: scaling (a multiply and three adds), the average's reciprocal multiply (about 2.0 for 25 x 28
+#: bits, and three adds), and the clamp's two compares. An estimate, not yet calibrated against
+#: the gate level; the unit's DRAM traffic is priced at the DRAM's energy per bit.
+VECTOR_PJ_45NM = {"add": (3.3, 3.6), "max": (0.1, 0.2), "max_pool": (0.1, 0.2),
+                  "average_pool": (0.1, 2.5)}  # fmt: skip
+
+
+def vector_pj(
+    kind: str,
+    inputs: int,
+    outputs: int,
+    read_bytes: int,
+    write_bytes: int,
+    coefficients: Coefficients,
+    dram: DramEnergy,
+) -> float:
+    """One vector descriptor's energy: its logic (:data:`VECTOR_PJ_45NM` at the coefficients'
+    node) on ``inputs`` elements folded and ``outputs`` written, and its DRAM bytes."""
+    per_in, per_out = VECTOR_PJ_45NM[kind]
+    logic = (inputs * per_in + outputs * per_out) * factor("energy", 45, coefficients.node_nm)
+    return logic + 8 * (read_bytes * dram.read_pj_per_bit + write_bytes * dram.write_pj_per_bit)
+
+
+def placement(op: str, config: ArrayConfig, follows_gemm: bool, vectorizable: bool = False) -> str:
     """Where ``op`` runs: ``"fused"`` (in a GEMM's output path: ``follows_gemm``, it takes the
-    GEMM's output alone), ``"folded"`` (nowhere at run time) or ``"host"``."""
+    GEMM's output alone), ``"vector"`` (on the vector unit: ``vectorizable``, its geometry is
+    one the unit takes), ``"folded"`` (nowhere at run time) or ``"host"``."""
     if op in FOLDED_OPS:
         return "folded"
     if follows_gemm and op in FUSABLE_OPS and config.requant:
         return "fused"
+    if vectorizable and config.vector and op in VECTOR_KINDS:
+        return "vector"
     return "host"
 
 
@@ -134,28 +171,33 @@ def host_cost(op: str, elements: int, inputs: int, window: int, read_bytes: int,
 
 @dataclass(frozen=True)
 class DriverCosts:
-    """The driver's time per descriptor (ns): posting it, its interrupt's latency, and the
-    completion's reads and acknowledgement."""
+    """The driver's time per descriptor (ns): posting it (a GEMM's, or a vector descriptor's
+    fields), its interrupt's latency, and the completion's reads and acknowledgement."""
 
     post_ns: float
     irq_ns: float
     complete_ns: float
+    vector_post_ns: float = 0.0
 
 
 def driver_costs(config: ArrayConfig, host: Host) -> DriverCosts:
     n = driver_accesses(config, host)
+    vector = driver_accesses(config, host, vector=True)["post"] if config.vector else 0
     return DriverCosts(n["post"] * host.write_ns, host.irq_ns,
-                       n["reads"] * host.read_ns + n["acks"] * host.write_ns)  # fmt: skip
+                       n["reads"] * host.read_ns + n["acks"] * host.write_ns,
+                       vector * host.write_ns)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Step:
     """One step of an inference: ``runs`` descriptors of ``ns`` each on the device
-    (``device``), or ``runs`` host operators of ``ns`` each."""
+    (``device``; the vector unit's with ``vector``), or ``runs`` host operators of ``ns``
+    each."""
 
     device: bool
     ns: float
     runs: int
+    vector: bool = False
 
 
 @dataclass(frozen=True)
@@ -199,8 +241,9 @@ def timeline(steps: list[Step], driver: DriverCosts, queue_depth: int) -> Timeli
         for _ in range(step.runs):
             if len(outstanding) > queue_depth:
                 complete()
-            t += driver.post_ns
-            busy += driver.post_ns
+            post = driver.vector_post_ns if step.vector else driver.post_ns
+            t += post
+            busy += post
             device_free = max(t, device_free) + step.ns
             device += step.ns
             outstanding.append(device_free)

@@ -24,6 +24,8 @@ from systolic.contract.dma import containers, place, tile_rows, word_layout
 from systolic.contract.host import Host
 from systolic.contract.interface import DIM_BITS
 from systolic.contract.memory import Dram, DramEnergy, Memory
+from systolic.contract.refusal import Refusal
+from systolic.contract.vector import VectorDescriptor, check_vector, for_tensor
 from systolic.golden.data import DataKind
 from systolic.golden.reference import reference
 from systolic.models.chunking import choose_chunk
@@ -32,18 +34,21 @@ from systolic.models.energy import Coefficients, EnergyReport, energy_terms, fig
 from systolic.models.inference import (
     FUSABLE_OPS,
     HOST_OP_COSTS,
+    VECTOR_KINDS,
     Step,
     driver_costs,
     fused_output_pj,
     host_cost,
     placement,
     timeline,
+    vector_pj,
     where_counts,
 )
 from systolic.models.pipeline import predict_pipeline
 from systolic.models.technology import dram_energy
 from systolic.models.toggles import estimate_toggles
 from systolic.models.uncertainty import energy_range
+from systolic.models.vector import predict_vector
 from systolic.workloads.library import Gemm, Workload
 
 __all__ = [
@@ -157,7 +162,7 @@ def summarize(
     clock_mhz: float,
     ranges: dict[str, tuple[float, float]],
     host: Host | None = None,
-    fused_pj: float = 0.0,
+    coefficients: Coefficients | None = None,
 ) -> dict:
     """The figures of a point from its GEMMs' :class:`GemmPart`. A point is *memory-bound*
     when the DRAM's time for the bytes it moves (at the DRAM's or the AXI4 port's bandwidth,
@@ -245,8 +250,9 @@ def summarize(
             clock_mhz,
             host or Host.preset(),
             dram_energy(memory),
-            fused_pj,
+            coefficients,
             energy,
+            dram,
         ),  # fmt: skip
     }
 
@@ -316,17 +322,21 @@ def _layer_of(name: str) -> str:
 
 
 def inference_figures(config: ArrayConfig, workload: Workload, parts: list[GemmPart],
-                      clock_mhz: float, host: Host, bits: DramEnergy, fused_pj: float,
-                      device_pj: float) -> dict:  # fmt: skip
+                      clock_mhz: float, host: Host, bits: DramEnergy,
+                      coefficients: Coefficients | None, device_pj: float,
+                      dram: Dram) -> dict:  # fmt: skip
     """One inference end to end (:mod:`models.inference`): the schedule's GEMMs on the device
     (each part's cycles), its operators where they run, the driver around every descriptor;
     latency and energy split into array compute, memory stalls, the fused output path, the
     vector unit, host operators and the driver, and which operators ran where. A device
     without the fused output path leaves each GEMM's outputs to one host pass that converts
     them (requantizes int32, or rounds fp32 to bf16) with the bias and activation that follow.
-    ``device_pj`` is the GEMMs' energy (their stall cycles' included), ``fused_pj`` the fused
-    output path's per output element."""
+    ``device_pj`` is the GEMMs' energy (their stall cycles' included); ``coefficients`` price
+    the fused output path's and the vector unit's logic (none: unpriced); a vector descriptor's
+    cycles are the exact model's (:func:`models.vector.predict_vector`) behind ``dram``."""
     ns = 1000 / clock_mhz
+    fused_pj = fused_output_pj(coefficients) if coefficients is not None else 0.0
+    vector_ns = vector_pj_total = 0.0
     by_name = dict(zip((g.name for g in workload.gemms), parts, strict=True))
     act_bytes, out_bytes = _element_bytes(config)
     integer = config.number != "bf16"
@@ -344,7 +354,9 @@ def inference_figures(config: ArrayConfig, workload: Workload, parts: list[GemmP
             host_pj += cost.pj
             pending = None
 
+    after_vector = None  # the elements the vector descriptor just before wrote
     for item, runs in workload.steps():
+        previous, after_vector = after_vector, None
         if isinstance(item, Gemm):
             part = by_name[item.name]
             steps.append(Step(True, part.cycles * ns, runs))
@@ -362,7 +374,11 @@ def inference_figures(config: ArrayConfig, workload: Workload, parts: list[GemmP
                 flush()
                 pending = [layer, outputs, 0]
             continue
-        where = placement(item.op, config, item.gemm is not None)
+        if item.op in ("Relu", "Clip") and previous == item.elements == item.inputs:
+            rows.append((item.op, "vector", runs))  # the vector descriptor's clamp
+            continue
+        v = _vector_descriptor(config, item)
+        where = placement(item.op, config, item.gemm is not None, v is not None)
         if pending is not None and item.gemm == pending[0] and item.op in FUSABLE_OPS:
             pending[2] += HOST_OP_COSTS[item.op]  # done in the host's pass over the outputs
             rows.append((item.op, "host", runs))
@@ -374,15 +390,25 @@ def inference_figures(config: ArrayConfig, workload: Workload, parts: list[GemmP
                              act_bytes, integer, host, bits)  # fmt: skip
             steps.append(Step(False, cost.ns, runs))
             host_pj += cost.pj * runs
+        elif where == "vector":
+            counted = _vector_counters(config, v, dram)
+            steps.append(Step(True, counted["cycles"] * ns, runs, vector=True))
+            after_vector = item.elements
+            vector_ns += counted["cycles"] * ns * runs
+            if coefficients is not None:
+                read = counted["dram_read_bytes_a"] + counted["dram_read_bytes_b"]
+                vector_pj_total += runs * vector_pj(
+                    v.op, read, counted["dram_write_bytes"], read, counted["dram_write_bytes"],
+                    coefficients, bits)  # fmt: skip
     flush()
     line = timeline(steps, driver_costs(config, host), config.queue_depth)
     device_ns = line.device_ns
     total_cycles = line.total_ns / ns
     macs = sum(g.macs for g in workload.gemms)
-    latency = {"array": (device_ns - stall_ns) / 1e9, "memory_stalls": stall_ns / 1e9,
-               "fused": 0.0, "vector": 0.0, "host": line.host_ns / 1e9,
-               "driver": line.exposed_ns / 1e9}  # fmt: skip
-    energy = {"device": device_pj, "fused": fused_elements * fused_pj, "vector": 0.0,
+    latency = {"array": (device_ns - stall_ns - vector_ns) / 1e9,
+               "memory_stalls": stall_ns / 1e9, "fused": 0.0, "vector": vector_ns / 1e9,
+               "host": line.host_ns / 1e9, "driver": line.exposed_ns / 1e9}  # fmt: skip
+    energy = {"device": device_pj, "fused": fused_elements * fused_pj, "vector": vector_pj_total,
               "host": host_pj,
               "driver": line.driver_ns * host.active_mw}  # fmt: skip
     return {
@@ -396,6 +422,23 @@ def inference_figures(config: ArrayConfig, workload: Workload, parts: list[GemmP
         "driver_busy_s": line.driver_ns / 1e9,
         "where": where_counts(rows),
     }
+
+
+def _vector_descriptor(config: ArrayConfig, item) -> VectorDescriptor | None:
+    """The vector unit's descriptor for operator ``item``, or None where the unit cannot run it
+    (no unit, an operator it lacks, unknown geometry, a window past its fields)."""
+    kind = VECTOR_KINDS.get(item.op)
+    if not config.vector or kind is None or item.tensor is None:
+        return None
+    if (item.pool is None) != (kind in ("add", "max")):
+        return None
+    v = for_tensor(config, kind, item.tensor, item.pool)
+    return v if check_vector(config, v)[0] is Refusal.NONE else None
+
+
+@functools.lru_cache(maxsize=4096)  # a network's adds repeat their shapes
+def _vector_counters(config: ArrayConfig, v: VectorDescriptor, dram: Dram) -> dict:
+    return dict(predict_vector(config, v, dram))
 
 
 def priced_by(coefficients: Coefficients, bits: DramEnergy) -> dict:
@@ -418,8 +461,7 @@ def model_record(
     parts = [_model_part(config, g.shape, dram, coefficients, bits, data, seed)
              for g in workload.gemms]  # fmt: skip
     ranges = coefficients.ranges(bits, config)
-    record = summarize(config, workload, memory, parts, clock_mhz, ranges, host,
-                       fused_output_pj(coefficients))  # fmt: skip
+    record = summarize(config, workload, memory, parts, clock_mhz, ranges, host, coefficients)
     return record | priced_by(coefficients, bits)
 
 
@@ -479,8 +521,7 @@ def rtl_record(
                                                           source="toggles", dram=bits), dram)
              for g, r in zip(workload.gemms, results, strict=True)]  # fmt: skip
     ranges = coefficients.ranges(bits, config)
-    record = summarize(config, workload, memory, parts, clock_mhz, ranges, host,
-                       fused_output_pj(coefficients))  # fmt: skip
+    record = summarize(config, workload, memory, parts, clock_mhz, ranges, host, coefficients)
     record |= priced_by(coefficients, bits)
     exact = all(
         np.array_equal(r.c, reference(config, a, b)) and r.errors == 0

@@ -58,7 +58,10 @@ class Operator:
     operator type, ``Bias`` for a GEMM's bias, ``Gelu`` for GELU however exported), the
     elements it writes and reads in a run, the elements each output reads (``window``: a
     pooling window, a reduction's length), and ``gemm``: the GEMM whose output it takes
-    directly and alone (so the GEMM's output path may absorb it), else None."""
+    directly and alone (so the GEMM's output path may absorb it), else None. Where the
+    geometry is known, ``tensor`` is the (first) input as ``(N, H, W, C)`` and a pooling's
+    ``pool`` is ``(kh, kw, stride_h, stride_w, pad_top, pad_left, out_h, out_w)``: what a
+    vector unit's descriptor needs."""
 
     name: str
     op: str
@@ -67,6 +70,8 @@ class Operator:
     window: int = 1
     count: int = 1
     gemm: str | None = None
+    tensor: tuple[int, int, int, int] | None = None
+    pool: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -206,12 +211,16 @@ def _block_operators(p: dict, batch: int, rows: int, queries: int, keys: int):
         Operator("qkv_bias", "Bias", rows * 3 * d, rows * 3 * d, count=layers, gemm="qkv"),
         Operator("softmax", "Softmax", scores, scores, count=layers),
         Operator("out_proj_bias", "Bias", rows * d, rows * d, count=layers, gemm="out_proj"),
-        Operator("attn_residual", "Add", rows * d, 2 * rows * d, count=layers),
+        Operator(
+            "attn_residual", "Add", rows * d, 2 * rows * d, count=layers, tensor=(1, 1, rows, d)
+        ),
         Operator("attn_norm", "LayerNormalization", rows * d, rows * d, count=layers),
         Operator("ffn_up_bias", "Bias", rows * ffn, rows * ffn, count=layers, gemm="ffn_up"),
         Operator("gelu", "Gelu", rows * ffn, rows * ffn, count=layers),
         Operator("ffn_down_bias", "Bias", rows * d, rows * d, count=layers, gemm="ffn_down"),
-        Operator("ffn_residual", "Add", rows * d, 2 * rows * d, count=layers),
+        Operator(
+            "ffn_residual", "Add", rows * d, 2 * rows * d, count=layers, tensor=(1, 1, rows, d)
+        ),
         Operator("ffn_norm", "LayerNormalization", rows * d, rows * d, count=layers),
     )
     block = (("qkv", 1), ("qkv_bias", 1), ("scores", heads), ("softmax", 1), ("context", heads),
@@ -322,11 +331,14 @@ class _Graph:
         self.schedule: list[tuple[str, int]] = []
 
     def op(self, name: str, op: str, elements: int, inputs: int, window: int = 1,
-           gemm: str | None = None) -> None:  # fmt: skip
+           gemm: str | None = None, plane: tuple[int, int, int] | None = None,
+           pool: tuple[int, ...] | None = None) -> None:  # fmt: skip
+        """Operator ``name`` (its sizes per image; ``plane`` is its input's H, W, C)."""
         known = self.ops.get(name)
         count = known.count + 1 if known else 1
+        tensor = (self.batch, *plane) if plane else None
         self.ops[name] = Operator(name, op, elements * self.batch, inputs * self.batch, window,
-                                  count, gemm)  # fmt: skip
+                                  count, gemm, tensor, pool)  # fmt: skip
         self.schedule.append((name, 1))
 
     def conv(self, name: str, activation: str | None) -> int:
@@ -344,12 +356,20 @@ class _Graph:
         return tuple(self.ops.values()), tuple(self.schedule)
 
 
+def _global(size: int) -> tuple[int, ...]:
+    """A global pooling's window over a ``size x size`` plane."""
+    return (size, size, 1, 1, 0, 0, 1, 1)
+
+
 def _resnet_schedule(convs: dict, batch: int):
     """ResNet-50's bottlenecks in order: 1x1 reduce, 3x3, 1x1 expand (and the projection of a
     stage's first block), the residual add, then ReLU."""
     g = _Graph(convs, batch)
     stem = g.conv("conv1", "Relu")
-    g.op("maxpool", "MaxPool", stem // 4, stem, window=9)  # 3x3, stride 2
+    first = convs["conv1"]
+    half = first.out // 2
+    g.op("maxpool", "MaxPool", stem // 4, stem, window=9,
+         plane=(first.out, first.out, first.cout), pool=(3, 3, 2, 2, 1, 1, half, half))  # fmt: skip
     for stage, blocks in (("l1", 3), ("l2", 4), ("l3", 6), ("l4", 3)):
         for i in range(blocks):
             g.conv(f"{stage}_reduce_first" if i == 0 else f"{stage}_reduce", "Relu")
@@ -357,10 +377,19 @@ def _resnet_schedule(convs: dict, batch: int):
             out = g.conv(f"{stage}_expand", None)
             if i == 0:
                 g.conv(f"{stage}_down", None)
-            g.op(f"{stage}_add", "Add", out, 2 * out)
+            c = convs[f"{stage}_expand"]
+            g.op(f"{stage}_add", "Add", out, 2 * out, plane=(c.out, c.out, c.cout))
             g.op(f"{stage}_add_relu", "Relu", out, out)
     last = convs["l4_expand"]
-    g.op("avgpool", "GlobalAveragePool", last.cout, last.out**2 * last.cout, window=last.out**2)
+    g.op(
+        "avgpool",
+        "GlobalAveragePool",
+        last.cout,
+        last.out**2 * last.cout,
+        window=last.out**2,
+        plane=(last.out, last.out, last.cout),
+        pool=_global(last.out),
+    )
     g.conv("fc", None)
     g.op("softmax", "Softmax", convs["fc"].cout, convs["fc"].cout)
     return g.result()
@@ -380,7 +409,15 @@ def _mobilenet_schedule(convs: dict, batch: int):
                 g.conv(c.name, "Clip")
         i += len(pair)
     last = convs["pw9"]
-    g.op("avgpool", "GlobalAveragePool", last.cout, last.out**2 * last.cout, window=last.out**2)
+    g.op(
+        "avgpool",
+        "GlobalAveragePool",
+        last.cout,
+        last.out**2 * last.cout,
+        window=last.out**2,
+        plane=(last.out, last.out, last.cout),
+        pool=_global(last.out),
+    )
     g.conv("fc", None)
     g.op("softmax", "Softmax", convs["fc"].cout, convs["fc"].cout)
     return g.result()

@@ -441,11 +441,11 @@ class _Operators:
         return out
 
     def _add(self, name: str, op: str, output: str, inputs: list[str], window: int = 1,
-             owned: _Owned | None = None) -> None:  # fmt: skip
+             owned: _Owned | None = None, geometry: tuple = (None, None)) -> None:  # fmt: skip
         elements = self._size(output)
         read = sum(self._size(x) for x in inputs if x and x not in self.constants)
         gemm = owned.gemm if owned is not None else None
-        self.operators.append(Operator(name, op, elements, read, window, 1, gemm))
+        self.operators.append(Operator(name, op, elements, read, window, 1, gemm, *geometry))
         self.schedule.append((name, 1))
         if owned is not None and self.consumers[output] == 1:
             activated = owned.activated or op in _ACTIVATIONS
@@ -490,4 +490,41 @@ class _Operators:
             window = self._size(inputs[0]) // out if out else 1
         if op not in _ACTIVATIONS and op != "Bias":
             owned = None
-        self._add(node.name, op, output, inputs, window, owned)
+        self._add(node.name, op, output, inputs, window, owned, self._geometry(node, op, output))
+
+    def _nhwc(self, name: str) -> tuple[int, int, int, int] | None:
+        """A 4-D NCHW tensor as ``(N, H, W, C)``; another rank flattened to rows of its last
+        axis; None when its shape is not known."""
+        shape = self.shapes.get(name)
+        if not shape or not all(isinstance(s, int) and s > 0 for s in shape):
+            return None
+        if len(shape) == 4:
+            return (shape[0], shape[2], shape[3], shape[1])
+        return (1, 1, math.prod(shape[:-1]), shape[-1])
+
+    def _geometry(self, node, op: str, output: str) -> tuple:
+        """``(tensor, pool)`` of :class:`workloads.library.Operator` where a vector unit could
+        run the node (two inputs of one shape, or a 2-D pooling it computes: no dilation, no
+        ceil mode, padding not counted), else ``(None, None)``."""
+        inputs = [x for x in node.input if x]
+        if op in ("Add", "Sum", "Max"):
+            if len(inputs) != 2 or any(x in self.constants for x in inputs) or (
+                    self.shapes.get(inputs[0]) != self.shapes.get(inputs[1])):  # fmt: skip
+                return None, None
+            return self._nhwc(inputs[0]), None
+        tensor, out = self._nhwc(inputs[0]) if inputs else None, self._nhwc(output)
+        if tensor is None or out is None or len(self.shapes.get(output, ())) != 4:
+            return None, None
+        if op == "GlobalAveragePool":
+            return tensor, (tensor[1], tensor[2], 1, 1, 0, 0, 1, 1)
+        a = _attrs(node)
+        kernel = list(a.get("kernel_shape", []))
+        if (op not in ("MaxPool", "AveragePool") or len(kernel) != 2 or a.get("ceil_mode", 0)
+                or any(d != 1 for d in a.get("dilations", [1, 1]))
+                or a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET")):  # fmt: skip
+            return None, None
+        pads = list(a.get("pads", [0, 0, 0, 0]))
+        if op == "AveragePool" and a.get("count_include_pad", 0) and any(pads):
+            return None, None
+        strides = list(a.get("strides", [1, 1]))
+        return tensor, (*kernel, *strides, pads[0], pads[1], out[1], out[2])

@@ -206,6 +206,13 @@ def add_config_options(p: argparse.ArgumentParser, *, rtl: bool) -> None:
         default=None,
         help="a per-channel output requantization unit on the C read path (acc <= 32 bits)",
     )
+    g.add_argument(
+        "--vector",
+        action="store_true",
+        default=None,
+        help="a vector unit beside the array for residual adds, maxima and pooling (with "
+        "--requant, outputs of at most 8 bits; docs/vector.md)",
+    )
     g.add_argument("--out-width", type=int, metavar="BITS",
                    help=f"requantized output bits ({span('out_width')}, default 8)")  # fmt: skip
     g.add_argument("--out-unsigned", action="store_true", default=None,
@@ -336,7 +343,8 @@ def config_from_args(args: argparse.Namespace) -> ArrayConfig:
         values |= {"a_width": bits, "b_width": bits, "acc_width": acc}
     keys = ("dataflow", "rows", "cols", "a_width", "b_width", "acc_width", "out_width")
     dma = ("bus_width", "max_burst", "max_reads", "max_writes", "queue_depth")
-    for key in (*keys, "a_depth", "b_depth", "c_depth", "zero_points", "requant", *dma):
+    for key in (*keys, "a_depth", "b_depth", "c_depth", "zero_points", "requant", "vector",
+                *dma):  # fmt: skip
         if getattr(args, key) is not None:
             values[key] = getattr(args, key)
     for key in ("a_signed", "b_signed", "out_signed"):
