@@ -7,7 +7,9 @@ import pytest
 from systolic.contract.config import ArrayConfig
 from systolic.contract.interface import DIM_BITS
 from systolic.contract.memory import Memory
+from systolic.contract.vector import place_vector
 from systolic.models.energy import load_coefficients
+from systolic.models.vector import predict_vector
 from systolic.workloads.evaluate import driver_workload, model_record
 from systolic.workloads.library import Gemm, Workload, cnn
 
@@ -92,3 +94,28 @@ def test_a_split_gemm_keeps_its_place_in_the_schedule():
     record = model_record(ArrayConfig("ws", 4, 4), whole, Memory.preset("ddr4-3200-x64"),
                           load_coefficients(), "random", 0)  # fmt: skip
     assert record["inference"]["descriptors"] == 2 and record["macs"] == 100_353 * 64
+
+
+def test_a_vector_device_runs_resnets_adds_and_pools_at_the_exact_models_cycles():
+    """ResNet-50's max pool, 16 residual adds (their ReLUs as the adds' clamps) and global
+    average pool on the vector unit, their latency the exact model's cycles on descriptors
+    built here from the network's published geometry."""
+    config = ArrayConfig("ws", 4, 4, requant=True, vector=True)
+    memory = Memory.preset("ddr4-3200-x64")
+    record = model_record(config, cnn("resnet50", 1), memory, load_coefficients(), "random", 0,
+                          1000.0)  # fmt: skip
+    inference = record["inference"]
+    assert inference["where"]["vector"] == {"Add": 16, "GlobalAveragePool": 1, "MaxPool": 1,
+                                            "Relu": 16}  # fmt: skip
+    assert "Add" not in inference["where"].get("host", {})
+    dram = memory.at(record["clock_mhz"])
+    shapes = [((1, 112, 112, 64), "max_pool", {"window": (3, 3), "stride": (2, 2),
+                                               "pads": (1, 1), "out": (56, 56)})]  # fmt: skip
+    for blocks, size, channels in ((3, 56, 256), (4, 28, 512), (6, 14, 1024), (3, 7, 2048)):
+        shapes += [((1, size, size, channels), "add", {})] * blocks
+    shapes.append(((1, 7, 7, 2048), "average_pool", {"window": (7, 7), "out": (1, 1)}))
+    cycles = sum(predict_vector(config, place_vector(config, op, shape, **fields), dram)["cycles"]
+                 for shape, op, fields in shapes)  # fmt: skip
+    ns = cycles * 1000 / record["clock_mhz"]
+    assert inference["latency_split_s"]["vector"] == pytest.approx(ns / 1e9, rel=1e-12)
+    assert inference["energy_split_pj"]["vector"] > 0

@@ -299,6 +299,15 @@ def test_every_operator_of_resnet50_is_placed_with_its_shape():
     assert (gap.elements, gap.window) == (4 * 2048, 49)
     sums = sorted({o.elements // 4 for o in w.operators if o.op == "Sum"})
     assert sums == [7 * 7 * 2048, 14 * 14 * 1024, 28 * 28 * 512, 56 * 56 * 256]
+    # the geometry a vector unit's descriptor needs, NCHW read as NHWC
+    assert (pool.tensor, pool.pool) == ((4, 112, 112, 64), (3, 3, 2, 2, 1, 1, 56, 56))
+    assert (gap.tensor, gap.pool) == ((4, 7, 7, 2048), (7, 7, 1, 1, 0, 0, 1, 1))
+    assert {o.tensor for o in w.operators if o.op == "Sum"} == {
+        (4, 56, 56, 256), (4, 28, 28, 512), (4, 14, 14, 1024), (4, 7, 7, 2048)}  # fmt: skip
+    vector = ArrayConfig("ws", 16, 16, requant=True, vector=True)
+    on_unit = {o.op for o in w.operators if placement(o.op, vector, o.gemm is not None, True)
+               == "vector"}  # fmt: skip
+    assert on_unit == {"Sum", "MaxPool", "AveragePool"}
 
 
 def _placed(path, config):
