@@ -73,15 +73,24 @@ class ModelService:
         seconds, energy = _busy(record)
         terms = dict(record["energy_terms_pj"])
         terms["logic"] -= record["components_pj"]["leakage"]  # leakage: a power, apart
+        for part in OFF_ARRAY:  # the whole inference's parts beside the GEMMs' terms
+            terms[part] = record["inference"]["energy_split_pj"][part]
         for term, pj in terms.items():
             self.tally[term] = self.tally.get(term, 0.0) + pj
         return seconds, energy
 
 
+#: The parts of a whole inference's energy beside its GEMMs' (models.inference).
+OFF_ARRAY = ("fused", "vector", "host", "driver")
+
+
 def _busy(record: dict) -> tuple[float, float]:
-    """A batch's latency and its dynamic energy: leakage is a power, which serving.power_budget
-    accounts over the whole time, busy or idle."""
-    return record["latency_s"], record["energy_pj"] - record["components_pj"]["leakage"]
+    """A batch's latency and its dynamic energy, the whole inference's (its GEMMs, the operators
+    between them where they run, the driver: :func:`workloads.evaluate.inference_figures`):
+    leakage is a power, which serving.power_budget accounts over the whole time, busy or
+    idle."""
+    inference = record["inference"]
+    return inference["latency_s"], inference["energy_pj"] - record["components_pj"]["leakage"]
 
 
 class GemmService:
