@@ -30,6 +30,7 @@ from systolic.contract.vector import (
     VECTOR_OPS,
 )
 
+from .arith import equals
 from .array import Flow
 from .axi import AxiMaster
 from .control import descriptor_layout
@@ -87,7 +88,7 @@ class VectorUnit(wiring.Component):
         u.log_bus = int(math.log2(u.bus))
         u.span = cfg.max_burst * u.bus
         u.state = Signal(range(6), name="vec_state")
-        m.d.comb += [self.idle.eq(u.state == IDLE), self.run_done.eq(0)]
+        m.d.comb += [self.idle.eq(equals(u.state, IDLE)), self.run_done.eq(0)]
         u.row_bytes = Signal(_ADDR, name="vec_row_bytes")  # an input row: W pixels of C bytes
         u.pixel_beats = Signal(DIM_BITS, name="vec_pixel_beats")
         u.left = Signal(ADDR_BITS + 1, name="vec_left")  # beats left: of the tensor, or pixel
@@ -257,47 +258,49 @@ class VectorUnit(wiring.Component):
     def _states(self, m: Module, u: SimpleNamespace) -> None:
         """Idle, a run's setup, reads, a wait cycle, writes, and the last responses' drain."""
         d = self.desc
-        with m.Switch(u.state):
-            with m.Case(IDLE), m.If(self.start):
-                pixel = d.channels >> u.log_bus
-                total = Signal(64, name="vec_total_beats")
-                m.d.comb += total.eq((d.batch * d.height * d.width * d.channels) >> u.log_bus)
-                m.d.sync += [
-                    u.state.eq(SETUP),
-                    u.row_bytes.eq(d.width * d.channels),
-                    u.pixel_beats.eq(pixel),
-                    u.left.eq(Mux(u.pooling, pixel, total)),
-                    u.img.eq(0), u.oy.eq(0), u.ox.eq(0), u.offset.eq(0),
-                    u.out_addr.eq(d.c_addr),
-                ]  # fmt: skip
-            with m.Case(SETUP):
-                m.d.sync += [u.state.eq(READ), u.req.eq(1), u.p_row.eq(0), u.p_col.eq(0),
-                             u.d_beat.eq(0), u.d_pass.eq(0), u.reads_done.eq(0)]  # fmt: skip
-                first = Mux(u.pooling, u.window_addr[:ADDR_BITS], (d.a_addr + u.offset)[:ADDR_BITS])
-                with m.If(u.pooling):
-                    m.d.sync += [u.rows.eq(u.ny), u.cols.eq(u.nx), u.count.eq(u.ny * u.nx),
-                                 u.col_step.eq(d.channels)]  # fmt: skip
-                with m.Else():
-                    m.d.sync += [u.rows.eq(1), u.cols.eq(2), u.count.eq(2),
-                                 u.col_step.eq((d.b_addr - d.a_addr)[:ADDR_BITS])]  # fmt: skip
-                m.d.sync += [u.row_addr.eq(first), u.pass_addr.eq(first), u.addr.eq(first),
-                             u.end.eq(first + u.run_bytes)]  # fmt: skip
-            with m.Case(READ), m.If(u.reads_done & ~u.div_left.any()):
-                m.d.sync += u.state.eq(WAIT)
-            with m.Case(WAIT):
-                m.d.sync += [u.state.eq(WRITE), u.aw_on.eq(1), u.aw_addr.eq(u.out_addr),
-                             u.aw_end.eq(u.out_addr + u.run_bytes), u.w_addr.eq(u.out_addr),
-                             u.w_beat.eq(0)]  # fmt: skip
-            with m.Case(WRITE):
-                w_done = (u.w_beat == u.beats) | (u.w_sent & u.last_w)
-                aw_done = ~u.aw_on | (u.aw_sent & (u.aw_stop == u.aw_end))
-                with m.If(w_done & aw_done):
-                    m.d.comb += self.run_done.eq(1)
-                    m.d.sync += u.out_addr.eq(u.out_addr + u.run_bytes)
-                    more = self._advance(m, u)
-                    m.d.sync += u.state.eq(Mux(more, SETUP, DRAIN))
-            with m.Case(DRAIN), m.If(~u.outstanding.any()):
-                m.d.sync += u.state.eq(IDLE)
+        # an if-chain, not a switch: Amaranth's Verilog would leave a case per signal without
+        # the states that do not assign it (Verilator's CASEINCOMPLETE)
+        state = u.state
+        with m.If(equals(state, IDLE)), m.If(self.start):
+            pixel = d.channels >> u.log_bus
+            total = Signal(64, name="vec_total_beats")
+            m.d.comb += total.eq((d.batch * d.height * d.width * d.channels) >> u.log_bus)
+            m.d.sync += [
+                u.state.eq(SETUP),
+                u.row_bytes.eq(d.width * d.channels),
+                u.pixel_beats.eq(pixel),
+                u.left.eq(Mux(u.pooling, pixel, total)),
+                u.img.eq(0), u.oy.eq(0), u.ox.eq(0), u.offset.eq(0),
+                u.out_addr.eq(d.c_addr),
+            ]  # fmt: skip
+        with m.Elif(state == SETUP):
+            m.d.sync += [u.state.eq(READ), u.req.eq(1), u.p_row.eq(0), u.p_col.eq(0),
+                         u.d_beat.eq(0), u.d_pass.eq(0), u.reads_done.eq(0)]  # fmt: skip
+            first = Mux(u.pooling, u.window_addr[:ADDR_BITS], (d.a_addr + u.offset)[:ADDR_BITS])
+            with m.If(u.pooling):
+                m.d.sync += [u.rows.eq(u.ny), u.cols.eq(u.nx), u.count.eq(u.ny * u.nx),
+                             u.col_step.eq(d.channels)]  # fmt: skip
+            with m.Else():
+                m.d.sync += [u.rows.eq(1), u.cols.eq(2), u.count.eq(2),
+                             u.col_step.eq((d.b_addr - d.a_addr)[:ADDR_BITS])]  # fmt: skip
+            m.d.sync += [u.row_addr.eq(first), u.pass_addr.eq(first), u.addr.eq(first),
+                         u.end.eq(first + u.run_bytes)]  # fmt: skip
+        with m.Elif(state == READ), m.If(u.reads_done & ~u.div_left.any()):
+            m.d.sync += u.state.eq(WAIT)
+        with m.Elif(state == WAIT):
+            m.d.sync += [u.state.eq(WRITE), u.aw_on.eq(1), u.aw_addr.eq(u.out_addr),
+                         u.aw_end.eq(u.out_addr + u.run_bytes), u.w_addr.eq(u.out_addr),
+                         u.w_beat.eq(0)]  # fmt: skip
+        with m.Elif(state == WRITE):
+            w_done = (u.w_beat == u.beats) | (u.w_sent & u.last_w)
+            aw_done = ~u.aw_on | (u.aw_sent & (u.aw_stop == u.aw_end))
+            with m.If(w_done & aw_done):
+                m.d.comb += self.run_done.eq(1)
+                m.d.sync += u.out_addr.eq(u.out_addr + u.run_bytes)
+                more = self._advance(m, u)
+                m.d.sync += u.state.eq(Mux(more, SETUP, DRAIN))
+        with m.Elif(state == DRAIN), m.If(~u.outstanding.any()):
+            m.d.sync += u.state.eq(IDLE)
 
     @staticmethod
     def _window(m: Module, start, size, plane, axis: str):

@@ -58,7 +58,7 @@ _MEMORY_KEYS = (
 #: A memory's own energy: what it must give (or none of), and what it may.
 _ENERGY_KEYS = ("read_pj_per_bit", "write_pj_per_bit", "energy_source")
 _ENERGY_RANGE = ("low_pj_per_bit", "high_pj_per_bit")
-_CONFIG_KEYS = ("dataflow", "array", "precision", "depth", "requant")
+_CONFIG_KEYS = ("dataflow", "array", "precision", "depth", "requant", "vector")
 
 
 class SpecError(ValueError):
@@ -133,7 +133,8 @@ def parse_configs(doc: SpecDoc, raw) -> list[ArrayConfig]:
             raise doc.error(path, f"missing key {key!r}")
     axes = {}
     for key in _CONFIG_KEYS:
-        default = {"precision": ["int8"], "depth": [DEFAULT_DEPTH], "requant": [False]}.get(key)
+        default = {"precision": ["int8"], "depth": [DEFAULT_DEPTH], "requant": [False],
+                   "vector": [False]}.get(key)  # fmt: skip
         axes[key] = as_list(doc, raw.get(key, default), (*path, key))
     arrays = []
     for i, text in enumerate(axes["array"]):
@@ -147,12 +148,14 @@ def parse_configs(doc: SpecDoc, raw) -> list[ArrayConfig]:
             raise doc.error(
                 (*path, "precision"), f"must be one of {', '.join(PRECISION_NAMES)}, not {p!r}"
             )
-    for value in axes["requant"]:
-        if not isinstance(value, bool):
-            raise doc.error((*path, "requant"), f"must list true or false, not {value!r}")
+    for key in ("requant", "vector"):
+        for value in axes[key]:
+            if not isinstance(value, bool):
+                raise doc.error((*path, key), f"must list true or false, not {value!r}")
     configs = []
-    for dataflow, (rows, cols), precision, depth, requant in itertools.product(
-        axes["dataflow"], arrays, axes["precision"], axes["depth"], dict.fromkeys(axes["requant"])
+    for dataflow, (rows, cols), precision, depth, requant, vector in itertools.product(
+        axes["dataflow"], arrays, axes["precision"], axes["depth"], dict.fromkeys(axes["requant"]),
+        dict.fromkeys(axes["vector"]),
     ):
         if precision == "bf16":
             arith = {"number": "bf16"}
@@ -164,6 +167,11 @@ def parse_configs(doc: SpecDoc, raw) -> list[ArrayConfig]:
         if requant and precision != "bf16" and arith["acc_width"] <= REQUANT_MAX_ACC:
             arith["requant"] = True
         elif requant and False in axes["requant"]:
+            continue
+        # the vector unit works on the fused path's outputs: kept without it (once) elsewhere
+        if vector and arith.get("requant"):
+            arith["vector"] = True
+        elif vector and False in axes["vector"]:
             continue
         try:
             configs.append(

@@ -163,3 +163,17 @@ def test_requant_crosses_the_integer_configurations_that_can_take_it(tmp_path):
         ("bf16", False), ("int16", False), ("int8", True)]  # fmt: skip
     with pytest.raises(SpecError, match=r"configs.requant: must list true or false, not 'often'"):
         load_spec(write_spec(tmp_path, spec.replace("[false, true]", "[often]")))
+
+
+def test_the_vector_unit_crosses_the_configurations_with_the_fused_path(tmp_path):
+    """vector: [false, true] doubles the int8 configurations that requantize; the others (no
+    fused path: nothing for the unit to read) are kept once, without it."""
+    spec = ("name: vec\nconfigs:\n  dataflow: [ws]\n  array: [2x2]\n"
+            "  precision: [int8, int16]\n  requant: [false, true]\n  vector: [false, true]\n"
+            "workloads:\n  - gemm: {m: 4, k: 4, n: 4}\n")  # fmt: skip
+    sweep = load_spec(write_spec(tmp_path, spec))
+    assert sorted((c.precision, c.requant, c.vector) for c in sweep.configs) == [
+        ("int16", False, False), ("int8", False, False), ("int8", True, False),
+        ("int8", True, True)]  # fmt: skip
+    with pytest.raises(SpecError, match=r"configs.vector: must list true or false, not 1"):
+        load_spec(write_spec(tmp_path, spec.replace("vector: [false, true]", "vector: [1]")))
