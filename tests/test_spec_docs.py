@@ -332,6 +332,7 @@ DEFAULTS = {
     ("configs", "precision"): ("sweep", lambda s: [c.precision for c in s.configs]),
     ("configs", "depth"): ("sweep", lambda s: [c.a_depth for c in s.configs]),
     ("configs", "requant"): ("sweep", lambda s: [c.requant for c in s.configs]),
+    ("configs", "vector"): ("sweep", lambda s: [c.vector for c in s.configs]),
     ("sweep.evaluate", "rtl"): ("sweep", lambda s: s.rtl),
     ("sweep.evaluate", "sample"): ("sweep", lambda s: s.sample),
     ("sweep.evaluate", "max_macs"): ("sweep", lambda s: s.max_macs),
@@ -390,7 +391,7 @@ def _expected(documented: str, scope: str, key: str):
         return documented.replace("MxKxN", "1x2x3")
     value = yaml.safe_load(documented)
     if (scope, key) in {("sweep", "memory"), ("configs", "precision"), ("configs", "depth"),
-                        ("configs", "requant"),
+                        ("configs", "requant"), ("configs", "vector"),
                         ("serving", "replicas")}:  # fmt: skip
         return [value]
     return value

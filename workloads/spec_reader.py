@@ -154,7 +154,11 @@ def parse_configs(doc: SpecDoc, raw) -> list[ArrayConfig]:
                 raise doc.error((*path, key), f"must list true or false, not {value!r}")
     configs = []
     for dataflow, (rows, cols), precision, depth, requant, vector in itertools.product(
-        axes["dataflow"], arrays, axes["precision"], axes["depth"], dict.fromkeys(axes["requant"]),
+        axes["dataflow"],
+        arrays,
+        axes["precision"],
+        axes["depth"],
+        dict.fromkeys(axes["requant"]),
         dict.fromkeys(axes["vector"]),
     ):
         if precision == "bf16":

@@ -69,8 +69,9 @@ DEVICE = [
     RQ,  # with the vector unit
     RQ_U8,
     # the vector unit on unsigned outputs: tests/sim/test_end_to_end.py's device
-    ArrayConfig("ws", 4, 4, a_signed=False, zero_points=True, requant=True, out_signed=False,
-                vector=True),
+    ArrayConfig(
+        "ws", 4, 4, a_signed=False, zero_points=True, requant=True, out_signed=False, vector=True
+    ),
     ArrayConfig("ws", 2, 3, a_signed=False, zero_points=True, requant=True),  # both (simulated)
     *BF16_CONFIGS,
     ArrayConfig("os", 2, 2, a_width=16, b_width=16, acc_width=64, bus_width=64, max_burst=1),
