@@ -218,8 +218,22 @@ def _tensors(v: VectorDescriptor) -> list[tuple[str, int, tuple]]:
 
 
 def check_params(v: VectorDescriptor, config: ArrayConfig) -> None:
-    """Refuse parameters the descriptor's fields cannot hold (a driver's error, before any
-    register is written), naming the field and its range."""
+    """Refuse values the descriptor's fields cannot hold (a driver's error, before any register
+    is written: the device would see them cut to their bits), naming the field and its range;
+    and shifts that scale up (the add's scalings take multipliers below one, as TFLite's)."""
+    geometry = dict(zip(("batch", "height", "width", "channels"), v.shape, strict=True))
+    geometry |= {"out_h": v.out[0], "out_w": v.out[1], "pool_h": v.window[0],
+                 "pool_w": v.window[1], "stride_h": v.stride[0], "stride_w": v.stride[1],
+                 "pad_top": v.pads[0], "pad_left": v.pads[1]}  # fmt: skip
+    bits = dict(_GEOMETRY)
+    for name, value in geometry.items():
+        if not is_integer(value) or not 0 <= value < 1 << bits[name]:
+            raise ValueError(f"{name} must be in 0..{(1 << bits[name]) - 1} (its field's "
+                             f"{bits[name]} bits), not {value!r}")  # fmt: skip
+    for name, addr in (("x", v.x), ("y", v.y), ("z", v.z)):
+        if not is_integer(addr) or not 0 <= addr < 1 << ADDR_BITS:
+            raise ValueError(f"{name} must be a byte address in 0..{(1 << ADDR_BITS) - 1}, "
+                             f"not {addr!r}")  # fmt: skip
     lo, hi = value_range(config.out_width, config.out_signed)
     for t in "xy":
         zero = getattr(v, f"{t}_zero")
@@ -232,8 +246,8 @@ def check_params(v: VectorDescriptor, config: ArrayConfig) -> None:
         if not is_integer(mult) or not 0 <= mult < 1 << MULTIPLIER_BITS:
             raise ValueError(f"{t}_multiplier must be in 0..{(1 << MULTIPLIER_BITS) - 1}, "
                              f"not {mult!r}")  # fmt: skip
-        if not is_integer(shift) or not SHIFT_RANGE[0] <= shift <= SHIFT_RANGE[1]:
-            raise ValueError(f"{t}_shift must be in {SHIFT_RANGE[0]}..{SHIFT_RANGE[1]}, "
+        if not is_integer(shift) or not SHIFT_RANGE[0] <= shift <= 0:
+            raise ValueError(f"{t}_shift must be in {SHIFT_RANGE[0]}..0 (a scaling down), "
                              f"not {shift!r}")  # fmt: skip
 
 

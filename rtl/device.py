@@ -503,14 +503,16 @@ class Device(wiring.Component):
             for name, inc in incs.items():
                 m.d.sync += getattr(cnt, name).eq(getattr(cnt, name) + inc)
             per_command = cp_side.per_command
-            ran = cp_side.finished if vec is None else cp_side.finished | vec.run_done
-            with m.If(ran):  # a chunk computed, or a vector run written
+            with m.If(cp_side.finished):
                 m.d.sync += cnt.jobs.eq(cnt.jobs + 1)
                 m.d.sync += cnt.compute_cycles.eq(cnt.compute_cycles + per_command.cycles)
                 for name in COUNTERS:
                     if name != "cycles":
                         m.d.sync += getattr(cnt, name).eq(getattr(cnt, name)
                                                           + getattr(per_command, name))  # fmt: skip
+            if vec is not None:
+                with m.Elif(vec.run_done):  # a vector run written: a job, no array work
+                    m.d.sync += cnt.jobs.eq(cnt.jobs + 1)
 
     def _port(self, m: Module, channel: str, stream_, other=None) -> None:
         """An engine's AXI4 channel (a valid/ready stream) on the ``m_axi_<channel>*`` ports;

@@ -27,9 +27,9 @@ from systolic.contract.vector import (
 
 from .build import build_model
 from .dram import DRAM_BYTES, image_lines, read_dump
-from .simulate import Bench, _dram_fields, _simulate, check_waves
+from .simulate import Bench, _check_gemms, _dram_fields, _job, _result, _simulate, check_waves
 
-__all__ = ["VectorResult", "run_vectors", "tensor_image", "from_tensor_image"]
+__all__ = ["VectorResult", "from_tensor_image", "run_stream", "run_vectors", "tensor_image"]
 
 
 @dataclass
@@ -119,39 +119,90 @@ def run_vectors(config: ArrayConfig, ops: list[tuple[VectorDescriptor, np.ndarra
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
+    jobs = [_vector_job(config, i, v, x, y, memory, run_dir) for i, (v, x, y) in enumerate(ops)]
+
+    def result(i: int, got: dict) -> VectorResult:
+        return _vector_result(config, ops[i][0], memory, got)
+
+    return _run_jobs(config, build, run_dir, jobs, result, bench, timeout)
+
+
+def _vector_job(config: ArrayConfig, i: int, v: VectorDescriptor, x, y, memory: Dram,
+                run_dir) -> dict:  # fmt: skip
+    """The bench's job for vector descriptor ``i``: its tensors' DRAM image, its registers,
+    and Z's words to read back (none when the device refuses it)."""
     bus = config.bus_width // 8
-    jobs, runs = [], []
-    for i, (v, x, y) in enumerate(ops):
-        hex_path = run_dir / f"image-{i}.hex"
-        job = {"image": str(hex_path), "descriptor": vector_values(config, v), "dumps": [],
-               "dram": _dram_fields(memory), "trace": False}  # fmt: skip
-        runs.append(check_vector(config, v)[0] is Refusal.NONE)
-        regions = {}
-        if runs[-1]:
-            regions[v.x] = tensor_image(x)
-            if not v.pooling:
-                regions[v.y] = tensor_image(y)
-            size = tensor_bytes(out_shape(v))
-            job["dumps"] = [[v.z // bus, (v.z + size - 1) // bus]]
-        hex_path.write_text(image_lines(config.bus_width, regions))
-        jobs.append(job)
+    hex_path = run_dir / f"image-{i}.hex"
+    job = {"image": str(hex_path), "descriptor": vector_values(config, v), "dumps": [],
+           "dram": _dram_fields(memory), "trace": False}  # fmt: skip
+    regions = {}
+    if check_vector(config, v)[0] is Refusal.NONE:
+        regions[v.x] = tensor_image(x)
+        if not v.pooling:
+            regions[v.y] = tensor_image(y)
+        size = tensor_bytes(out_shape(v))
+        job["dumps"] = [[v.z // bus, (v.z + size - 1) // bus]]
+    hex_path.write_text(image_lines(config.bus_width, regions))
+    return job
+
+
+def _vector_result(config: ArrayConfig, v: VectorDescriptor, memory: Dram, got: dict):
+    z = np.zeros((0,), np.int64)
+    if got["dumps"]:
+        z = from_tensor_image(read_dump(got["dumps"][0], config.bus_width), out_shape(v), config)
+    return VectorResult(config, v, memory, z, got["counters"], got["error"],
+                        got["measured_cycles"], got["dram"], got["driver"])  # fmt: skip
+
+
+def _run_jobs(config, build, run_dir, jobs: list, result, bench: Bench, timeout) -> list:
+    """Run the bench's ``jobs`` on one simulator process; each result as ``result`` makes it."""
     jobs_file = run_dir / "jobs.json"
     jobs_file.write_text(json.dumps(jobs))
     (run_dir / "activity.json").write_text("[]")
-
-    def result(i: int, got: dict) -> VectorResult:
-        v = ops[i][0]
-        z = np.zeros((0,), np.int64)
-        if runs[i] and got["dumps"]:
-            z = from_tensor_image(read_dump(got["dumps"][0], config.bus_width), out_shape(v),
-                                  config)  # fmt: skip
-        return VectorResult(config, v, memory, z, got["counters"], got["error"],
-                            got["measured_cycles"], got["dram"], got["driver"])  # fmt: skip
-
     env = {"SYSTOLIC_JOBS": str(jobs_file), "SYSTOLIC_RESULTS": str(run_dir),
            "SYSTOLIC_ACTIVITY": str(run_dir / "activity.json"), "SYSTOLIC_SLAVE": bench.slave,
            "SYSTOLIC_PAUSE": str(bench.pause),
            "SYSTOLIC_PAUSE_SEED": str(bench.pause_seed)}  # fmt: skip
     if timeout is not None:
         env["SYSTOLIC_DEADLINE"] = str(time.time() + timeout)
-    return _simulate(config.name, build, run_dir, env, len(ops), result, None, bench.waves)
+    return _simulate(config.name, build, run_dir, env, len(jobs), result, None, bench.waves)
+
+
+def run_stream(config: ArrayConfig, items: list, *, memory: Dram | None = None,
+               name: str = "stream", timeout: float | None = None) -> list:  # fmt: skip
+    """A driver's stream of GEMM and vector descriptors on one device, one after another with
+    no reset between them (each one's operands placed in DRAM before it is posted, as a driver
+    does): ``items`` are ``("gemm", A, B, Quantization or None)`` and ``("vector", descriptor,
+    X, Y)``; the results are :class:`sim.simulate.SimResult` and :class:`VectorResult` in
+    order (the DRAM model's counts are each descriptor's own)."""
+    memory = memory or DEFAULT_MEMORY
+    kinds = [item[0] for item in items]
+    if any(k not in ("gemm", "vector") for k in kinds):
+        raise ValueError(f"stream items are ('gemm', ...) or ('vector', ...), not {kinds}")
+    gemms = [item[1:] for item in items if item[0] == "gemm"]
+    checked = iter(_check_gemms(config, [(a, b) for a, b, _ in gemms], "nmk", None,
+                                [q for _, _, q in gemms], None, 0, None))  # fmt: skip
+    for i, item in enumerate(items):
+        if item[0] == "vector":
+            _check(config, i, *item[1:])
+    build = build_model(config, "device")
+    run_dir = build.directory / "jobs" / f"{name}-{os.getpid()}-{threading.get_ident()}"
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    jobs, makers = [], []
+    for i, item in enumerate(items):
+        if item[0] == "gemm":
+            g = next(checked)
+            job, fmt = _job(config, i, g.a, g.b, g.d, g.quant, g.acc, memory, run_dir)
+            shape = (g.a.shape[0], g.a.shape[1], g.b.shape[1])
+            makers.append(lambda got, g=g, fmt=fmt, shape=shape: _result(
+                config, memory, shape, g.d, fmt, got, {}))  # fmt: skip
+        else:
+            job = _vector_job(config, i, *item[1:], memory, run_dir)
+            makers.append(lambda got, v=item[1]: _vector_result(config, v, memory, got))
+        job["reset"] = i == 0
+        job["trace"] = False
+        jobs.append(job)
+    return _run_jobs(config, build, run_dir, jobs, lambda i, got: makers[i](got), Bench(),
+                     timeout)  # fmt: skip

@@ -354,7 +354,7 @@ def inference_figures(config: ArrayConfig, workload: Workload, parts: list[GemmP
             host_pj += cost.pj
             pending = None
 
-    after_vector = None  # the elements the vector descriptor just before wrote
+    after_vector = None  # the vector descriptor just before, by its operator's name
     for item, runs in workload.steps():
         previous, after_vector = after_vector, None
         if isinstance(item, Gemm):
@@ -374,7 +374,7 @@ def inference_figures(config: ArrayConfig, workload: Workload, parts: list[GemmP
                 flush()
                 pending = [layer, outputs, 0]
             continue
-        if item.op in ("Relu", "Clip") and previous == item.elements == item.inputs:
+        if item.op in ("Relu", "Clip") and item.follows is not None and item.follows == previous:
             rows.append((item.op, "vector", runs))  # the vector descriptor's clamp
             continue
         v = _vector_descriptor(config, item)
@@ -393,7 +393,7 @@ def inference_figures(config: ArrayConfig, workload: Workload, parts: list[GemmP
         elif where == "vector":
             counted = _vector_counters(config, v, dram)
             steps.append(Step(True, counted["cycles"] * ns, runs, vector=True))
-            after_vector = item.elements
+            after_vector = item.name
             vector_ns += counted["cycles"] * ns * runs
             if coefficients is not None:
                 read = counted["dram_read_bytes_a"] + counted["dram_read_bytes_b"]

@@ -61,7 +61,8 @@ class Operator:
     directly and alone (so the GEMM's output path may absorb it), else None. Where the
     geometry is known, ``tensor`` is the (first) input as ``(N, H, W, C)`` and a pooling's
     ``pool`` is ``(kh, kw, stride_h, stride_w, pad_top, pad_left, out_h, out_w)``: what a
-    vector unit's descriptor needs."""
+    vector unit's descriptor needs. ``follows`` names the operator whose output an activation
+    takes directly and alone (so a vector unit running that one may clamp it), else None."""
 
     name: str
     op: str
@@ -72,6 +73,7 @@ class Operator:
     gemm: str | None = None
     tensor: tuple[int, int, int, int] | None = None
     pool: tuple[int, ...] | None = None
+    follows: str | None = None
 
 
 @dataclass(frozen=True)
@@ -332,13 +334,13 @@ class _Graph:
 
     def op(self, name: str, op: str, elements: int, inputs: int, window: int = 1,
            gemm: str | None = None, plane: tuple[int, int, int] | None = None,
-           pool: tuple[int, ...] | None = None) -> None:  # fmt: skip
+           pool: tuple[int, ...] | None = None, follows: str | None = None) -> None:  # fmt: skip
         """Operator ``name`` (its sizes per image; ``plane`` is its input's H, W, C)."""
         known = self.ops.get(name)
         count = known.count + 1 if known else 1
         tensor = (self.batch, *plane) if plane else None
         self.ops[name] = Operator(name, op, elements * self.batch, inputs * self.batch, window,
-                                  count, gemm, tensor, pool)  # fmt: skip
+                                  count, gemm, tensor, pool, follows)  # fmt: skip
         self.schedule.append((name, 1))
 
     def conv(self, name: str, activation: str | None) -> int:
@@ -379,7 +381,7 @@ def _resnet_schedule(convs: dict, batch: int):
                 g.conv(f"{stage}_down", None)
             c = convs[f"{stage}_expand"]
             g.op(f"{stage}_add", "Add", out, 2 * out, plane=(c.out, c.out, c.cout))
-            g.op(f"{stage}_add_relu", "Relu", out, out)
+            g.op(f"{stage}_add_relu", "Relu", out, out, follows=f"{stage}_add")
     last = convs["l4_expand"]
     g.op(
         "avgpool",

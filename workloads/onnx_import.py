@@ -423,6 +423,7 @@ class _Operators:
         self.consumers = Counter(x for n in model.graph.node for x in n.input if x)
         self.consumers.update(v.name for v in model.graph.output)
         self.owner: dict[str, _Owned] = {}
+        self.sole: dict[str, str] = {}  # a tensor one node reads -> the operator that wrote it
         self.operators: list[Operator] = []
         self.schedule: list[tuple[str, int]] = []
 
@@ -445,7 +446,12 @@ class _Operators:
         elements = self._size(output)
         read = sum(self._size(x) for x in inputs if x and x not in self.constants)
         gemm = owned.gemm if owned is not None else None
-        self.operators.append(Operator(name, op, elements, read, window, 1, gemm, *geometry))
+        # an activation of an operator's output that nothing else reads: the operator's clamp
+        follows = self.sole.get(inputs[0]) if op in _ACTIVATIONS and inputs else None
+        self.operators.append(Operator(name, op, elements, read, window, 1, gemm, *geometry,
+                                       follows))  # fmt: skip
+        if self.consumers.get(output) == 1:
+            self.sole[output] = name
         self.schedule.append((name, 1))
         if owned is not None and self.consumers[output] == 1:
             activated = owned.activated or op in _ACTIVATIONS

@@ -16,8 +16,8 @@ from systolic.models.vector import predict_vector
 from systolic.quant.deployment import Recipe, layer_config, make_plan, run_integer
 from systolic.quant.nets import im2col
 from systolic.quant.tasks import build_net, load_task
-from systolic.sim.simulate import Quantization, run_gemms
-from systolic.sim.vector import run_vectors
+from systolic.sim.simulate import Quantization
+from systolic.sim.vector import run_stream
 
 #: The playbook's int8 layers (unsigned activations with zero points, signed weights) with the
 #: vector unit: one build for both networks.
@@ -60,39 +60,41 @@ def _requant(rng, acc_bound, scale_in, scale_w, channels, relu):
 
 def test_a_resnet_basic_block_runs_on_the_device_bit_exact(seed):
     """max pool 3x3/2 -> conv 3x3 + bias + ReLU -> conv 3x3 + bias -> residual add with the
-    pool's output, ReLU; 16 channels of 8 x 8 pixels, u8 activations, i8 weights."""
+    pool's output, ReLU; 16 channels of 8 x 8 pixels, u8 activations, i8 weights. golden/
+    computes the chain first; the device then runs its four descriptors as a driver streams
+    them, with no reset between them (a vector descriptor after GEMMs, and GEMMs after one),
+    each one's inputs laid out in DRAM before it is posted."""
     rng = np.random.default_rng([seed, 36])
     c = 16
     x = rng.integers(0, 256, (1, 8, 8, c))
-    sx, zx = 0.05, 100
-    w1, w2 = (rng.integers(-90, 91, (c, c, 3, 3)) for _ in range(2))
-    sw = 0.01
+    sx, zx, sw = 0.05, 100, 0.01
     pool = place_vector(CONFIG, "max_pool", x.shape, window=(3, 3), stride=(2, 2), pads=(1, 1),
                         out=(4, 4))  # fmt: skip
-    (p,) = run_vectors(CONFIG, [(pool, x, None)], name="e2e-block-pool", timeout=300)
     golden = {"pool": descriptor_reference(CONFIG, pool, x)}
-    np.testing.assert_array_equal(p.z, golden["pool"])
-    assert p.counters == dict(predict_vector(CONFIG, pool, p.memory))
-    h, scale, zero = p.z, sx, zx  # the device's tensor, its scale and zero point
-    for name, w, relu in (("conv1", w1, True), ("conv2", w2, False)):
-        a, b = _conv(h, w, zero)
+    items = [("vector", pool, x, None)]
+    h, scale, zero = golden["pool"], sx, zx
+    for name, relu in (("conv1", True), ("conv2", False)):
+        a, b = _conv(h, rng.integers(-90, 91, (c, c, 3, 3)), zero)
         acc = reference(CONFIG, a, b, zero, 0)
-        params, out_scale, out_zero = _requant(rng, np.abs(acc).max(), scale, sw, c, relu)
-        quant = Quantization(zero, 0, params)
+        params, scale_out, zero_out = _requant(rng, np.abs(acc).max(), scale, sw, c, relu)
         golden[name] = requantized_reference(CONFIG, a, b, zero, 0, params)
-        (r,) = run_gemms(CONFIG, [(a, b)], quant=[quant], name=f"e2e-block-{name}", timeout=300)
-        np.testing.assert_array_equal(r.c, golden[name], err_msg=name)
-        assert r.counters == dict(predict_device(CONFIG, r.descriptor, r.memory)), name
-        h = r.c.reshape(1, 4, 4, c)  # C's rows are the output pixels: NHWC as it stands
-        scale, zero = out_scale, out_zero
+        items.append(("gemm", a, b, Quantization(zero, 0, params)))
+        h, scale, zero = golden[name].reshape(1, 4, 4, c), scale_out, zero_out  # C is NHWC
     params = AddParams.from_scales(scale, zero, sx, zx, 2 * max(scale, sx), 0)
     fields = {f"x_{f}": getattr(params, f"x_{f}") for f in ("zero", "multiplier", "shift")}
     fields |= {f"y_{f}": getattr(params, f"y_{f}") for f in ("zero", "multiplier", "shift")}
     add = place_vector(CONFIG, "add", h.shape, z_multiplier=params.out_multiplier,
                        z_shift=params.out_shift, out_zero=0, clamp=(0, 255), **fields)  # fmt: skip
-    (z,) = run_vectors(CONFIG, [(add, h, p.z)], name="e2e-block-add", timeout=300)
-    golden["add"] = descriptor_reference(CONFIG, add, golden["conv2"].reshape(h.shape),
-                                         golden["pool"])  # fmt: skip
-    np.testing.assert_array_equal(z.z, golden["add"])
-    assert z.counters == dict(predict_vector(CONFIG, add, z.memory))
+    golden["add"] = descriptor_reference(CONFIG, add, h, golden["pool"])
+    items.append(("vector", add, h, golden["pool"]))
     assert len(np.unique(golden["add"])) > 20  # the block's output is not saturated flat
+    results = run_stream(CONFIG, items, name="e2e-block", timeout=300)
+    for name, item, r in zip(golden, items, results, strict=True):
+        where = f"{name} (seed {seed})"
+        if item[0] == "vector":
+            np.testing.assert_array_equal(r.z, golden[name], err_msg=where)
+            assert r.counters == dict(predict_vector(CONFIG, item[1], r.memory)), where
+        else:
+            np.testing.assert_array_equal(r.c, golden[name], err_msg=where)
+            assert r.counters == dict(predict_device(CONFIG, r.descriptor, r.memory)), where
+        assert r.dram["read_beats_a"] == r.counters["dram_read_beats_a"], where
