@@ -6,12 +6,14 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import numpy as np
 import pytest
 from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import Refusal, descriptor_values, place
 from systolic.contract.host import Host, driver_accesses
 from systolic.contract.registers import descriptor_writes, register_map
 from systolic.contract.vector import (
+    AVERAGE_BITS,
     RUN_BEATS,
     check_vector,
     out_shape,
@@ -100,3 +102,19 @@ def test_out_shape_and_the_driver_post_the_fields_a_descriptor_sets():
     assert "DESC_VECTOR" in [regs[o] for o, _ in gemm]  # a GEMM clears the vector bit
     with pytest.raises(ValueError, match="clamp"):
         vector_values(CONFIG, dataclasses.replace(v, clamp=(-500, 0)))
+
+
+def test_the_averages_reciprocal_is_exact_for_every_count_and_sum():
+    """An average divides by ``count`` (1 to 255 x 255) as ``u * m >> (AVERAGE_BITS + l)`` with
+    ``l = ceil(log2(count))`` and ``m = ceil(2**(AVERAGE_BITS + l) / count)`` (rtl/vector.py);
+    exact for every ``u < 2**AVERAGE_BITS``: checked at the extremes and around every multiple
+    of the count near them, where an error would show first."""
+    counts = np.arange(1, 255 * 255 + 1, dtype=np.int64)
+    l = np.array([int(c - 1).bit_length() for c in counts], dtype=np.int64)  # noqa: E741
+    shift = AVERAGE_BITS + l
+    m = -((-(np.int64(1) << shift)) // counts)  # ceil
+    top = (1 << AVERAGE_BITS) - 1
+    for u in (np.zeros_like(counts), np.full_like(counts, top), (top // counts) * counts - 1,
+              (top // counts) * counts, counts - 1, counts, 2 * counts - 1):  # fmt: skip
+        u = np.clip(u, 0, top)
+        np.testing.assert_array_equal((u * m) >> shift, u // counts)

@@ -111,6 +111,12 @@ def test_vector_unit_bit_exact_and_counted_exactly(seed):
     rng = np.random.default_rng([seed, 33])
     config = RQ
     ops = random_ops(rng, config, 8)
+    # a window of 50,000 pixels and more: the reciprocal's largest counts (and its shifts)
+    bus = config.bus_width // 8
+    h, w = (int(s) for s in rng.integers(200, 256, 2))
+    big = place_vector(config, "average_pool", (1, h, w, bus), window=(h, w), out=(1, 1))
+    lo, hi = value_range(config.out_width, config.out_signed)
+    ops.append((big, rng.integers(lo, hi + 1, big.shape), None))
     refused = refusals(config)
     memory = _memory(rng)
     jobs = [(v, x, y) for v, x, y in ops] + [(v, x, y) for v, x, y, _ in refused]
