@@ -30,7 +30,13 @@ from systolic.golden.data import DataKind
 from systolic.golden.reference import reference
 from systolic.models.chunking import choose_chunk
 from systolic.models.device import DeviceFigures, predict_device
-from systolic.models.energy import Coefficients, EnergyReport, energy_terms, figures_energy
+from systolic.models.energy import (
+    Coefficients,
+    EnergyReport,
+    energy_terms,
+    figures_energy,
+    leakage_pj_per_cycle,
+)
 from systolic.models.inference import (
     FUSABLE_OPS,
     HOST_OP_COSTS,
@@ -395,11 +401,12 @@ def inference_figures(config: ArrayConfig, workload: Workload, parts: list[GemmP
             steps.append(Step(True, counted["cycles"] * ns, runs, vector=True))
             after_vector = item.name
             vector_ns += counted["cycles"] * ns * runs
-            if coefficients is not None:
+            if coefficients is not None:  # its logic and traffic, and the device's leakage
                 read = counted["dram_read_bytes_a"] + counted["dram_read_bytes_b"]
-                vector_pj_total += runs * vector_pj(
+                vector_pj_total += runs * (vector_pj(
                     v.op, read, counted["dram_write_bytes"], read, counted["dram_write_bytes"],
-                    coefficients, bits)  # fmt: skip
+                    coefficients, bits) + counted["cycles"] * leakage_pj_per_cycle(
+                    config, coefficients))  # fmt: skip
     flush()
     line = timeline(steps, driver_costs(config, host), config.queue_depth)
     device_ns = line.device_ns
