@@ -25,6 +25,10 @@ CONFIG = layer_config("int8", 4, vector=True)
 
 
 def test_the_digits_cnn_runs_on_the_device_bit_exact(seed):
+    """The deployed pipeline's three layers (golden/ computes the chain, run_integer) streamed
+    on one device, each from the input golden gave it: every layer's output as golden's, every
+    counter as the model's; the convolutions' bias and ReLU on the fused path, the logits'
+    bias on the host."""
     rng = np.random.default_rng([seed, 35])
     task = load_task("digits")
     net = build_net(task, "cnn", rng)
@@ -32,13 +36,13 @@ def test_the_digits_cnn_runs_on_the_device_bit_exact(seed):
         layer.b = rng.normal(0, 0.2, layer.b.shape)
     plan = make_plan(net, task.x_train[:64], "int8", Recipe("minmax"))
     assert all(plan.bias(i) is not None for i in range(len(plan.layers)))
-    run = run_integer(plan, task.x_test[:2], rtl=True, rows=4, vector=True, activity=False,
-                      name="e2e-digits", timeout=600)  # fmt: skip
-    assert run.rtl_exact == [True] * 3, f"seed {seed}"
-    for index, (_, config, _, _, _), r in zip(range(3), run.gemms, run.rtl_results, strict=True):
-        assert config == CONFIG
-        assert r.counters == dict(predict_device(config, r.descriptor, r.memory)), index
-        # the convolutions' biases and ReLU on the device; the last layer's logits leave raw
+    run = run_integer(plan, task.x_test[:2], rows=4, vector=True)
+    assert [g[1] for g in run.gemms] == [CONFIG] * 3
+    items = [("gemm", a, b, quant) for _, _, a, b, quant in run.gemms]
+    results = run_stream(CONFIG, items, name="e2e-digits", timeout=300)
+    for index, (code, r) in enumerate(zip(run.codes, results, strict=True)):
+        np.testing.assert_array_equal(r.c, code, err_msg=f"layer {index} (seed {seed})")
+        assert r.counters == dict(predict_device(CONFIG, r.descriptor, r.memory)), index
         assert r.descriptor.bias == (index < 2) == (r.descriptor.clamp is not None), index
 
 
