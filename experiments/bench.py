@@ -14,6 +14,13 @@ fill and drain: streamed cycles over streamed plus stalled ones.
 Then memory: on 16x16, a GPT-2 FFN GEMV behind an LPDDR4X x16 channel (memory-bound: the DRAM
 bandwidth it attains) and a BERT-base FFN GEMM behind the default DRAM (compute-bound: the
 utilization it loses to memory), every dataflow, RTL and both models.
+
+Then the roofline (``--roofline``, issue 34's table): every dataflow on 16x16 with K = N = 256
+and P in SMALL_BATCHES behind a memory that is not the limit (64 B/cycle, 1 cycle), the exact
+model's cycles (equal to the RTL's, tests/sim/test_device.py) against the larger of the compute
+bound (MACs over PEs) and the port's (bytes read and written over the bus's bytes a cycle: one
+data bus serves both), for one descriptor and for a stream of 16 (the device runs queued
+descriptors one after another: each costs its cycles and the check's latency).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import sys
 
 import numpy as np
 from systolic.contract.config import ArrayConfig, Dataflow
+from systolic.contract.dma import place
 from systolic.contract.memory import DEFAULT_MEMORY, Dram
 from systolic.golden.data import random_operands
 from systolic.golden.reference import reference
@@ -46,9 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="only the 8x8 array at 128^3")
     parser.add_argument("--memory", action="store_true",
                         help="only the memory-bound and compute-bound table")  # fmt: skip
+    parser.add_argument("--roofline", action="store_true",
+                        help="only the small-GEMM roofline table (the exact model)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.memory:
         return memory_bound_and_compute_bound(16)
+    if args.roofline:
+        return roofline(16, 256)
     points = POINTS[:1] if args.quick else POINTS
     header = (f"{'dataflow':8} {'array':>6} {'GEMM':>12} {'cycles':>9} {'util':>7} "
               f"{'compute':>9} {'compute util':>12} {'sim cyc/s':>11}  check")  # fmt: skip
@@ -78,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nlowest PE utilization while the array computes: {100 * worst:.2f}%\n")
     status = small_batches(16, 256)
     print()
-    return status or memory_bound_and_compute_bound(16)
+    status = status or memory_bound_and_compute_bound(16)
+    print()
+    return status or roofline(16, 256)
 
 
 def small_batches(size: int, edge: int) -> int:
@@ -160,6 +174,37 @@ def memory_bound_and_compute_bound(size: int) -> int:
                 )
                 if not (exact and agrees):
                     return 1
+    return 0
+
+
+#: A memory that is not the limit: 64 bytes a cycle, one cycle of latency.
+FAST_MEMORY = Dram(64, 1, 64)
+#: Descriptors in the roofline table's stream.
+STREAM = 16
+
+
+def roofline(size: int, edge: int) -> int:
+    """Small GEMMs against their bound (see module): the exact model's cycles, one descriptor
+    and a stream, over max(compute, port)."""
+    header = (f"{'dataflow':8} {'P':>4} {'GEMM':>12} {'cycles':>8} {'compute':>8} {'port':>8} "
+              f"{'one/bound':>9} {'stream of 16':>12} {'stream/bound':>12}")  # fmt: skip
+    print(header)
+    print("-" * len(header))
+    for dataflow in Dataflow:
+        config = ArrayConfig(dataflow, size, size)
+        bus = config.bus_width // 8
+        for p in SMALL_BATCHES:
+            shape = (edge, edge, p) if dataflow is Dataflow.IS else (p, edge, edge)
+            d = place(config, *shape)
+            c = predict_device(config, d, FAST_MEMORY)
+            moved = sum(c[f"dram_read_bytes_{k}"] for k in "abcq") + c["dram_write_bytes"]
+            compute = -(-shape[0] * shape[1] * shape[2] // config.pes)
+            port = -(-moved // bus)
+            bound = max(compute, port)
+            stream = STREAM * c.measured_cycles
+            print(f"{dataflow.value:8} {p:>4} {'x'.join(map(str, shape)):>12} {c['cycles']:>8} "
+                  f"{compute:>8} {port:>8} {c['cycles'] / bound:>8.2f}x {stream:>12} "
+                  f"{stream / (STREAM * bound):>11.2f}x", flush=True)  # fmt: skip
     return 0
 
 
