@@ -116,6 +116,15 @@ class DramBus:
         clock.v = max(clock.v, head[1] * clock.num) + clock.step(head[3])
         head[4] += 1
 
+    def serve(self) -> bool:
+        """:meth:`serve_beat`, and the head request leaves the queue after its last beat;
+        whether it did."""
+        self.serve_beat()
+        if self.queue[0][4] < self.queue[0][2]:
+            return False
+        self.queue.popleft()
+        return True
+
 
 class _Reader:
     """The read side: a job's loads (A, then B, then C) each once its bank is free, the

@@ -65,11 +65,8 @@ def predict_vector(config: ArrayConfig, v: VectorDescriptor, dram: Dram,
                 t = _skip(t, bus, ready_at if reads_done else None)
                 continue
             if r_take:
-                head = bus.queue[0]
-                bus.serve_beat()
                 left -= 1
-                if head[4] == head[2]:
-                    bus.queue.popleft()
+                if bus.serve():  # a read is done at its last beat
                     bus.out -= 1
                     inflight -= 1
                 reads_done = left == 0
@@ -90,11 +87,8 @@ def predict_vector(config: ArrayConfig, v: VectorDescriptor, dram: Dram,
                 t = _skip(t, bus, None)
                 continue
             if w_take:
-                head = bus.queue[0]
-                bus.serve_beat()
                 w_left -= 1
-                if head[4] == head[2]:
-                    bus.queue.popleft()
+                if bus.serve():  # a write is answered latency cycles after its last beat
                     bus.responses.append(t + latency)
             if aw:
                 bus.queue.append(["w", t + 1, aws.popleft(), bus_bytes, 0])

@@ -241,12 +241,10 @@ class IntegerRun:
 
 
 def run_integer(plan: Plan, x, *, rtl: bool = False, rows: int = 8, timeout: float | None = None,
-                name: str = "quantize", vector: bool = False,
-                activity: bool = True) -> IntegerRun:  # fmt: skip
+                name: str = "quantize", vector: bool = False) -> IntegerRun:  # fmt: skip
     """The deployed pipeline on ``x`` (see module): golden/ computes every layer; with ``rtl``
-    the simulated device computes it too (with ``vector``, a device with the vector unit;
-    counting switching activity unless ``activity`` is off), and its outputs feed the next
-    layer."""
+    the simulated device computes it too (with ``vector``, a device with the vector unit), and
+    its outputs feed the next layer."""
     net = plan.net
     h = np.asarray(x, dtype=np.float64).reshape(len(x), *net.input_shape)
     is_int = False  # h holds the integers of the current layer's input scale
@@ -278,7 +276,7 @@ def run_integer(plan: Plan, x, *, rtl: bool = False, rows: int = 8, timeout: flo
             quant = Quantization(za, 0, plan.requant(index))
             c = requantized_reference(config, a, b, za, 0, quant.params) if quant.params else acc
         if rtl and lp.precision != "float":
-            (r,) = run_gemms(config, [(a, b)], quant=[quant] if quant else None, activity=activity,
+            (r,) = run_gemms(config, [(a, b)], quant=[quant] if quant else None, activity=True,
                              name=name, timeout=timeout)  # fmt: skip
             exact.append(bool(np.array_equal(r.c, c)))
             results.append(r)

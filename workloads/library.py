@@ -354,13 +354,14 @@ class _Graph:
             self.op(f"{name}_{activation.lower()}", activation, out, out, gemm=name)
         return out
 
+    def global_pool(self, last) -> None:
+        """The global average pool over conv ``last``'s output plane."""
+        size, c = last.out, last.cout
+        self.op("avgpool", "GlobalAveragePool", c, size * size * c, window=size * size,
+                plane=(size, size, c), pool=(size, size, 1, 1, 0, 0, 1, 1))  # fmt: skip
+
     def result(self) -> tuple[tuple[Operator, ...], tuple[tuple[str, int], ...]]:
         return tuple(self.ops.values()), tuple(self.schedule)
-
-
-def _global(size: int) -> tuple[int, ...]:
-    """A global pooling's window over a ``size x size`` plane."""
-    return (size, size, 1, 1, 0, 0, 1, 1)
 
 
 def _resnet_schedule(convs: dict, batch: int):
@@ -382,16 +383,7 @@ def _resnet_schedule(convs: dict, batch: int):
             c = convs[f"{stage}_expand"]
             g.op(f"{stage}_add", "Add", out, 2 * out, plane=(c.out, c.out, c.cout))
             g.op(f"{stage}_add_relu", "Relu", out, out, follows=f"{stage}_add")
-    last = convs["l4_expand"]
-    g.op(
-        "avgpool",
-        "GlobalAveragePool",
-        last.cout,
-        last.out**2 * last.cout,
-        window=last.out**2,
-        plane=(last.out, last.out, last.cout),
-        pool=_global(last.out),
-    )
+    g.global_pool(convs["l4_expand"])
     g.conv("fc", None)
     g.op("softmax", "Softmax", convs["fc"].cout, convs["fc"].cout)
     return g.result()
@@ -410,16 +402,7 @@ def _mobilenet_schedule(convs: dict, batch: int):
             for c in pair:
                 g.conv(c.name, "Clip")
         i += len(pair)
-    last = convs["pw9"]
-    g.op(
-        "avgpool",
-        "GlobalAveragePool",
-        last.cout,
-        last.out**2 * last.cout,
-        window=last.out**2,
-        plane=(last.out, last.out, last.cout),
-        pool=_global(last.out),
-    )
+    g.global_pool(convs["pw9"])
     g.conv("fc", None)
     g.op("softmax", "Softmax", convs["fc"].cout, convs["fc"].cout)
     return g.result()

@@ -15,6 +15,7 @@ from systolic.contract.registers import descriptor_writes, register_map
 from systolic.contract.vector import (
     AVERAGE_BITS,
     RUN_BEATS,
+    check_params,
     check_vector,
     out_shape,
     place_vector,
@@ -118,3 +119,18 @@ def test_the_averages_reciprocal_is_exact_for_every_count_and_sum():
               (top // counts) * counts, counts - 1, counts, 2 * counts - 1):  # fmt: skip
         u = np.clip(u, 0, top)
         np.testing.assert_array_equal((u * m) >> shift, u // counts)
+
+
+def test_the_driver_refuses_values_its_fields_cannot_hold():
+    """Each field at its largest value passes, one past it is refused naming the field (the
+    device would see it cut to its bits); shifts scale down only."""
+    v = place_vector(CONFIG, "max_pool", (1, 3, 3, BUS), window=(2, 2), out=(2, 2))
+    for field, ok, bad, named in (("window", (255, 2), (256, 2), "pool_h"),
+                                  ("pads", (0, 255), (0, 256), "pad_left"),
+                                  ("out", (65535, 1), (65536, 1), "out_h"),
+                                  ("shape", (1, 3, 3, 65535), (1, 3, 3, 65536), "channels"),
+                                  ("z_shift", 0, 1, "z_shift"),
+                                  ("x_shift", -31, -32, "x_shift")):  # fmt: skip
+        check_params(dataclasses.replace(v, **{field: ok}), CONFIG)
+        with pytest.raises(ValueError, match=named):
+            check_params(dataclasses.replace(v, **{field: bad}), CONFIG)

@@ -346,3 +346,31 @@ def test_only_a_layers_own_bias_and_activation_fuse(tmp_path):
     nodes[1] = helper.make_node("Add", ["c", "b4"], ["cb"], name="add_bias")
     path = _save(tmp_path, "width", nodes, [x], [y], [*inits, _init("b4", (4,))])
     assert _placed(path, ArrayConfig("ws", 4, 4, requant=True))[0] == ("add_bias", "Add", "host")
+
+
+def test_pooling_geometry_is_read_at_asymmetric_attributes(tmp_path):
+    """A MaxPool with a 3x2 kernel, strides (2, 1) and pads top 1, left 0, bottom 0, right 1
+    on a 1x16x9x7 input: (9 + 1 + 0 - 3) // 2 + 1 = 4 rows, (7 + 0 + 1 - 2) // 1 + 1 = 7
+    columns; an AveragePool that counts its padding, which the vector unit does not, gets no
+    geometry (it stays on the host); a Sum of the two same-shape tensors does, and the ReLU
+    that alone reads it follows it."""
+    f = TensorProto.FLOAT
+    nodes = [
+        helper.make_node("MaxPool", ["x"], ["m"], name="mp", kernel_shape=[3, 2],
+                         strides=[2, 1], pads=[1, 0, 0, 1]),
+        helper.make_node("AveragePool", ["x"], ["a"], name="ap", kernel_shape=[3, 3],
+                         pads=[1, 1, 1, 1], count_include_pad=1),
+        helper.make_node("Sum", ["x", "a"], ["s"], name="sum"),
+        helper.make_node("Relu", ["s"], ["r"], name="relu"),
+        helper.make_node("Conv", ["r", "w"], ["y"], name="conv"),
+    ]  # fmt: skip
+    x = helper.make_tensor_value_info("x", f, [1, 16, 9, 7])
+    outs = [
+        helper.make_tensor_value_info("m", f, [1, 16, 4, 7]),
+        helper.make_tensor_value_info("y", f, [1, 16, 9, 7]),
+    ]
+    path = _save(tmp_path, "pools", nodes, [x], outs, [_init("w", (16, 16, 1, 1))])
+    ops = {o.name: o for o in onnx_workload(path).operators}
+    assert (ops["mp"].tensor, ops["mp"].pool) == ((1, 9, 7, 16), (3, 2, 2, 1, 1, 0, 4, 7))
+    assert (ops["ap"].tensor, ops["ap"].pool) == (None, None)
+    assert (ops["sum"].tensor, ops["relu"].follows) == ((1, 9, 7, 16), "sum")
