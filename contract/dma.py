@@ -51,6 +51,8 @@ __all__ = [
     "offchip_words",
     "place",
     "q_image",
+    "reads_what_writes",
+    "spans",
     "q_transfer",
     "tile_rows",
     "transfers",
@@ -307,6 +309,35 @@ def check_descriptor(config: ArrayConfig, d: Descriptor) -> tuple[Refusal, str]:
     return Refusal.NONE, ""
 
 
+def spans(config: ArrayConfig, d: Descriptor) -> dict[str, tuple[int, int]]:
+    """The bytes ``[first, past the last)`` of each region ``d`` uses in DRAM, as the device's
+    check bounds them: ``a``, ``b``, ``c``, ``p`` (when partial sums leave the chip) and ``q``
+    (when it requantizes)."""
+    cont = containers(config)
+    out = {}
+    for kind in "abcp":
+        if kind == "p" and not _spills(d):
+            continue
+        fmt = c_format(config, d) if kind == "c" else kind
+        region = getattr(d, kind)
+        tiles, lines = tile_rows(word_layout(config, fmt), _shape(kind, d.m, d.k, d.n))
+        out[kind] = (region.addr, region.addr + (tiles - 1) * region.stride + lines * cont[fmt])
+    if config.requant and d.requant:
+        out["q"] = (d.q_addr, d.q_addr + math.ceil(d.n / config.cols) * cont["q"])
+    return out
+
+
+def reads_what_writes(config: ArrayConfig, later: Descriptor, earlier: Descriptor) -> bool:
+    """Whether ``later`` reads a byte that ``earlier`` writes (its C or partial sums): the device
+    then starts ``later`` only once ``earlier`` has completed (contract.timing
+    .DESCRIPTOR_SLOTS); otherwise ``later``'s first loads overlap ``earlier``'s last chunks."""
+    reads, writes = spans(config, later), spans(config, earlier)
+    if not later.accumulate:
+        reads.pop("c")
+    return any(r0 < w1 and w0 < r1 for r0, r1 in reads.values()
+               for kind, (w0, w1) in writes.items() if kind in "cp")  # fmt: skip
+
+
 def _spills(d: Descriptor) -> bool:
     """Partial sums leave the chip: K spans several chunks and is not the innermost loop."""
     return d.chunk[1] < d.k and d.order[-1] != "k"
@@ -377,15 +408,18 @@ def _up(x: int, align: int = PLACEMENT_ALIGN) -> int:
 def place(config: ArrayConfig, m: int, k: int, n: int, *, order: str = "nmk",
           accumulate: bool = False, pad: int = 0, zeros: tuple[int, int] = (0, 0),
           requant: bool = False, out_zero: int = 0, bias: bool = False,
-          clamp: tuple[int, int] | None = None, chunk=None) -> Descriptor:  # fmt: skip
+          clamp: tuple[int, int] | None = None, chunk=None, base: int = 0) -> Descriptor:  # fmt: skip
     """The driver's descriptor for an ``m x k x n`` GEMM: A, B, C, partial sums and the
-    requantization table one after another from address 0, each from a 4 KB boundary, with
+    requantization table one after another from address ``base`` (a multiple of 4 KB; 0 unless
+    several GEMMs share the DRAM), each from a 4 KB boundary, with
     ``pad`` extra words between tile rows and the chunk sizes of
     :func:`contract.plan.chunk_sizes` (or ``chunk``). The models evaluate a GEMM given by its
     shape on this placement."""
     cont = containers(config)
     size = chunk_sizes(config, m, k, n) if chunk is None else dict(zip("mkn", chunk, strict=True))
-    regions, base = {}, 0
+    if base % PLACEMENT_ALIGN:
+        raise ValueError(f"base = {base} must be a multiple of {PLACEMENT_ALIGN}")
+    regions = {}
     fmt = {"a": "a", "b": "b", "c": "c" if (config.requant and requant) else "p", "p": "p"}
     for kind, shape in (("a", (m, k)), ("b", (k, n)), ("c", (m, n)), ("p", (m, n))):
         tiles, lines = tile_rows(word_layout(config, fmt[kind]), shape)

@@ -16,6 +16,7 @@ __all__ = [
     "CHECK_CYCLES",
     "CHECK_PRODUCT_BITS",
     "DESCRIPTOR_LATENCY",
+    "DESCRIPTOR_SLOTS",
     "DONE_DELAY",
     "READ_LATENCY",
     "MeshTiming",
@@ -45,6 +46,12 @@ CHECK_CYCLES = 1 + CHECK_PRODUCT_BITS + 1 + 1
 #: The device starts a descriptor this many cycles after accepting it: one to read it from the
 #: queue, then its check.
 DESCRIPTOR_LATENCY = 1 + CHECK_CYCLES
+
+#: Descriptors the device holds past its queue: the oldest runs, the next is checked while it
+#: does and starts as soon as the read side has issued the oldest's last load (its first loads
+#: overlap the oldest's last computes and stores), unless it reads what the oldest writes.
+#: Descriptors complete in order.
+DESCRIPTOR_SLOTS = 2
 
 #: ``busy`` stays high this many cycles after the cycle in which the last result reached the C
 #: buffer (the controller's ``finishing`` register), so the counters see the final update.

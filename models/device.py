@@ -16,7 +16,7 @@ checked against.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import (
@@ -31,20 +31,24 @@ from systolic.contract.dma import (
     jobs,
     offchip_words,
     q_transfer,
+    reads_what_writes,
     transfers,
 )
 from systolic.contract.figures import GemmFigures
 from systolic.contract.interface import COUNTERS, DEVICE_COUNTERS
 from systolic.contract.memory import BeatClock, Dram
-from systolic.contract.timing import DESCRIPTOR_LATENCY
+from systolic.contract.timing import CHECK_CYCLES, DESCRIPTOR_LATENCY
 
 from .cycles import command_counters
 
-__all__ = ["DeviceFigures", "DevicePrediction", "DramBus", "predict_device", "trace_device"]
-
-#: The simulation's bench monitor counts from the descriptor's acceptance, this account from the
-#: device's first running cycle, which comes DESCRIPTOR_LATENCY cycles later.
-TRACE_OFFSET = DESCRIPTOR_LATENCY
+__all__ = [
+    "DeviceFigures",
+    "DevicePrediction",
+    "DramBus",
+    "predict_device",
+    "predict_stream",
+    "trace_device",
+]
 
 FREE, LOADING, FULL, LOADED, COMPUTE, STORING = range(6)
 
@@ -134,24 +138,30 @@ class _Reader:
     __slots__ = ("active", "beat", "cmd", "inflight", "issued", "job", "loads", "max_reads",
                  "q_cmd", "q_loaded", "q_pending")  # fmt: skip
 
-    def __init__(self, config: ArrayConfig, loads: list, q: list):
-        self.loads, self.max_reads = loads, config.max_reads
-        self.q_pending, self.q_loaded = bool(q), False
-        self.q_cmd = q[0] if q else None
+    def __init__(self, config: ArrayConfig):
+        self.loads, self.max_reads = [], config.max_reads
+        self.q_pending, self.q_loaded = False, False
+        self.q_cmd = None
         self.job = self.issued = 0  # the job whose loads are issued, and how many are
         self.active = None  # bursts left to request of the command being requested
         self.cmd = None
         self.inflight = deque()  # (kind, bank, beats, last)
         self.beat = 0  # beats in of the oldest burst in flight
 
+    def restart(self, loads: list, q: list) -> None:
+        """On the next descriptor's jobs (its table's load pending, if it has one)."""
+        self.loads, self.job, self.issued = loads, 0, 0
+        self.q_pending, self.q_cmd = bool(q), (q[0] if q else None)
+
     def ar_taken(self, bus: DramBus) -> bool:
         return bool(self.active) and len(self.inflight) < self.max_reads and (
             bus.out < bus.max_requests)  # fmt: skip
 
-    def command(self, state: dict, writes_out: int, ready: bool) -> tuple:
-        """``(command accepted or None, waiting for a bank, job advances)`` this cycle."""
+    def command(self, state: dict, writes_out: int, ready: bool, q_now: bool) -> tuple:
+        """``(command accepted or None, waiting for a bank, job advances)`` this cycle;
+        ``q_now``: the table's load may go (it goes first)."""
         cmd, wait, advance = None, False, False
-        if self.q_pending:
+        if q_now:
             cmd = self.q_cmd
         elif self.job < len(self.loads):
             need = self.loads[self.job][self.issued :]
@@ -207,9 +217,12 @@ class _Compute:
 
     __slots__ = ("busy", "config", "done_at", "job", "js")
 
-    def __init__(self, config: ArrayConfig, js: list):
-        self.config, self.js = config, js
+    def __init__(self, config: ArrayConfig):
+        self.config, self.js = config, []
         self.job, self.busy, self.done_at = 0, False, None
+
+    def restart(self, js: list) -> None:
+        self.js, self.job = js, 0
 
     def decide(self, t: int, state: dict) -> tuple[bool, bool, bool]:
         """``(a chunk starts, the running one finishes, the array waits)`` this cycle."""
@@ -251,12 +264,12 @@ class _Writer:
     cycle while the write buffer has room, the AW requests once their first beat is in, the W
     beats, and the B responses counted in ``outstanding``."""
 
-    __slots__ = ("announced", "beat", "bursts", "fifo_words", "in_flight", "job", "max_writes",
+    __slots__ = ("announced", "beat", "bursts", "fifo_words", "in_flight", "job", "js", "max_writes",
                  "outstanding", "per_word", "producing", "producing_per_word", "pushed",
                  "requesting", "store_bank", "stores", "sub")  # fmt: skip
 
-    def __init__(self, config: ArrayConfig, stores: list):
-        self.stores, self.max_writes = stores, config.max_writes
+    def __init__(self, config: ArrayConfig):
+        self.js, self.stores, self.max_writes = [], [], config.max_writes
         self.job = 0
         self.producing = None  # [words left]
         self.requesting = None  # deque of bursts left to request
@@ -276,6 +289,14 @@ class _Writer:
             and len(self.bursts) < self.max_writes
             and bus.out + ar_taken < bus.max_requests
         )
+
+    def restart(self, js: list, stores: list) -> None:
+        self.js, self.stores, self.job = js, stores, 0
+
+    def idle(self) -> bool:
+        """Nothing stored is left to produce, request, send or have acknowledged."""
+        return (self.producing is None and self.requesting is None and not self.bursts
+                and self.outstanding == 0)  # fmt: skip
 
     def can_write(self) -> bool:
         return bool(self.bursts) and self.fifo_words > 0
@@ -351,11 +372,13 @@ _NONE2 = (False, False)
 _NONE3 = (False, False, False)
 
 
-def _next_event(t: int, bus: DramBus, wr: _Writer, cp: _Compute, limit: int) -> int:
+def _next_event(t: int, bus: DramBus, wr: _Writer, cp: _Compute, limit: int,
+                others: list) -> int:  # fmt: skip
     """The first cycle after ``t`` in which something can happen when nothing happens in ``t``:
     only time moves the state on then, through the bus head's beat slot, a write response
-    falling due, or the running chunk's end (``limit`` if none is pending)."""
-    times = [limit]
+    falling due, the running chunk's end, or ``others`` (a check's end, a descriptor's arrival;
+    ``limit`` if nothing is pending)."""
+    times = [limit, *others]
     if bus.queue:
         kind, ready = bus.queue[0][0], bus.queue[0][1]
         if kind == "r" or wr.can_write():
@@ -368,66 +391,135 @@ def _next_event(t: int, bus: DramBus, wr: _Writer, cp: _Compute, limit: int) -> 
     return max(t + 1, min(times))
 
 
-def _timeline(config: ArrayConfig, d: Descriptor, dram: Dram, limit: int,
-              trace: list | None = None) -> dict:  # fmt: skip
-    """Cycles, jobs and waits of ``d``, one cycle at a time; ``trace`` (a list) collects the
-    events ``(cycle, event, what)`` of :mod:`contract.trace`: a load starting and ending
-    (``what`` its buffer and bank), a chunk's compute starting and ending (its index), a store
-    starting and ending (its C bank).
+class _Entry:
+    """A descriptor on its way through the device: its jobs and moves (banks chosen when it
+    starts), the cycles it was checked, started and completed, and its counts."""
+
+    __slots__ = ("accepted", "checked", "counts", "d", "depends", "done", "js", "loads", "post",
+                 "q", "refused", "start", "stores")  # fmt: skip
+
+    def __init__(self, config: ArrayConfig, d: Descriptor, post: int, before):
+        self.d, self.post = d, post
+        self.refused = check_descriptor(config, d)[0] is not Refusal.NONE
+        self.accepted = self.checked = self.start = self.done = None
+        self.js = self.loads = self.stores = self.q = None
+        self.depends = (before is not None and not self.refused and not before.refused
+                        and reads_what_writes(config, d, before.d))  # fmt: skip
+        self.counts = {"array_wait_cycles": 0, "dma_wait_cycles": 0, "jobs": 0}
+
+    def begin(self, config: ArrayConfig, banks: dict) -> None:
+        """Its jobs on the banks after ``banks`` (the last job's before it), which it updates."""
+        flip = {k: 1 ^ banks[k] for k in "abc"}
+        self.js = [replace(j, banks={k: b ^ flip[k] for k, b in j.banks.items()})
+                   for j in jobs(config, self.d)]  # fmt: skip
+        loads, stores, self.q = _moves(config, self.d)
+        self.loads = [[(k, bank ^ flip[k], bl, p) for k, bank, bl, p in job] for job in loads]
+        self.stores = [[(bank ^ flip["c"], *rest) for bank, *rest in job] for job in stores]
+        banks.update(self.js[-1].banks)
+
+
+def _timeline(config: ArrayConfig, items: list, dram: Dram, limit: int,
+              trace: list | None = None) -> list[_Entry]:  # fmt: skip
+    """The descriptors ``items`` (``(descriptor, cycle it is accepted)``, in order) through the
+    device, one cycle at a time (rtl/device.py): each taken from the queue into a free slot
+    and checked, started once the read side is done with the one before (after it completes,
+    if it reads what that one writes), its jobs walked by the read, compute and write sides in
+    turn, completed in order. ``trace`` (a list) collects the events ``(cycle, event, what)``
+    of :mod:`contract.trace`: a load starting and ending (``what`` its buffer and bank), a
+    chunk's compute starting and ending (its index), a store starting and ending (its C bank).
 
     Each cycle first decides, from the state at its start, what every engine does; then
     applies the updates in the order the hardware's registers take them. A cycle in which
     nothing happens is followed by the same until a timed event (:func:`_next_event`): the walk
     jumps there, so its time grows with the events, not the cycles."""
     note = trace.append if trace is not None else (lambda _: None)
-    js = jobs(config, d)
-    loads, stores, q = _moves(config, d)
+    entries = []
+    for d, post in items:
+        entries.append(_Entry(config, d, post, entries[-1] if entries else None))
     state = {k: [FREE, FREE] for k in "abc"}
-    bus, rd, cp, wr = DramBus(dram), _Reader(config, loads, q), _Compute(config, js), _Writer(
-        config, stores)  # fmt: skip
-    requant = d.requant and config.requant
-    counters = {"array_wait_cycles": 0, "dma_wait_cycles": 0, "jobs": 0}
-    n_jobs = len(js)
-    t = 0
-    while t < limit:
+    banks = {"a": 1, "b": 1, "c": 1}  # the walkers' banks after reset
+    bus, rd, cp, wr = DramBus(dram), _Reader(config), _Compute(config), _Writer(config)
+    cur = {"rd": None, "cp": None, "wr": None}  # the entry each side is on
+    nxt = {"rd": 0, "cp": 0, "wr": 0}  # the entry each side takes next
+    accepted = popped = completed = 0
+    checking, check_end = None, None
+    t = min((post for _, post in items), default=0)
+    while completed < len(entries) and t < limit:
         # ---- decisions from the state at the start of the cycle ----
-        # (each engine is asked only when it may act: an idle cycle costs few calls)
+        chk_now = checking if check_end == t else None
+        accept = (accepted < len(entries) and entries[accepted].post <= t
+                  and accepted - popped < config.queue_depth
+                  and (accepted == 0 or entries[accepted - 1].accepted < t))  # fmt: skip
+        pop = (check_end is None and popped < accepted and entries[popped].accepted < t
+               and (popped < 2 or (entries[popped - 2].done is not None)))  # fmt: skip
+        x = nxt["rd"]
+        rd_valid = cur["rd"] is not None and rd.job < len(rd.loads)
+        start = False
+        if x < popped and not entries[x].refused and (
+                entries[x].checked is not None or chk_now == x):  # fmt: skip
+            prev = entries[cur["rd"]] if cur["rd"] is not None else None
+            prev_running = prev is not None and prev.done is None
+            start = not rd_valid and not rd.q_pending and not (prev_running and entries[x].depends)
+
+        def running_or_starting(i):
+            return i < len(entries) and ((entries[i].start is not None and entries[i].done is None)
+                                         or (start and i == x))  # fmt: skip
+
+        cp_valid = cur["cp"] is not None and cp.job < len(cp.js)
+        wr_valid = cur["wr"] is not None and wr.job < len(wr.js)
+        wr_idle = wr.idle()
+        cp_follow = not cp_valid and running_or_starting(nxt["cp"])
+        wr_follow = not wr_valid and wr_idle and running_or_starting(nxt["wr"])
+        head = entries[completed] if completed < popped else None
+        refused = head is not None and head.refused and (head.checked is not None
+                                                         or chk_now == completed)  # fmt: skip
+        complete = refused or (head is not None and head.start is not None and not head.refused
+                               and cur["wr"] == completed and not wr_valid and wr_idle)  # fmt: skip
+        q_now = rd.q_pending and cur["wr"] == cur["rd"] and (
+            wr.producing is None and wr.requesting is None)  # fmt: skip
         ar_taken = rd.active is not None and rd.ar_taken(bus)
         rd_ready = rd.active is None or (ar_taken and len(rd.active) == 1)
-        cmd, dma_wait, rd_advance = rd.command(state, wr.outstanding, rd_ready) if (
-            rd.q_pending or rd.job < n_jobs) else _NOTHING  # fmt: skip
+        cmd, dma_wait, rd_advance = rd.command(state, wr.outstanding, rd_ready, q_now) if (
+            q_now or rd_valid) else _NOTHING  # fmt: skip
         aw_taken = wr.requesting is not None and wr.aw_taken(bus, ar_taken)
         r_take, w_take = bus.head(t, wr.can_write()) if bus.queue else _NONE2
         b_take = bool(bus.responses) and t >= bus.responses[0]
         if cp.busy:
             go, finished, array_wait = False, t == cp.done_at, False
         else:
-            go, finished, array_wait = cp.decide(t, state) if cp.job < n_jobs else _NONE3
-        counters["array_wait_cycles"] += array_wait
-        counters["dma_wait_cycles"] += dma_wait
-        store, wr_advance = wr.command(js, state, rd.q_loaded or not requant) if (
-            wr.job < n_jobs) else _NO_STORE  # fmt: skip
+            go, finished, array_wait = cp.decide(t, state) if cp_valid else _NONE3
+        if wr_valid:
+            requant = config.requant and entries[cur["wr"]].d.requant
+            store, wr_advance = wr.command(wr.js, state, rd.q_loaded or not requant)
+        else:
+            store, wr_advance = _NO_STORE
         prod_read = wr.producing is not None and wr.producer_reads()
-        if (cp.job >= len(js) and wr.job >= len(js) and wr.producing is None
-                and wr.requesting is None and not wr.bursts and wr.outstanding == 0
-                and rd.active is None and not rd.inflight):  # fmt: skip
-            break
         if not (ar_taken or aw_taken or r_take or w_take or b_take or go or finished or prod_read
                 or wr.in_flight or rd_advance or wr_advance or cmd is not None
-                or store is not None):  # fmt: skip
+                or store is not None or pop or chk_now is not None or start or cp_follow
+                or wr_follow or complete or accept):  # fmt: skip
             # nothing happens: nothing will until the next timed event, so skip to it (the
             # cycles between wait as this one does)
-            skip_to = _next_event(t, bus, wr, cp, limit)
-            counters["array_wait_cycles"] += array_wait * (skip_to - t - 1)
-            counters["dma_wait_cycles"] += dma_wait * (skip_to - t - 1)
+            others = [check_end] if check_end is not None else []
+            if accepted < len(entries):
+                others.append(entries[accepted].post)
+            skip_to = _next_event(t, bus, wr, cp, limit, others)
+            if array_wait:
+                entries[cur["cp"]].counts["array_wait_cycles"] += skip_to - t
+            if dma_wait:
+                entries[cur["rd"]].counts["dma_wait_cycles"] += skip_to - t
             t = skip_to
             continue
+        if array_wait:
+            entries[cur["cp"]].counts["array_wait_cycles"] += 1
+        if dma_wait:
+            entries[cur["rd"]].counts["dma_wait_cycles"] += 1
         # ---- updates at the end of the cycle ----
-        completed, loaded = rd.take_beat(bus) if r_take else (0, None)
+        completed_requests, loaded = rd.take_beat(bus) if r_take else (0, None)
         stored = wr.take_beat(t, bus) if w_take else None
         if b_take:
             bus.responses.popleft()
-            completed += 1
+            completed_requests += 1
             wr.outstanding -= 1
         if prod_read or wr.in_flight:
             wr.produce(prod_read)
@@ -437,7 +529,7 @@ def _timeline(config: ArrayConfig, d: Descriptor, dram: Dram, limit: int,
             rd.send_ar(t, bus)
         if ar_taken and aw_taken:  # the same cycle: the AR first in the queue
             bus.queue[-1], bus.queue[-2] = bus.queue[-2], bus.queue[-1]
-        bus.out += ar_taken + aw_taken - completed
+        bus.out += ar_taken + aw_taken - completed_requests
         if cmd is not None:
             note((t, "load", f"{cmd[0]}{cmd[1]}"))
             rd.accept(cmd, state)
@@ -452,7 +544,7 @@ def _timeline(config: ArrayConfig, d: Descriptor, dram: Dram, limit: int,
             cp.start(t, state)
         if finished:
             note((t, "computed", cp.job))
-            counters["jobs"] += 1
+            entries[cur["cp"]].counts["jobs"] += 1
             cp.finish(state)
         if store is not None:
             note((t, "store", store[0]))
@@ -462,9 +554,36 @@ def _timeline(config: ArrayConfig, d: Descriptor, dram: Dram, limit: int,
         if stored is not None:
             note((t, "stored", stored))
             state["c"][stored] = FREE
+        if accept:
+            entries[accepted].accepted = t
+            accepted += 1
+        if chk_now is not None:
+            entries[chk_now].checked = t
+            checking = check_end = None
+        if pop:
+            checking, check_end = popped, t + CHECK_CYCLES
+            popped += 1
+        if start:
+            e = entries[x]
+            e.start = t
+            e.begin(config, banks)
+            rd.restart(e.loads, e.q if config.requant and e.d.requant else [])
+            cur["rd"], nxt["rd"] = x, x + 1
+        if cp_follow:
+            cp.restart(entries[nxt["cp"]].js)
+            cur["cp"], nxt["cp"] = nxt["cp"], nxt["cp"] + 1
+        if wr_follow:
+            wr.restart(entries[nxt["wr"]].js, entries[nxt["wr"]].stores)
+            rd.q_loaded = False
+            cur["wr"], nxt["wr"] = nxt["wr"], nxt["wr"] + 1
+        if complete:
+            entries[completed].done = t
+            if refused:  # every side passes over it
+                for side in cur:
+                    cur[side], nxt[side] = completed, completed + 1
+            completed += 1
         t += 1
-    counters["cycles"] = t + 1
-    return counters
+    return entries
 
 
 def _new_c(js, i):
@@ -478,8 +597,12 @@ class DevicePrediction(dict):
     """:data:`contract.interface.DEVICE_COUNTERS` of one descriptor, and ``measured_cycles``:
     the cycles from its acceptance to ``done`` as the simulation's bench counts them."""
 
+    measured: int | None = None  # set in a stream, where the queue and the others decide it
+
     @property
     def measured_cycles(self) -> int:
+        if self.measured is not None:
+            return self.measured
         return self["cycles"] + DESCRIPTOR_LATENCY if self["cycles"] else 0
 
 
@@ -505,21 +628,47 @@ class DeviceFigures(GemmFigures):
 def trace_device(config: ArrayConfig, d: Descriptor, dram: Dram,
                  limit: int = 50_000_000) -> list[tuple[int, str, object]]:  # fmt: skip
     """The timeline of descriptor ``d`` (:mod:`contract.trace`), without simulating: the events
-    of the cycle-level account, on the cycles the simulation's log gives them."""
+    of the cycle-level account, on the cycles the simulation's log gives them (counted from
+    the one after its acceptance)."""
     events: list = []
     if check_descriptor(config, d)[0] is Refusal.NONE:
-        _timeline(config, d, dram, limit, trace=events)
-    return [(t + TRACE_OFFSET, name, what) for t, name, what in events]
+        _timeline(config, [(d, 0)], dram, limit, trace=events)
+    return [(t - 1, name, what) for t, name, what in events]
 
 
 def predict_device(config: ArrayConfig, d: Descriptor, dram: Dram,
                    limit: int = 50_000_000) -> DevicePrediction:  # fmt: skip
-    """Every counter of descriptor ``d`` on the device of ``config`` behind ``dram``; a refused
-    descriptor counts nothing."""
-    out = DevicePrediction(dict.fromkeys(DEVICE_COUNTERS, 0))
-    if check_descriptor(config, d)[0] is not Refusal.NONE:
-        return out
-    out.update(_timeline(config, d, dram, limit))
+    """Every counter of descriptor ``d`` on the device of ``config`` behind ``dram``, alone on
+    it; a refused descriptor counts nothing."""
+    return predict_stream(config, [(d, 0)], dram, limit)[0]
+
+
+def predict_stream(config: ArrayConfig, items: list, dram: Dram,
+                   limit: int = 50_000_000) -> list[DevicePrediction]:  # fmt: skip
+    """Every counter of each GEMM descriptor of ``items`` (``(descriptor, cycle a driver posts
+    it)``, in order, the first on an idle device), queued on one device behind ``dram``: each
+    accepted at its post, or once the queue has room; the descriptors overlap as the hardware
+    lets them (contract.timing.DESCRIPTOR_SLOTS); each one's ``measured_cycles`` run from its
+    acceptance to its ``done``."""
+    out = []
+    for e in _timeline(config, items, dram, limit):
+        pred = DevicePrediction(dict.fromkeys(DEVICE_COUNTERS, 0))
+        if e.done is None:
+            raise RuntimeError(f"the stream did not finish within {limit} cycles")
+        pred.measured = e.done - e.accepted
+        out.append(pred)
+        if e.refused:
+            continue
+        pred.update(e.counts, cycles=e.done - e.start)
+        pred.update(_static_counts(config, e.d))
+    return out
+
+
+def _static_counts(config: ArrayConfig, d: Descriptor) -> dict[str, int]:
+    """The counters a descriptor's jobs fix whatever the timing: the compute core's, summed
+    over the chunks, and the DRAM traffic of each operand."""
+    out = dict.fromkeys((n for n in DEVICE_COUNTERS if n not in ("cycles", "jobs")
+                         and not n.endswith("wait_cycles")), 0)  # fmt: skip
     for job in jobs(config, d):
         counters = command_counters(config, *job.chunk.shape, job.accumulate)
         out["compute_cycles"] += counters["cycles"]

@@ -79,18 +79,54 @@ class _Geometry:
         return divide(r0, word.tile, DIM_BITS), c0
 
 
-class _Run(NamedTuple):
-    """The control registers and the running descriptor: its check's result and the walkers'
-    steps."""
+# descriptor slot states
+EMPTY, CHECKING, WAITING, RUNNING, REFUSED = range(5)
 
-    ctl: object
-    d: object
-    checking: Signal
-    error: Signal
-    running: Signal
-    checked: object
-    refusal: Signal
-    steps: dict
+
+class _Slot:
+    """One descriptor the device holds (contract.timing.DESCRIPTOR_SLOTS): its fields, state,
+    refusal, the walkers' steps, where its C and partial sums end in DRAM (for the next
+    descriptor's dependency on it), and its counters."""
+
+    def __init__(self, layout, i: int):
+        self.desc = Signal(layout, name=f"slot{i}_desc")
+        self.state = Signal(range(5), name=f"slot{i}_state")
+        self.error = Signal(4, name=f"slot{i}_error")
+        self.steps = {k: Signal(ADDR_BITS, name=f"slot{i}_step_{k}") for k in "abcp"}
+        self.end = {k: Signal(ADDR_BITS + 1, name=f"slot{i}_end_{k}") for k in "cp"}
+        self.spills = Signal(name=f"slot{i}_spills")
+        self.depends = Signal(name=f"slot{i}_depends")  # reads what the slot before writes
+        self.counters = Signal(device_counters_layout(), name=f"slot{i}_counters")
+
+
+class _Run:
+    """The control registers, the descriptor slots and the pointers that walk them in order:
+    ``fill`` (the next to take a descriptor from the queue), ``head`` (the oldest, next to
+    complete) and, per walker (read, compute, write), the slot it works on; each walker's
+    descriptor view (``views``) follows its pointer, switched already in the cycle it
+    restarts on the next slot."""
+
+    def __init__(self, ctl, layout):
+        self.ctl = ctl
+        self.slots = [_Slot(layout, i) for i in range(2)]
+        self.ptr = {p: Signal(name=f"{p}_slot", init=init)
+                    for p, init in (("fill", 0), ("head", 0), ("chk", 0), ("rd", 1), ("cp", 1),
+                                    ("wr", 1))}  # fmt: skip
+        self.restart = {w: Signal(name=f"{w}_restart") for w in ("rd", "cp", "wr")}
+        self.views = {v: Signal(layout, name=f"{v}_desc") for v in ("chk", "rd", "cp", "wr",
+                                                                     "head")}  # fmt: skip
+        self.checking = Signal(name="checking")
+        self.error = Signal(4, name="error")  # the last completed descriptor's refusal
+        self.checked = self.refusal = self.depends = None  # the checker's (set by _check)
+        self.steps = None
+
+    def slot_field(self, ptr, get):
+        """``get(slot)`` of the slot ``ptr`` names."""
+        a, b = (Value.cast(get(s)) for s in self.slots)
+        return Mux(ptr, b, a)
+
+    def state(self, ptr):
+        return self.slot_field(ptr, lambda s: s.state)
 
 
 class _Engines(NamedTuple):
@@ -177,17 +213,18 @@ class Device(wiring.Component):
         geo = _Geometry(self._config)
         run = self._descriptors(m, geo)
         eng = self._engines(m, run)
-        walkers, start = self._walkers(m, geo, run)
+        walkers = self._walkers(m, geo, run)
         banks = _Banks()
         rd_side = self._read_side(m, geo, run, walkers["rd"], eng, banks)
         cp_side = self._compute(m, run, walkers["cp"], eng, banks)
         self._stores(m, geo, run, walkers["wr"], eng, banks)
-        self._start_and_finish(m, run, walkers, eng, banks, rd_side, start)
+        self._sequence(m, run, walkers, eng, banks, rd_side)
         self._counters(m, run, eng, rd_side, cp_side)
         return m
 
     def _descriptors(self, m: Module, geo: _Geometry) -> _Run:
-        """The control registers, the descriptor queue and the running descriptor, checked."""
+        """The control registers, the descriptor queue, the slots a descriptor moves into from
+        it (one at a time, in turn) and the check of each."""
         cfg = self._config
         layout = descriptor_layout(cfg)
         m.submodules.control = ctl = ControlRegisters(cfg)
@@ -198,21 +235,36 @@ class Device(wiring.Component):
         m.submodules.queue = queue = fifo.SyncFIFO(width=layout.size, depth=cfg.queue_depth)
         m.d.comb += [queue.w_data.eq(ctl.desc.payload), queue.w_en.eq(ctl.desc.valid),
                      ctl.desc.ready.eq(queue.w_rdy)]  # fmt: skip
-        d = Signal(layout, name="descriptor")
-        checking = Signal(name="checking")
-        error = Signal(4, name="error")  # the last descriptor's refusal
-        running = Signal(name="running")
-        m.d.comb += self.busy.eq(checking | running)
-        m.d.comb += queue.r_en.eq(~checking & ~running & queue.r_rdy)
+        run = _Run(ctl, layout)
+        ptr, slots = run.ptr, run.slots
+        for view, name in ((run.views["chk"], "chk"), (run.views["head"], "head")):
+            m.d.comb += view.eq(run.slot_field(ptr[name], lambda s: s.desc))
+        for w in ("rd", "cp", "wr"):  # a walker restarting reads the next slot already
+            m.d.comb += run.views[w].eq(run.slot_field(ptr[w] ^ run.restart[w], lambda s: s.desc))
+        m.d.comb += self.busy.eq(run.checking | Cat(s.state.any() for s in slots).any())
+        m.d.comb += queue.r_en.eq(~run.checking & queue.r_rdy
+                                  & ~run.state(ptr["fill"]).any())  # fmt: skip
         with m.If(queue.r_en):
-            m.d.sync += [d.eq(queue.r_data), checking.eq(1)]
-        checked, refusal, steps = self._check(m, d, geo, checking)
-        return _Run(ctl, d, checking, error, running, checked, refusal, steps)
+            m.d.sync += [run.checking.eq(1), ptr["chk"].eq(ptr["fill"]), ptr["fill"].eq(~ptr["fill"])]
+            for i, slot in enumerate(slots):
+                with m.If(ptr["fill"] == i):
+                    m.d.sync += [slot.desc.eq(queue.r_data), slot.state.eq(CHECKING)]
+        self._check(m, run, geo)
+        with m.If(run.checked):
+            m.d.sync += run.checking.eq(0)
+            for i, slot in enumerate(slots):
+                with m.If(ptr["chk"] == i):
+                    m.d.sync += [slot.error.eq(run.refusal), slot.depends.eq(run.depends),
+                                 slot.state.eq(Mux(run.refusal.any(), REFUSED, WAITING))]  # fmt: skip
+                    m.d.sync += [slot.steps[k].eq(run.steps[k]) for k in "abcp"]
+                    m.d.sync += [slot.end[k].eq(run.ends[k]) for k in "cp"]
+                    m.d.sync += slot.spills.eq(run.spills)
+        return run
 
     def _engines(self, m: Module, run: _Run) -> _Engines:
         """The A, B and C banks (and the requantization table), the read and write engines on
         the AXI4 ports, and the wiring between them."""
-        cfg, d = self._config, run.d
+        cfg, d = self._config, run.views["wr"]
         words = word_layouts(cfg)
         m.submodules.a_buffer = a_buf = BankedInput(word=words["a"], depth=cfg.a_depth)
         m.submodules.b_buffer = b_buf = BankedInput(word=words["b"], depth=cfg.b_depth)
@@ -222,12 +274,14 @@ class Device(wiring.Component):
         m.submodules.reader = rd = ReadEngine(cfg)
         m.submodules.writer = wr = WriteEngine(cfg, words["c"], q_word_layout(cfg))
         vec = None
-        if cfg.vector:
+        if cfg.vector:  # a vector descriptor runs alone, as the oldest: it has the port
             m.submodules.vector = vec = VectorUnit(cfg)
-            m.d.comb += vec.desc.eq(d)
+            head = run.views["head"]
+            m.d.comb += vec.desc.eq(head)
+            vector_port = head.vector & run.state(run.ptr["head"]).any()
         for engine, channels in ((rd, ("ar", "r")), (wr, ("aw", "w", "b"))):
             for channel in channels:
-                shared = None if vec is None else (getattr(vec.mem, channel), d.vector)
+                shared = None if vec is None else (getattr(vec.mem, channel), vector_port)
                 self._port(m, channel, getattr(engine.mem, channel), shared)
         for k, buf in (("a", a_buf), ("b", b_buf), ("c", c_buf)):
             fill = getattr(rd, f"fill_{k}")
@@ -260,9 +314,9 @@ class Device(wiring.Component):
         ]
         return _Engines(a_buf, b_buf, c_buf, rd, wr, vec)
 
-    def _walkers(self, m: Module, geo: _Geometry, run: _Run) -> tuple[dict, Signal]:
-        """One walker of the chunk nest per side (read, compute, write), restarted together by
-        the returned ``start``."""
+    def _walkers(self, m: Module, geo: _Geometry, run: _Run) -> dict:
+        """One walker of the chunk nest per side (read, compute, write), each on its own slot's
+        descriptor and restarted on the next by ``run.restart`` (:meth:`_sequence`)."""
         walkers = {}
         tracked = {"rd": "abcp", "cp": "", "wr": "cp"}  # DRAM offsets each walker keeps
         for side in ("rd", "cp", "wr"):
@@ -270,20 +324,22 @@ class Device(wiring.Component):
                 {k: geo.tile_dim(k) for k in tracked[side]}
             )
             walkers[side] = w
+            ptr = run.ptr[side] ^ run.restart[side]
             for k in tracked[side]:
-                m.d.comb += getattr(w, f"step_{k}").eq(run.steps[k])
+                m.d.comb += getattr(w, f"step_{k}").eq(run.slot_field(ptr, lambda s, k=k:
+                                                                      s.steps[k]))  # fmt: skip
             for f in ("m", "k", "n", "mc", "kc", "nc", "order", "accumulate"):
-                m.d.comb += getattr(w.nest, f).eq(getattr(run.d, f))
-        start = Signal(name="start")  # the checked descriptor begins
-        for w in walkers.values():
-            m.d.comb += w.restart.eq(start & ~run.d.vector if self._config.vector else start)
-        return walkers, start
+                m.d.comb += getattr(w.nest, f).eq(getattr(run.views[side], f))
+            m.d.comb += w.restart.eq(run.restart[side])
+        return walkers
 
     def _read_side(self, m: Module, geo: _Geometry, run: _Run, w, eng: _Engines,
                    banks: _Banks) -> _ReadSide:  # fmt: skip
-        """A job's loads, A then B then C, each once its bank is free (the table first, when the
-        descriptor requantizes)."""
-        cfg, d, running, rd, wr = self._config, run.d, run.running, eng.rd, eng.wr
+        """A job's loads, A then B then C, each once its bank is free; the table first, when the
+        descriptor requantizes, as soon as the write side has finished the descriptor before
+        (whose final stores read the table's buffer)."""
+        cfg, d, rd, wr = self._config, run.views["rd"], eng.rd, eng.wr
+        running = w.valid
         cont = containers(cfg)
         a_state, b_state, c_state = banks.a, banks.b, banks.c
         done_mask = Signal(3, name="rd_done")  # loads of the current job already issued
@@ -310,7 +366,9 @@ class Device(wiring.Component):
             rows, cols = geo.shape(k, w.mlen, w.klen, w.nlen)
             lens[k] = geo.tiles_lines("p" if k == "c" else k, rows, cols)
         c_from_p = w.c_in == 2
-        with m.If(q_pending):
+        q_now = q_pending & (run.ptr["wr"] == run.ptr["rd"]) & wr.cmd.ready
+        m.d.comb += cmd.payload.tag.eq(run.ptr["rd"])
+        with m.If(q_now):
             nq = divide(d.n + cfg.cols - 1, cfg.cols, DIM_BITS + 1)
             m.d.comb += [cmd.valid.eq(1), cmd.payload.kind.eq(OPERANDS["q"]),
                          cmd.payload.bank.eq(0), cmd.payload.addr.eq(d.q_addr),
@@ -338,8 +396,8 @@ class Device(wiring.Component):
                     _set_state(m, b_state, w.bank_b, LOADING)
                 with m.Else():
                     _set_state(m, c_state, w.bank_c, LOADING)
-        dma_wait = running & ~q_pending & w.valid & any_need & ~free
-        m.d.comb += w.advance.eq(running & ~q_pending & w.valid & ~any_need)
+        dma_wait = ~q_now & w.valid & any_need & ~free
+        m.d.comb += w.advance.eq(~q_now & w.valid & ~any_need)
         with m.If(w.advance):
             m.d.sync += done_mask.eq(0)
         loaded = rd.loaded
@@ -357,7 +415,7 @@ class Device(wiring.Component):
 
     def _compute(self, m: Module, run: _Run, w, eng: _Engines, banks: _Banks) -> _ComputeSide:
         """A chunk runs once its operands are in and its C bank is its own."""
-        cfg, d, running = self._config, run.d, run.running
+        cfg, d, running = self._config, run.views["cp"], w.valid
         a_buf, b_buf, c_buf = eng.a_buf, eng.b_buf, eng.c_buf
         a_state, b_state, c_state = banks.a, banks.b, banks.c
         cmd_view = Signal(data.StructLayout({"m": DIM_BITS, "k": DIM_BITS, "n": DIM_BITS,
@@ -406,7 +464,7 @@ class Device(wiring.Component):
     def _stores(self, m: Module, geo: _Geometry, run: _Run, w, eng: _Engines,
                 banks: _Banks) -> None:  # fmt: skip
         """A finished C bank goes to DRAM, and comes back free."""
-        cfg, d, running, wr = self._config, run.d, run.running, eng.wr
+        cfg, d, running, wr = self._config, run.views["wr"], w.valid, eng.wr
         cont = containers(cfg)
         c_state = banks.c
         final = w.store == 1
@@ -437,82 +495,135 @@ class Device(wiring.Component):
         with m.If(wr.stored.valid):
             _set_state(m, c_state, wr.stored.payload.bank, FREE)
 
-    def _start_and_finish(self, m: Module, run: _Run, walkers: dict, eng: _Engines,
-                          banks: _Banks, rd_side: _ReadSide, start: Signal) -> None:  # fmt: skip
-        """A checked descriptor starts or is refused; a running one finishes once every walker
-        and engine is idle."""
-        cfg, d = self._config, run.d
-        checked, refusal, running = run.checked, run.refusal, run.running
-        idle_all = ~walkers["cp"].valid & ~walkers["wr"].valid & eng.wr.idle & eng.rd.idle
-        q_first = d.requant if cfg.requant else Const(0)  # the table loads before a GEMM's jobs
-        if eng.vec is not None:
-            q_first = d.requant & ~d.vector
-            m.d.comb += eng.vec.start.eq(start & d.vector)
-            idle_all = Mux(d.vector, eng.vec.idle, idle_all)
-        finish = running & idle_all
-        refuse = checked & refusal.any()
-        m.d.comb += start.eq(checked & ~refusal.any())
-        with m.If(checked):
-            m.d.sync += [run.checking.eq(0), running.eq(~refusal.any()), run.error.eq(refusal)]
-            m.d.sync += [s.eq(FREE) for s in (*banks.a, *banks.b, *banks.c)]
-            m.d.sync += [banks.q_loaded.eq(0),
-                         rd_side.q_pending.eq((q_first & ~refusal.any()) if cfg.requant else 0),
-                         rd_side.done_mask.eq(0)]  # fmt: skip
-        with m.If(finish):
-            m.d.sync += running.eq(0)
-        m.d.sync += self.done.eq(finish | refuse)
+    def _sequence(self, m: Module, run: _Run, walkers: dict, eng: _Engines, banks: _Banks,
+                  rd_side: _ReadSide) -> None:  # fmt: skip
+        """Descriptors start, pass from walker to walker and complete, in order.
+
+        A GEMM starts once checked and the read side has issued every load of the one before
+        (unless it reads what that one writes: then once that one has completed); the compute
+        and write sides follow it onto its slot when done with theirs, the write side only once
+        the one before has completed (its last response in). A vector descriptor runs alone, as
+        the oldest; a refused one completes in its turn. Completing, a descriptor shows its
+        refusal and counters and pulses ``done``."""
+        cfg, ptr, slots = self._config, run.ptr, run.slots
+        vec = eng.vec
+
+        def vector(p):
+            return run.slot_field(p, lambda s: s.desc.vector) if cfg.vector else Const(0)
+
+        def checked_ok(p):  # the slot's check ends this cycle, without a refusal
+            return run.checked & (ptr["chk"] == p) & ~run.refusal.any()
+
+        head = ptr["head"]
+        head_state = run.state(head)
+        vector_running = (head_state == RUNNING) & vector(head)
+        nxt = ~ptr["rd"]
+        depends = Mux(checked_ok(nxt), run.depends, run.slot_field(nxt, lambda s: s.depends))
+        ready = (run.state(nxt) == WAITING) | checked_ok(nxt)
+        start = Signal(name="start")  # a GEMM starts on the read side
+        m.d.comb += start.eq(ready & ~vector(nxt) & ~walkers["rd"].valid & ~rd_side.q_pending
+                             & ~vector_running
+                             & ~((run.state(ptr["rd"]) == RUNNING) & depends))  # fmt: skip
+        m.d.comb += run.restart["rd"].eq(start)
+        for side in ("cp", "wr"):
+            after = ~ptr[side]
+            follow = ~walkers[side].valid & ((run.state(after) == RUNNING) | (start & (nxt == after)))
+            if side == "wr":
+                follow &= eng.wr.idle
+            m.d.comb += run.restart[side].eq(follow)
+            with m.If(follow):
+                m.d.sync += ptr[side].eq(after)
+        with m.If(run.restart["wr"]):
+            m.d.sync += banks.q_loaded.eq(0)
+        vector_start = Const(0)
+        if vec is not None:
+            vector_start = ((head_state == WAITING) | checked_ok(head)) & vector(head)
+            m.d.comb += vec.start.eq(vector_start)
+        with m.If(start):
+            m.d.sync += ptr["rd"].eq(nxt)
+            if cfg.requant:
+                m.d.sync += rd_side.q_pending.eq(run.slot_field(nxt, lambda s: s.desc.requant))
+        refused = (head_state == REFUSED) | (run.checked & (ptr["chk"] == head) & run.refusal.any())
+        gemm_done = ((head_state == RUNNING) & ~vector(head) & (ptr["wr"] == head)
+                     & ~walkers["wr"].valid & eng.wr.idle)  # fmt: skip
+        complete = refused | gemm_done
+        if vec is not None:
+            complete |= vector_running & vec.idle
+        with m.If(refused | vector_start):  # the walkers pass over the slot
+            m.d.sync += [ptr[side].eq(head) for side in ("rd", "cp", "wr")]
+        for i, slot in enumerate(slots):
+            with m.If((start & (nxt == i)) | (vector_start & (head == i))):
+                m.d.sync += slot.state.eq(RUNNING)
+            with m.If(complete & (head == i)):
+                m.d.sync += slot.state.eq(EMPTY)
+        shown = Signal(name="shown_slot")  # the slot whose counters the registers show next
+        with m.If(complete):
+            m.d.sync += [head.eq(~head), shown.eq(head),
+                         run.error.eq(Mux(run.checked & (ptr["chk"] == head), run.refusal,
+                                          run.slot_field(head, lambda s: s.error)))]  # fmt: skip
+        m.d.sync += self.done.eq(complete)
+        run.shown = shown
 
     def _counters(self, m: Module, run: _Run, eng: _Engines, rd_side: _ReadSide,
                   cp_side: _ComputeSide) -> None:  # fmt: skip
-        """The device counters (:data:`contract.interface.DEVICE_COUNTERS`), zeroed while a
-        descriptor is checked."""
-        cfg, ctl, rd = self._config, run.ctl, eng.rd
+        """The device counters (:data:`contract.interface.DEVICE_COUNTERS`): each slot counts
+        its own descriptor's events (zeroed while it is checked), and the registers show the
+        last completed descriptor's from the cycle after its ``done``."""
+        cfg, ctl, rd, ptr = self._config, run.ctl, eng.rd, run.ptr
         cnt = Signal(device_counters_layout(), name="device_counter")
         m.d.comb += [ctl.counters.eq(cnt), ctl.busy.eq(self.busy), ctl.done.eq(self.done),
                      ctl.error.eq(run.error)]  # fmt: skip
-        incs = {
-            "cycles": run.running,
-            "array_wait_cycles": cp_side.array_wait,
-            "dma_wait_cycles": rd_side.dma_wait,
+        incs = {  # name: (increment, the slot it counts for)
+            "array_wait_cycles": (cp_side.array_wait, ptr["cp"]),
+            "dma_wait_cycles": (rd_side.dma_wait, ptr["rd"]),
         }
         vec = eng.vec
         for k, i in OPERANDS.items():  # the read engine knows each beat's burst
-            mine = rd.taken.valid & equals(rd.taken.payload, i)
+            mine = rd.taken.valid & equals(rd.taken.payload.kind, i)
             size = beat_bytes(cfg, {"a": "a", "b": "b", "c": "p", "q": "q"}[k])
-            incs[f"dram_read_beats_{k}"] = mine
-            incs[f"dram_read_bytes_{k}"] = Mux(mine, size, 0)
+            beats, nbytes, slot = mine, Mux(mine, size, 0), rd.taken.payload.tag
             if vec is not None:  # and the vector unit its own, whole bus beats
                 theirs = vec.taken.valid & equals(vec.taken.payload, i)
-                incs[f"dram_read_beats_{k}"] = mine | theirs
-                incs[f"dram_read_bytes_{k}"] = Mux(mine, size, Mux(theirs, cfg.bus_width // 8, 0))
+                beats = mine | theirs
+                nbytes = Mux(mine, size, Mux(theirs, cfg.bus_width // 8, 0))
+                slot = Mux(theirs, ptr["head"], slot)
+            incs[f"dram_read_beats_{k}"] = (beats, slot)
+            incs[f"dram_read_bytes_{k}"] = (nbytes, slot)
         w_take = self.m_axi_wvalid & self.m_axi_wready  # whichever engine has the port
         strobes = Signal(range(cfg.bus_width // 8 + 1), name="strobe_bytes")
         m.d.comb += strobes.eq(sum(self.m_axi_wstrb[i] for i in range(cfg.bus_width // 8)))
-        incs["dram_write_beats"] = w_take
-        incs["dram_write_bytes"] = Mux(w_take, strobes, 0)
+        incs["dram_write_beats"] = (w_take, ptr["wr"])
+        incs["dram_write_bytes"] = (Mux(w_take, strobes, 0), ptr["wr"])
         # DRAM traffic counts a cycle late, from registers: the engines' handshakes and the
         # strobes' popcount would otherwise sit in front of the 48-bit adders. The last beat
         # comes long before the descriptor's end (a write's response, a read's compute follow).
         for name in [n for n in incs if n.startswith("dram_")]:
-            late = Signal.like(Value.cast(incs[name]), name=f"{name}_inc")
-            m.d.sync += late.eq(incs[name])
-            incs[name] = late
-        with m.If(run.checking):  # every descriptor, refused ones too, starts from zero
-            m.d.sync += [getattr(cnt, name).eq(0) for name in DEVICE_COUNTERS]
-        with m.Else():
-            for name, inc in incs.items():
-                m.d.sync += getattr(cnt, name).eq(getattr(cnt, name) + inc)
-            per_command = cp_side.per_command
-            with m.If(cp_side.finished):
-                m.d.sync += cnt.jobs.eq(cnt.jobs + 1)
-                m.d.sync += cnt.compute_cycles.eq(cnt.compute_cycles + per_command.cycles)
-                for name in COUNTERS:
-                    if name != "cycles":
-                        m.d.sync += getattr(cnt, name).eq(getattr(cnt, name)
-                                                          + getattr(per_command, name))  # fmt: skip
-            if vec is not None:
-                with m.Elif(vec.run_done):  # a vector run written: a job, no array work
-                    m.d.sync += cnt.jobs.eq(cnt.jobs + 1)
+            inc, slot = incs[name]
+            late = Signal.like(Value.cast(inc), name=f"{name}_inc")
+            late_slot = Signal(name=f"{name}_slot")
+            m.d.sync += [late.eq(inc), late_slot.eq(slot)]
+            incs[name] = (late, late_slot)
+        per_command = cp_side.per_command
+        for i, slot in enumerate(run.slots):
+            c = slot.counters
+            with m.If(slot.state == CHECKING):  # every descriptor, refused ones too
+                m.d.sync += [getattr(c, name).eq(0) for name in DEVICE_COUNTERS]
+            with m.Else():
+                m.d.sync += c.cycles.eq(c.cycles + (slot.state == RUNNING))
+                for name, (inc, at) in incs.items():
+                    m.d.sync += getattr(c, name).eq(getattr(c, name) + Mux(at == i, inc, 0))
+                with m.If(cp_side.finished & (ptr["cp"] == i)):
+                    m.d.sync += c.jobs.eq(c.jobs + 1)
+                    m.d.sync += c.compute_cycles.eq(c.compute_cycles + per_command.cycles)
+                    for name in COUNTERS:
+                        if name != "cycles":
+                            m.d.sync += getattr(c, name).eq(getattr(c, name)
+                                                            + getattr(per_command, name))  # fmt: skip
+                if vec is not None:
+                    with m.Elif(vec.run_done & (ptr["head"] == i)):  # a vector run: a job
+                        m.d.sync += c.jobs.eq(c.jobs + 1)
+        with m.If(self.done):
+            m.d.sync += cnt.eq(run.slot_field(run.shown, lambda s: s.counters))
 
     def _port(self, m: Module, channel: str, stream_, other=None) -> None:
         """An engine's AXI4 channel (a valid/ready stream) on the ``m_axi_<channel>*`` ports;
@@ -579,7 +690,7 @@ class Device(wiring.Component):
                 for addr, on, n in tensors]  # fmt: skip
         return out
 
-    def _check(self, m: Module, d, geo: _Geometry, checking):
+    def _check(self, m: Module, run: _Run, geo: _Geometry) -> None:
         """The :class:`contract.dma.Refusal` of ``d``, in the contract's order of checks, over the
         :data:`contract.timing.CHECK_CYCLES` cycles that ``checking`` is high, and the walkers'
         steps; returns ``(ready, code, steps)``: ``ready`` in the last of those cycles, when
@@ -588,8 +699,13 @@ class Device(wiring.Component):
 
         The products of a tile-row count and a stride or a line count are shift-and-add, the
         tile-row count's bits most significant first (:data:`contract.timing.CHECK_PRODUCT_BITS`
-        cycles); the comparisons take a cycle of their own."""
+        cycles); the comparisons take a cycle of their own.
+
+        Sets ``run.checked``, ``run.refusal``, ``run.steps``; ``run.ends`` and ``run.spills``
+        (where C and partial sums end in DRAM, and whether partial sums leave the chip), and
+        ``run.depends``: the descriptor reads a byte the one in the other slot writes."""
         cfg = self._config
+        d, checking = run.views["chk"], run.checking
         bits = CHECK_PRODUCT_BITS
         step = Signal(range(CHECK_CYCLES), name="check_step")
         m.d.sync += step.eq(Mux(checking, step + 1, 0))
@@ -633,6 +749,7 @@ class Device(wiring.Component):
                 Refusal.TABLE,
             )
         cont = containers(cfg)
+        ends = {}  # kind: (used, first byte, past the last)
         spills = (d.kc < d.k) & (d.order != LOOP_ORDERS.index("nmk")) & (
             d.order != LOOP_ORDERS.index("mnk"))  # fmt: skip
         for k in "abcp":
@@ -649,10 +766,12 @@ class Device(wiring.Component):
             add(on & (addr & mask).any(), Refusal.ALIGNMENT)
             add(on & ((stride & mask).any() | (stride < line_bytes)), Refusal.STRIDE)
             reach = addr + product(f"{k}_span", tiles - 1, stride) + line_bytes
+            ends[k] = (on, addr, reach)
             add(on & (reach > (1 << ADDR_BITS)), Refusal.RANGE)
         if cfg.requant:
             add(d.requant & (d.q_addr & (cont["q"] - 1)).any(), Refusal.ALIGNMENT)
             q_end = d.q_addr + divide(d.n + cfg.cols - 1, cfg.cols, DIM_BITS + 1) * cont["q"]
+            ends["q"] = (d.requant, d.q_addr, q_end)
             add(d.requant & (q_end > (1 << ADDR_BITS)), Refusal.RANGE)
         if cfg.vector:
             checks += [(d.vector & cond, int(code)) for cond, code in self._vector_checks(d)]
@@ -666,4 +785,18 @@ class Device(wiring.Component):
         for k in "abcp":
             tiles, _ = geo.origin(k, *geo.shape(k, d.mc, d.kc, d.nc))  # a chunk's tile rows
             steps[k] = product(f"{k}_step", tiles, getattr(d, f"{k}_stride"))[:ADDR_BITS]
-        return checking & (step == CHECK_CYCLES - 1), code, steps
+        run.checked = checking & (step == CHECK_CYCLES - 1)
+        run.refusal, run.steps, run.spills = code, steps, spills
+        run.ends = {k: ends[k][2] for k in "cp"}
+        # reads of this descriptor against the writes of the one before it (in the other slot)
+        other = ~run.ptr["chk"]
+        reads = [ends["a"], ends["b"], (d.accumulate, *ends["c"][1:]), ends["p"]]
+        if "q" in ends:
+            reads.append(ends["q"])
+        writes = [(Const(1), run.slot_field(other, lambda s: s.desc.c_addr),
+                   run.slot_field(other, lambda s: s.end["c"])),
+                  (run.slot_field(other, lambda s: s.spills),
+                   run.slot_field(other, lambda s: s.desc.p_addr),
+                   run.slot_field(other, lambda s: s.end["p"]))]  # fmt: skip
+        run.depends = Cat(r_on & w_on & (r_lo < w_hi) & (w_lo < r_hi)
+                          for r_on, r_lo, r_hi in reads for w_on, w_lo, w_hi in writes).any()

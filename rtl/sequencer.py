@@ -34,7 +34,9 @@ class ChunkWalker(wiring.Component):
     Ports
     -----
     nest : in, the descriptor's dimensions, chunk sizes, loop order and accumulate flag.
-    restart : in, go to the first job (the nest is read from then on).
+    restart : in, go to the first job (the nest is read from then on); its banks are the
+        other ones than the previous descriptor's last job's (the first descriptor's are 0), so
+        the next descriptor's first loads can go while that job computes.
     advance : in, go to the next job; past the last, ``valid`` falls.
     valid : out, a current job exists.
     m0, k0, n0, mlen, klen, nlen : out, its chunk.
@@ -72,9 +74,10 @@ class ChunkWalker(wiring.Component):
             "new_c": Out(1),
             "c_in": Out(2),
             "store": Out(2),
-            "bank_a": Out(1),
-            "bank_b": Out(1),
-            "bank_c": Out(1),
+            # banks start from 1, so a walker's first descriptor after reset uses banks 0
+            "bank_a": Out(1, init=1),
+            "bank_b": Out(1, init=1),
+            "bank_c": Out(1, init=1),
             "last": Out(1),
             "next_load_a": Out(1),
             "next_load_b": Out(1),
@@ -142,8 +145,8 @@ class ChunkWalker(wiring.Component):
         m.d.comb += [self.next_load_a.eq(load_a), self.next_load_b.eq(load_b)]
         with m.If(self.restart):
             m.d.sync += [self.valid.eq(1), self.load_a.eq(1), self.load_b.eq(1),
-                         self.new_c.eq(1), self.bank_a.eq(0), self.bank_b.eq(0),
-                         self.bank_c.eq(0)]  # fmt: skip
+                         self.new_c.eq(1), self.bank_a.eq(~self.bank_a),
+                         self.bank_b.eq(~self.bank_b), self.bank_c.eq(~self.bank_c)]  # fmt: skip
             enter({d: 0 for d in DIMS})
             track(restart=True)
         with m.Elif(self.advance & self.valid):

@@ -11,6 +11,7 @@ import pytest
 from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import (
     LOOP_ORDERS,
+    PLACEMENT_ALIGN,
     Descriptor,
     Refusal,
     Region,
@@ -20,6 +21,9 @@ from systolic.contract.dma import (
     from_image,
     image,
     jobs,
+    place,
+    reads_what_writes,
+    spans,
     transfers,
     word_layout,
 )
@@ -191,3 +195,56 @@ def test_transfers_move_each_chunk_footprint():
                 for address, words in t.segments:
                     assert (address - region.addr) % region.stride + words * cont[t.kind] <= (
                         region.stride)  # a segment stays inside its tile row  # fmt: skip
+
+
+def _bytes_moved(config, d, loads: bool) -> set[int]:
+    """Every DRAM byte the jobs of ``d`` load (or store), from their transfers' segments."""
+    cont = containers(config)
+    fmt = {"a": "a", "b": "b", "c": "p", "p": "p"}  # loads of C come in at accumulator width
+    out = set()
+    for job in jobs(config, d):
+        ls, ss = transfers(config, d, job)
+        for t in ls if loads else ss:
+            size = cont[fmt[t.kind]] if loads else cont[
+                "c" if t.kind == "c" and config.requant and d.requant else "p"]  # fmt: skip
+            for addr, words in t.segments:
+                out.update(range(addr, addr + words * size))
+    return out
+
+
+def test_a_later_descriptor_depends_on_every_byte_an_earlier_one_writes(seed):
+    # spans bound the bytes the transfers move, reaching the first and the last; the dependency
+    # the device waits on holds whenever a byte the later one loads is one the earlier stores,
+    # and never when their spans are apart
+    rng = np.random.default_rng(seed)
+    print(f"seed {seed}")
+    for _ in range(60):
+        dataflow = str(rng.choice(["ws", "os", "is"]))
+        config = ArrayConfig(dataflow, int(rng.integers(2, 4)), int(rng.integers(2, 4)),
+                             a_depth=32, b_depth=32, c_depth=32)  # fmt: skip
+        m, k, n = (int(x) for x in rng.integers(1, 20, 3))
+        order = str(rng.choice(LOOP_ORDERS))
+        earlier = place(config, m, k, n, order=order)
+        spans_e = spans(config, earlier)
+        stored = _bytes_moved(config, earlier, loads=False)
+        assert stored <= set().union(*(range(*spans_e[k]) for k in spans_e if k in "cp"))
+        # the later GEMM somewhere from 0 to past the earlier's end, accumulating or not
+        end = max(hi for _, hi in spans_e.values())
+        base = int(rng.integers(0, end // PLACEMENT_ALIGN + 2)) * PLACEMENT_ALIGN
+        m2, k2, n2 = (int(x) for x in rng.integers(1, 20, 3))
+        later = place(config, m2, k2, n2, order=str(rng.choice(LOOP_ORDERS)), base=base,
+                      accumulate=bool(rng.integers(2)))  # fmt: skip
+        for kind, (lo, hi) in spans(config, later).items():
+            moved = {b for b in _bytes_moved(config, later, loads=True)
+                     if lo <= b < hi}  # fmt: skip
+            if kind in "ab" or (kind == "c" and later.accumulate):
+                assert lo in moved and hi - 1 in moved, kind
+        loaded = _bytes_moved(config, later, loads=True)
+        if loaded & stored:
+            assert reads_what_writes(config, later, earlier)
+        reads = spans(config, later)
+        if not later.accumulate:
+            reads.pop("c")
+        apart = all(r1 <= w0 or w1 <= r0 for r0, r1 in reads.values()
+                    for kind, (w0, w1) in spans_e.items() if kind in "cp")  # fmt: skip
+        assert reads_what_writes(config, later, earlier) is not apart
