@@ -408,7 +408,8 @@ def _up(x: int, align: int = PLACEMENT_ALIGN) -> int:
 def place(config: ArrayConfig, m: int, k: int, n: int, *, order: str = "nmk",
           accumulate: bool = False, pad: int = 0, zeros: tuple[int, int] = (0, 0),
           requant: bool = False, out_zero: int = 0, bias: bool = False,
-          clamp: tuple[int, int] | None = None, chunk=None, base: int = 0) -> Descriptor:  # fmt: skip
+          clamp: tuple[int, int] | None = None, chunk=None,
+          base: int = 0) -> Descriptor:  # fmt: skip
     """The driver's descriptor for an ``m x k x n`` GEMM: A, B, C, partial sums and the
     requantization table one after another from address ``base`` (a multiple of 4 KB; 0 unless
     several GEMMs share the DRAM), each from a 4 KB boundary, with

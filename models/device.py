@@ -264,9 +264,9 @@ class _Writer:
     cycle while the write buffer has room, the AW requests once their first beat is in, the W
     beats, and the B responses counted in ``outstanding``."""
 
-    __slots__ = ("announced", "beat", "bursts", "fifo_words", "in_flight", "job", "js", "max_writes",
-                 "outstanding", "per_word", "producing", "producing_per_word", "pushed",
-                 "requesting", "store_bank", "stores", "sub")  # fmt: skip
+    __slots__ = ("announced", "beat", "bursts", "fifo_words", "in_flight", "job", "js",
+                 "max_writes", "outstanding", "per_word", "producing", "producing_per_word",
+                 "pushed", "requesting", "store_bank", "stores", "sub")  # fmt: skip
 
     def __init__(self, config: ArrayConfig):
         self.js, self.stores, self.max_writes = [], [], config.max_writes
@@ -461,7 +461,7 @@ def _timeline(config: ArrayConfig, items: list, dram: Dram, limit: int,
             prev_running = prev is not None and prev.done is None
             start = not rd_valid and not rd.q_pending and not (prev_running and entries[x].depends)
 
-        def running_or_starting(i):
+        def running_or_starting(i, start=start, x=x):
             return i < len(entries) and ((entries[i].start is not None and entries[i].done is None)
                                          or (start and i == x))  # fmt: skip
 
@@ -598,6 +598,7 @@ class DevicePrediction(dict):
     the cycles from its acceptance to ``done`` as the simulation's bench counts them."""
 
     measured: int | None = None  # set in a stream, where the queue and the others decide it
+    accepted: int = 0  # in a stream: the cycle the device accepted it, from the first's
 
     @property
     def measured_cycles(self) -> int:
@@ -651,11 +652,12 @@ def predict_stream(config: ArrayConfig, items: list, dram: Dram,
     lets them (contract.timing.DESCRIPTOR_SLOTS); each one's ``measured_cycles`` run from its
     acceptance to its ``done``."""
     out = []
-    for e in _timeline(config, items, dram, limit):
+    entries = _timeline(config, items, dram, limit)
+    for e in entries:
         pred = DevicePrediction(dict.fromkeys(DEVICE_COUNTERS, 0))
         if e.done is None:
             raise RuntimeError(f"the stream did not finish within {limit} cycles")
-        pred.measured = e.done - e.accepted
+        pred.measured, pred.accepted = e.done - e.accepted, e.accepted - entries[0].accepted
         out.append(pred)
         if e.refused:
             continue

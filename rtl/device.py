@@ -96,6 +96,8 @@ class _Slot:
         self.end = {k: Signal(ADDR_BITS + 1, name=f"slot{i}_end_{k}") for k in "cp"}
         self.spills = Signal(name=f"slot{i}_spills")
         self.depends = Signal(name=f"slot{i}_depends")  # reads what the slot before writes
+        # the compute and write sides have taken it (the other slot may hold an older one)
+        self.took = {w: Signal(name=f"slot{i}_{w}_took") for w in ("cp", "wr")}
         self.counters = Signal(device_counters_layout(), name=f"slot{i}_counters")
 
 
@@ -245,17 +247,20 @@ class Device(wiring.Component):
         m.d.comb += queue.r_en.eq(~run.checking & queue.r_rdy
                                   & ~run.state(ptr["fill"]).any())  # fmt: skip
         with m.If(queue.r_en):
-            m.d.sync += [run.checking.eq(1), ptr["chk"].eq(ptr["fill"]), ptr["fill"].eq(~ptr["fill"])]
+            m.d.sync += [run.checking.eq(1), ptr["chk"].eq(ptr["fill"]),
+                         ptr["fill"].eq(~ptr["fill"])]  # fmt: skip
             for i, slot in enumerate(slots):
                 with m.If(ptr["fill"] == i):
-                    m.d.sync += [slot.desc.eq(queue.r_data), slot.state.eq(CHECKING)]
+                    m.d.sync += [slot.desc.eq(queue.r_data), slot.state.eq(CHECKING),
+                                 slot.took["cp"].eq(0), slot.took["wr"].eq(0)]  # fmt: skip
         self._check(m, run, geo)
         with m.If(run.checked):
             m.d.sync += run.checking.eq(0)
             for i, slot in enumerate(slots):
                 with m.If(ptr["chk"] == i):
+                    verdict = Mux(run.refusal.any(), REFUSED, WAITING)
                     m.d.sync += [slot.error.eq(run.refusal), slot.depends.eq(run.depends),
-                                 slot.state.eq(Mux(run.refusal.any(), REFUSED, WAITING))]  # fmt: skip
+                                 slot.state.eq(verdict)]  # fmt: skip
                     m.d.sync += [slot.steps[k].eq(run.steps[k]) for k in "abcp"]
                     m.d.sync += [slot.end[k].eq(run.ends[k]) for k in "cp"]
                     m.d.sync += slot.spills.eq(run.spills)
@@ -527,12 +532,17 @@ class Device(wiring.Component):
         m.d.comb += run.restart["rd"].eq(start)
         for side in ("cp", "wr"):
             after = ~ptr[side]
-            follow = ~walkers[side].valid & ((run.state(after) == RUNNING) | (start & (nxt == after)))
+            took = run.slot_field(after, lambda s, side=side: s.took[side])
+            taken = ((run.state(after) == RUNNING) & ~took) | (start & (nxt == after))
+            follow = ~walkers[side].valid & taken
             if side == "wr":
                 follow &= eng.wr.idle
             m.d.comb += run.restart[side].eq(follow)
             with m.If(follow):
                 m.d.sync += ptr[side].eq(after)
+                for i, slot in enumerate(slots):
+                    with m.If(after == i):
+                        m.d.sync += slot.took[side].eq(1)
         with m.If(run.restart["wr"]):
             m.d.sync += banks.q_loaded.eq(0)
         vector_start = Const(0)
@@ -617,8 +627,8 @@ class Device(wiring.Component):
                     m.d.sync += c.compute_cycles.eq(c.compute_cycles + per_command.cycles)
                     for name in COUNTERS:
                         if name != "cycles":
-                            m.d.sync += getattr(c, name).eq(getattr(c, name)
-                                                            + getattr(per_command, name))  # fmt: skip
+                            total = getattr(c, name) + getattr(per_command, name)
+                            m.d.sync += getattr(c, name).eq(total)
                 if vec is not None:
                     with m.Elif(vec.run_done & (ptr["head"] == i)):  # a vector run: a job
                         m.d.sync += c.jobs.eq(c.jobs + 1)
@@ -798,5 +808,8 @@ class Device(wiring.Component):
                   (run.slot_field(other, lambda s: s.spills),
                    run.slot_field(other, lambda s: s.desc.p_addr),
                    run.slot_field(other, lambda s: s.end["p"]))]  # fmt: skip
-        run.depends = Cat(r_on & w_on & (r_lo < w_hi) & (w_lo < r_hi)
-                          for r_on, r_lo, r_hi in reads for w_on, w_lo, w_hi in writes).any()
+        run.depends = Cat(
+            r_on & w_on & (r_lo < w_hi) & (w_lo < r_hi)
+            for r_on, r_lo, r_hi in reads
+            for w_on, w_lo, w_hi in writes
+        ).any()

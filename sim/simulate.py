@@ -9,6 +9,7 @@ one descriptor per GEMM, and reads C back from DRAM; the device does the rest.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import threading
@@ -23,6 +24,7 @@ from systolic.contract.activity import UNPRICED
 from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import (
     LOOP_ORDERS,
+    PLACEMENT_ALIGN,
     Descriptor,
     Refusal,
     Region,
@@ -94,6 +96,8 @@ class SimResult(GemmFigures):
     #: ``reads`` (IRQ_PENDING, STATUS, every counter's two words) and ``acks``, and the bus
     #: cycles of each phase (contract.host.driver_accesses counts the same).
     driver: dict[str, int] = field(default_factory=dict)
+    #: A queued run's: the bench clock's cycle the device accepted the descriptor.
+    posted: int | None = None
 
     @property
     def offchip_words(self) -> dict[str, int]:
@@ -280,6 +284,7 @@ def run_gemms(
     c_in: list[np.ndarray | None] | None = None,
     pad: int = 0,
     descriptors: list[Descriptor] | None = None,
+    queued: bool = False,
     name: str = "gemms",
     on_result: Callable[[int, SimResult], None] | None = None,
     timeout: float | None = None,
@@ -295,7 +300,10 @@ def run_gemms(
     ``i`` zero points and a requantization (``SimResult.c`` then holds the requantized outputs);
     ``c_in[i]`` is a C to accumulate GEMM ``i`` into; ``pad`` leaves that many extra words
     between tile rows in DRAM. ``descriptors`` replaces the driver's placement (refusal tests:
-    a descriptor the device refuses moves nothing and returns its error code). How the
+    a descriptor the device refuses moves nothing and returns its error code). ``queued``
+    posts them all at once, each placed after the one before, as a driver streaming GEMMs does
+    (they overlap on the device; each result's ``posted`` is its acceptance cycle on the
+    bench's clock, and the DRAM model's counts are the whole run's, on the first). How the
     simulation runs is ``bench`` (:class:`Bench`), or its fields given as keywords
     (``activity=True``). Everything is checked before anything is built.
     ``on_result(i, result)`` is called (from a watcher thread) as soon as GEMM ``i`` finishes;
@@ -308,7 +316,10 @@ def run_gemms(
     memory = memory or DEFAULT_MEMORY
     if not isinstance(memory, Dram):
         raise TypeError(f"memory must be a contract.memory.Dram, not {type(memory).__name__}")
-    checked = _check_gemms(config, operands, order, chunk, quant, c_in, pad, descriptors)
+    if queued and (bench.activity or bench.trace or bench.waves):
+        raise ValueError("a queued run counts no activity, logs no trace and writes no waves")
+    checked = _check_gemms(config, operands, order, chunk, quant, c_in, pad, descriptors,
+                           stacked=queued)  # fmt: skip
     build = build_model(config, "device", activity=bench.activity, per_net=bench.per_net,
                         memory="dram" if bench.slave == "dram" else "port",
                         waves=check_waves(bench.waves), simulator=bench.simulator)  # fmt: skip
@@ -323,6 +334,7 @@ def run_gemms(
     for i, g in enumerate(checked):
         job, fmt = _job(config, i, g.a, g.b, g.d, g.quant, g.acc, memory, run_dir)
         job["trace"] = bench.trace
+        job["ahead"] = queued and i > 0
         jobs.append(job)
         formats.append(fmt)
     jobs_file = run_dir / "jobs.json"
@@ -346,8 +358,9 @@ def run_gemms(
 
 
 def _check_gemms(config: ArrayConfig, operands, order, chunk, quant, c_in, pad,
-                 descriptors) -> list[_Gemm]:  # fmt: skip
-    """Every GEMM checked and placed (or its descriptor taken as given), before any build."""
+                 descriptors, stacked: bool = False) -> list[_Gemm]:  # fmt: skip
+    """Every GEMM checked and placed (or its descriptor taken as given), before any build;
+    ``stacked``: each placed after the one before, not from address 0."""
     orders = [order] * len(operands) if isinstance(order, str) else list(order)
     for o in orders:
         if o not in LOOP_ORDERS:
@@ -357,7 +370,7 @@ def _check_gemms(config: ArrayConfig, operands, order, chunk, quant, c_in, pad,
                         ("order", None if isinstance(order, str) else orders)):  # fmt: skip
         if given is not None and len(given) != len(operands):
             raise ValueError(f"{what} has {len(given)} entries for {len(operands)} GEMMs")
-    checked = []
+    checked, base = [], 0
     for i, (a, b) in enumerate(operands):
         a, b = check_operands(config, a, b)
         (m, k), n = a.shape, b.shape[1]
@@ -376,7 +389,10 @@ def _check_gemms(config: ArrayConfig, operands, order, chunk, quant, c_in, pad,
                       zeros=zeros, requant=rq is not None, out_zero=rq.out_zero if rq else 0,
                       bias=rq is not None and rq.bias is not None,
                       clamp=rq.bounds(config) if rq else None,
-                      chunk=chunk[i] if chunk else None)  # fmt: skip
+                      chunk=chunk[i] if chunk else None, base=base)  # fmt: skip
+            if stacked:  # the table is the last region placed
+                table = math.ceil(n / config.cols) * containers(config)["q"] if d.requant else 0
+                base = -(-(d.q_addr + table) // PLACEMENT_ALIGN) * PLACEMENT_ALIGN
             code, why = check_descriptor(config, d)
             if code is not Refusal.NONE:
                 raise ValueError(f"GEMM {i} ({m}x{k}x{n}) cannot run on {config.name}: {why}")
@@ -456,7 +472,8 @@ def _result(config, memory, shape, d, fmt, got: dict, by_counter: dict) -> SimRe
     trace = parse_log(got["trace"]) if got.get("trace") is not None else None
     return SimResult(config, shape, d, memory, c, got["counters"], got["error"],
                      got["measured_cycles"], got["dram"], toggles, net_toggles, trace,
-                     got["wall_seconds"], got["compute_seconds"], got["driver"])  # fmt: skip
+                     got["wall_seconds"], got["compute_seconds"], got["driver"],
+                     got.get("posted"))  # fmt: skip
 
 
 def check_waves(waves: Path | None) -> str | None:

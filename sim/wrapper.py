@@ -9,6 +9,7 @@ from __future__ import annotations
 from systolic.contract import axi
 from systolic.contract.activity import UNPRICED
 from systolic.contract.config import ArrayConfig
+from systolic.contract.interface import COUNTER_BITS, DEVICE_COUNTERS
 from systolic.contract.trace import LOG_FILE
 
 from . import dram
@@ -103,6 +104,44 @@ _TRACE_LOGGER = f"""  // trace logger (contract/trace.py): the engines' events w
   end
 """
 
+#: The queue log: while ``queue_on`` is set, each descriptor's acceptance (``<cycle> post``) and
+#: completion (``<cycle of done> done <refusal> <counters>``, the counters the registers show
+#: after it, in DEVICE_COUNTERS order), on the clock ``bench_clock``; ``bench_dones`` counts the
+#: completions. A queued run (tb/device_tb.py) reads each descriptor's figures from it: the
+#: next one may complete before a CPU could read them over AXI4-Lite.
+QUEUE_LOG = "device_queue.txt"
+
+
+def _queue_logger() -> str:
+    slices = ", ".join(f"dut.device_counter[{COUNTER_BITS * i + COUNTER_BITS - 1}:"
+                       f"{COUNTER_BITS * i}]" for i in range(len(DEVICE_COUNTERS)))  # fmt: skip
+    formats = " ".join(["%0d"] * len(DEVICE_COUNTERS))
+    return f"""  // queue log (sim/wrapper.py QUEUE_LOG)
+  reg queue_on = 1'b0;
+  integer queue_fd = 0;
+  always @(posedge queue_on) queue_fd = $fopen("{QUEUE_LOG}", "w");
+  always @(negedge queue_on) begin $fclose(queue_fd); queue_fd = 0; end
+  reg [63:0] bench_clock = 64'd0;
+  reg [63:0] bench_dones = 64'd0;
+  reg done_seen = 1'b0;
+  reg [3:0] done_error = 4'd0;
+  always @(posedge clk) begin
+    bench_clock <= bench_clock + 64'd1;
+    done_seen <= done;
+    if (done) begin
+      bench_dones <= bench_dones + 64'd1;
+      done_error <= dut.error;
+    end
+    if (queue_on) begin
+      if (posted) $fwrite(queue_fd, "%0d post\\n", bench_clock);
+      if (done_seen)
+        $fwrite(queue_fd, "%0d done %0d {formats}\\n", bench_clock - 64'd1, done_error,
+                {slices});
+    end
+  end
+"""
+
+
 #: Where the device's AXI4 port goes in a build: to the DRAM model inside the wrapper, or out
 #: of it as ``m_axi_<channel><field>`` ports (the names SoC tools and cocotbext-axi expect).
 MEMORIES = ("dram", "port")
@@ -166,8 +205,8 @@ def device_wrapper(config: ArrayConfig, ports: list[tuple[str, str, int]], memor
     rest = [p for p in ports if p not in lite and p not in mem]
     edge, nets, text = _at_edge(lite)
     internal = list(lite)
-    writable: tuple[str, ...] = ("trace_on",)
-    readable: tuple[str, ...] = ("bench_cycles",)
+    writable: tuple[str, ...] = ("trace_on", "queue_on")
+    readable: tuple[str, ...] = ("bench_cycles", "bench_dones")
     if memory == "port":
         mem_edge, mem_nets, mem_text = _at_edge(mem)
         edge, text = edge + mem_edge, text + mem_text
@@ -179,7 +218,7 @@ def device_wrapper(config: ArrayConfig, ports: list[tuple[str, str, int]], memor
         writable += dram_writable
         readable += dram_readable
     internal += mem
-    text += _BENCH_MONITOR + _TRACE_LOGGER
+    text += _BENCH_MONITOR + _TRACE_LOGGER + _queue_logger()
     return rest, internal, edge, nets, text, writable, readable
 
 

@@ -26,7 +26,7 @@ from systolic.contract.plan import granularity
 from systolic.golden.data import random_operands
 from systolic.golden.reference import reference, requantized_reference
 from systolic.golden.requant import RequantParams
-from systolic.models.device import predict_device
+from systolic.models.device import predict_device, predict_stream
 from systolic.sim.simulate import Quantization, run_gemms
 
 #: OS and IS take zero points (tests/rtl/test_quantized.py runs its extreme zero points on
@@ -217,3 +217,111 @@ def test_the_bench_driver_makes_the_accesses_the_model_counts():
         # each access takes the bench's AXI4-Lite master at least two cycles
         assert r.driver["post_cycles"] >= 2 * want["post"]
         assert r.driver["complete_cycles"] >= 2 * (want["reads"] + want["acks"])
+
+
+def _stacked(config, shapes, rng) -> list:
+    """Descriptors one after another in DRAM, each in a random order and with random chunk
+    sizes (several chunks, so that loads, computes and stores overlap)."""
+    out, base = [], 0
+    g = granularity(config)
+    for m, k, n in shapes:
+        chunk = tuple(int(rng.integers(1, -(-size // g[d]) + 1)) * g[d] if size > g[d] else size
+                      for d, size in zip("mkn", (m, k, n), strict=True))  # fmt: skip
+        chunk = tuple(min(c, s) for c, s in zip(chunk, (m, k, n), strict=True))
+        d = place(config, m, k, n, order=str(rng.choice(LOOP_ORDERS)), chunk=chunk, base=base)
+        if check_descriptor(config, d)[0] is not Refusal.NONE:  # too big a chunk: the largest
+            d = place(config, m, k, n, order=d.order, base=base)
+        out.append(d)
+        base = -(-(d.q_addr + 64) // 4096) * 4096
+    return out
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
+def test_queued_descriptors_overlap_and_complete_in_order(config, seed):
+    """Six descriptors posted at once: they overlap on the device, each bit-exact with every
+    counter and its completion cycle as the model predicts for the queue; the fourth reads the
+    third's C (it accumulates into it: it waits for the third to complete), the fifth is
+    refused in its turn."""
+    rng = np.random.default_rng([seed, config.rows, config.cols, 6])
+    print(f"seed {seed}")
+    shapes = [(int(rng.integers(1, 14)), int(rng.integers(1, 14)), int(rng.integers(1, 14)))
+              for _ in range(6)]  # fmt: skip
+    shapes[3] = (shapes[2][0], shapes[3][1], shapes[2][2])  # C of the third's shape
+    operands = random_operands(rng, config, shapes)
+    descriptors = _stacked(config, shapes, rng)
+    descriptors[3] = dataclasses.replace(descriptors[3], accumulate=True, c=descriptors[2].c)
+    descriptors[4] = dataclasses.replace(descriptors[4], order="xyz")  # refused: ORDER
+    memory = Dram("7/3", 9, 4)
+    runs = run_gemms(config, operands, descriptors=descriptors, queued=True, memory=memory,
+                     name="queued", timeout=DEADLINE)  # fmt: skip
+    first = runs[0].posted
+    predicted = predict_stream(config, [(r.descriptor, r.posted - first) for r in runs], memory)
+    wants = [reference(config, a, b) for a, b in operands]
+    wants[3] = wants[3] + wants[2]
+    wants[2] = wants[3]  # read back after the fourth accumulated into it
+    for i, (res, want, pred) in enumerate(zip(runs, wants, predicted, strict=True)):
+        where = f"{config.name} descriptor {i} {res.shape} {res.descriptor.order}"
+        assert dict(pred) == res.counters, where
+        assert pred.measured_cycles == res.measured_cycles, where
+        if i == 4:
+            assert res.error == int(Refusal.ORDER) and not any(res.counters.values()), where
+            continue
+        assert res.error == 0, where
+        np.testing.assert_array_equal(res.c, want, err_msg=where)
+    done = [r.posted + r.measured_cycles for r in runs]  # the cycle each completed
+    assert done == sorted(done)  # in order
+    # the fourth starts only once the third has completed (cycles run from its start)
+    assert done[3] - runs[3].counters["cycles"] >= done[2]
+    # the DRAM model served what the device counted, and no rule broke
+    for k in "abcq":
+        assert runs[0].dram[f"read_bytes_{k}"] == sum(r.counters[f"dram_read_bytes_{k}"]
+                                                      for r in runs), k  # fmt: skip
+    assert runs[0].dram["write_bytes_c"] == sum(r.counters["dram_write_bytes"] for r in runs)
+    assert runs[0].dram["protocol_errors"] == 0
+
+
+def test_queued_descriptors_overlap_unless_one_reads_what_the_other_writes():
+    """The model's queue (which the RTL matches above): the second of two independent GEMMs
+    starts while the first still computes, and finishes sooner than after it alone; one that
+    accumulates into the first's C starts only once the first has completed."""
+    config = CONFIGS[0]
+    first = place(config, 12, 24, 12, chunk=(4, 6, 6))
+    base = -(-(first.q_addr + 64) // 4096) * 4096
+    second = place(config, 12, 24, 12, chunk=(4, 6, 6), base=base)
+    chained = dataclasses.replace(second, accumulate=True, c=first.c)
+    memory = Dram(8, 10, 4)
+    alone = predict_device(config, second, memory)
+    one, two = predict_stream(config, [(first, 0), (second, 0)], memory)
+    done = [one.measured_cycles, two.accepted + two.measured_cycles]
+    assert done[1] - two["cycles"] < done[0]  # it started before the first completed
+    assert done[1] - done[0] < alone.measured_cycles
+    one, two = predict_stream(config, [(first, 0), (chained, 0)], memory)
+    assert two.accepted + two.measured_cycles - two["cycles"] >= one.measured_cycles
+
+
+def test_queued_requantizing_descriptors_load_their_tables_in_turn(seed):
+    """Requantizing GEMMs queued: each one's table loads only once the write side is done with
+    the one before (whose final stores read the table's buffer); bit-exact, every counter and
+    completion as the model predicts."""
+    rng = np.random.default_rng([seed, 7])
+    print(f"seed {seed}")
+    config = ArrayConfig("is", 2, 3, a_depth=24, b_depth=24, c_depth=24, zero_points=True,
+                         requant=True, a_signed=False, out_signed=False, bus_width=64,
+                         max_burst=2)  # fmt: skip
+    shapes = [tuple(int(x) for x in rng.integers(1, 12, 3)) for _ in range(4)]
+    operands = random_operands(rng, config, shapes)
+    quant = [Quantization(int(rng.integers(0, 50)), int(rng.integers(-20, 20)),
+                          RequantParams(rng.integers(1 << 29, 1 << 31, n), rng.integers(-8, 3, n),
+                                        int(rng.integers(0, 20)), bool(rng.integers(2))))
+             for _, _, n in shapes]  # fmt: skip
+    memory = Dram("5/2", 12, 3)
+    runs = run_gemms(config, operands, quant=quant, queued=True, memory=memory,
+                     name="queued-requant", timeout=DEADLINE)  # fmt: skip
+    first = runs[0].posted
+    predicted = predict_stream(config, [(r.descriptor, r.posted - first) for r in runs], memory)
+    for (a, b), q, res, pred in zip(operands, quant, runs, predicted, strict=True):
+        assert res.error == 0 and dict(pred) == res.counters, res.shape
+        assert pred.measured_cycles == res.measured_cycles, res.shape
+        np.testing.assert_array_equal(
+            res.c, requantized_reference(config, a, b, q.a_zero, q.b_zero, q.params)
+        )
