@@ -49,6 +49,7 @@ __all__ = [
     "image",
     "jobs",
     "offchip_words",
+    "next_base",
     "place",
     "q_image",
     "reads_what_writes",
@@ -432,6 +433,13 @@ def place(config: ArrayConfig, m: int, k: int, n: int, *, order: str = "nmk",
                       regions["c"], regions["p"], base, accumulate, order, zeros[0], zeros[1],
                       requant, out_zero if requant else 0, bias and requant,
                       clamp if requant else None)  # fmt: skip
+
+
+def next_base(config: ArrayConfig, d: Descriptor) -> int:
+    """Where :func:`place` puts the next GEMM of a driver's batch: the first 4 KB boundary past
+    every region it laid out for ``d`` (the table, its last, included)."""
+    table = math.ceil(d.n / config.cols) * containers(config)["q"] if d.requant else 0
+    return _up(d.q_addr + table)
 
 
 # -- transfers ------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import (
@@ -45,6 +46,7 @@ __all__ = [
     "DeviceFigures",
     "DevicePrediction",
     "DramBus",
+    "QueuePrediction",
     "predict_device",
     "predict_stream",
     "trace_device",
@@ -418,77 +420,154 @@ class _Entry:
         banks.update(self.js[-1].banks)
 
 
+class _Moves(NamedTuple):
+    """What the queue does in a cycle, decided from the state at its start."""
+
+    check_ends: int | None  # the entry whose check ends
+    accept: bool
+    pop: bool
+    start: bool  # the read side starts entry ``x``
+    x: int
+    cp_follow: bool
+    wr_follow: bool
+    complete: bool
+    refused: bool
+    q_now: bool  # the table's load may go
+    rd_valid: bool
+    cp_valid: bool
+    wr_valid: bool
+
+
+class _Queue:
+    """The descriptors on their way (rtl/device.py's queue, slots and pointers): accepted in
+    order as the queue has room, taken into a free slot and checked one at a time, started,
+    followed side by side, completed in order."""
+
+    def __init__(self, config: ArrayConfig, items: list):
+        self.config = config
+        self.entries = []
+        for d, post in items:
+            self.entries.append(_Entry(config, d, post, self.entries[-1] if self.entries else None))
+        self.banks = {"a": 1, "b": 1, "c": 1}  # the walkers' banks after reset
+        self.cur = {"rd": None, "cp": None, "wr": None}  # the entry each side is on
+        self.nxt = {"rd": 0, "cp": 0, "wr": 0}  # the entry each side takes next
+        self.accepted = self.popped = self.completed = 0
+        self.checking = self.check_end = None
+
+    def decide(self, t: int, rd: _Reader, cp: _Compute, wr: _Writer) -> _Moves:
+        es, cur, nxt = self.entries, self.cur, self.nxt
+        acc, popped, done = self.accepted, self.popped, self.completed
+        chk_now = self.checking if self.check_end == t else None
+        accept = (acc < len(es) and es[acc].post <= t and acc - popped < self.config.queue_depth
+                  and (acc == 0 or es[acc - 1].accepted < t))  # fmt: skip
+        pop = (self.check_end is None and popped < acc and es[popped].accepted < t
+               and (popped < 2 or es[popped - 2].done is not None))  # fmt: skip
+        x = nxt["rd"]
+        rd_valid = cur["rd"] is not None and rd.job < len(rd.loads)
+        start = False
+        if x < popped and not es[x].refused and (es[x].checked is not None or chk_now == x):
+            prev = es[cur["rd"]] if cur["rd"] is not None else None
+            prev_running = prev is not None and prev.done is None
+            start = not rd_valid and not rd.q_pending and not (prev_running and es[x].depends)
+
+        def running_or_starting(i):
+            return i < len(es) and ((es[i].start is not None and es[i].done is None)
+                                    or (start and i == x))  # fmt: skip
+
+        cp_valid = cur["cp"] is not None and cp.job < len(cp.js)
+        wr_valid = cur["wr"] is not None and wr.job < len(wr.js)
+        wr_idle = wr.idle()
+        head = es[done] if done < popped else None
+        refused = head is not None and head.refused and (head.checked is not None
+                                                         or chk_now == done)  # fmt: skip
+        complete = refused or (head is not None and head.start is not None and not head.refused
+                               and cur["wr"] == done and not wr_valid and wr_idle)  # fmt: skip
+        q_now = rd.q_pending and cur["wr"] == cur["rd"] and (
+            wr.producing is None and wr.requesting is None)  # fmt: skip
+        return _Moves(chk_now, accept, pop, start, x,
+                      not cp_valid and running_or_starting(nxt["cp"]),
+                      not wr_valid and wr_idle and running_or_starting(nxt["wr"]),
+                      complete, refused, q_now, rd_valid, cp_valid, wr_valid)  # fmt: skip
+
+    def moves(self, mv: _Moves) -> bool:
+        return bool(mv.accept or mv.pop or mv.check_ends is not None or mv.start or mv.cp_follow
+                    or mv.wr_follow or mv.complete)  # fmt: skip
+
+    def next_times(self) -> list[int]:
+        """The cycles the queue moves by itself: a check's end, a descriptor's post."""
+        out = [self.check_end] if self.check_end is not None else []
+        if self.accepted < len(self.entries):
+            out.append(self.entries[self.accepted].post)
+        return out
+
+    def apply(self, t: int, mv: _Moves, rd: _Reader, cp: _Compute, wr: _Writer) -> None:
+        es, cur, nxt = self.entries, self.cur, self.nxt
+        if mv.accept:
+            es[self.accepted].accepted = t
+            self.accepted += 1
+        if mv.check_ends is not None:
+            es[mv.check_ends].checked = t
+            self.checking = self.check_end = None
+        if mv.pop:
+            self.checking, self.check_end = self.popped, t + CHECK_CYCLES
+            self.popped += 1
+        if mv.start:
+            e = es[mv.x]
+            e.start = t
+            e.begin(self.config, self.banks)
+            rd.restart(e.loads, e.q if self.config.requant and e.d.requant else [])
+            cur["rd"], nxt["rd"] = mv.x, mv.x + 1
+        if mv.cp_follow:
+            cp.restart(es[nxt["cp"]].js)
+            cur["cp"], nxt["cp"] = nxt["cp"], nxt["cp"] + 1
+        if mv.wr_follow:
+            wr.restart(es[nxt["wr"]].js, es[nxt["wr"]].stores)
+            rd.q_loaded = False
+            cur["wr"], nxt["wr"] = nxt["wr"], nxt["wr"] + 1
+        if mv.complete:
+            es[self.completed].done = t
+            if mv.refused:  # every side passes over it
+                for side in cur:
+                    cur[side], nxt[side] = self.completed, self.completed + 1
+            self.completed += 1
+
+
 def _timeline(config: ArrayConfig, items: list, dram: Dram, limit: int,
               trace: list | None = None) -> list[_Entry]:  # fmt: skip
-    """The descriptors ``items`` (``(descriptor, cycle it is accepted)``, in order) through the
-    device, one cycle at a time (rtl/device.py): each taken from the queue into a free slot
-    and checked, started once the read side is done with the one before (after it completes,
-    if it reads what that one writes), its jobs walked by the read, compute and write sides in
-    turn, completed in order. ``trace`` (a list) collects the events ``(cycle, event, what)``
-    of :mod:`contract.trace`: a load starting and ending (``what`` its buffer and bank), a
-    chunk's compute starting and ending (its index), a store starting and ending (its C bank).
+    """The descriptors ``items`` (``(descriptor, cycle a driver posts it)``, in order) through
+    the device, one cycle at a time (rtl/device.py): each accepted into the queue, taken into a
+    free slot and checked, started once the read side is done with the one before (after it
+    completes, if it reads what that one writes), its jobs walked by the read, compute and
+    write sides in turn, completed in order (:class:`_Queue`). ``trace`` (a list) collects the
+    events ``(cycle, event, what)`` of :mod:`contract.trace`: a load starting and ending
+    (``what`` its buffer and bank), a chunk's compute starting and ending (its index), a store
+    starting and ending (its C bank).
 
     Each cycle first decides, from the state at its start, what every engine does; then
     applies the updates in the order the hardware's registers take them. A cycle in which
     nothing happens is followed by the same until a timed event (:func:`_next_event`): the walk
     jumps there, so its time grows with the events, not the cycles."""
     note = trace.append if trace is not None else (lambda _: None)
-    entries = []
-    for d, post in items:
-        entries.append(_Entry(config, d, post, entries[-1] if entries else None))
+    queue = _Queue(config, items)
+    entries, cur = queue.entries, queue.cur
     state = {k: [FREE, FREE] for k in "abc"}
-    banks = {"a": 1, "b": 1, "c": 1}  # the walkers' banks after reset
     bus, rd, cp, wr = DramBus(dram), _Reader(config), _Compute(config), _Writer(config)
-    cur = {"rd": None, "cp": None, "wr": None}  # the entry each side is on
-    nxt = {"rd": 0, "cp": 0, "wr": 0}  # the entry each side takes next
-    accepted = popped = completed = 0
-    checking, check_end = None, None
     t = min((post for _, post in items), default=0)
-    while completed < len(entries) and t < limit:
+    while queue.completed < len(entries) and t < limit:
         # ---- decisions from the state at the start of the cycle ----
-        chk_now = checking if check_end == t else None
-        accept = (accepted < len(entries) and entries[accepted].post <= t
-                  and accepted - popped < config.queue_depth
-                  and (accepted == 0 or entries[accepted - 1].accepted < t))  # fmt: skip
-        pop = (check_end is None and popped < accepted and entries[popped].accepted < t
-               and (popped < 2 or (entries[popped - 2].done is not None)))  # fmt: skip
-        x = nxt["rd"]
-        rd_valid = cur["rd"] is not None and rd.job < len(rd.loads)
-        start = False
-        if x < popped and not entries[x].refused and (
-                entries[x].checked is not None or chk_now == x):  # fmt: skip
-            prev = entries[cur["rd"]] if cur["rd"] is not None else None
-            prev_running = prev is not None and prev.done is None
-            start = not rd_valid and not rd.q_pending and not (prev_running and entries[x].depends)
-
-        def running_or_starting(i, start=start, x=x):
-            return i < len(entries) and ((entries[i].start is not None and entries[i].done is None)
-                                         or (start and i == x))  # fmt: skip
-
-        cp_valid = cur["cp"] is not None and cp.job < len(cp.js)
-        wr_valid = cur["wr"] is not None and wr.job < len(wr.js)
-        wr_idle = wr.idle()
-        cp_follow = not cp_valid and running_or_starting(nxt["cp"])
-        wr_follow = not wr_valid and wr_idle and running_or_starting(nxt["wr"])
-        head = entries[completed] if completed < popped else None
-        refused = head is not None and head.refused and (head.checked is not None
-                                                         or chk_now == completed)  # fmt: skip
-        complete = refused or (head is not None and head.start is not None and not head.refused
-                               and cur["wr"] == completed and not wr_valid and wr_idle)  # fmt: skip
-        q_now = rd.q_pending and cur["wr"] == cur["rd"] and (
-            wr.producing is None and wr.requesting is None)  # fmt: skip
+        mv = queue.decide(t, rd, cp, wr)
         ar_taken = rd.active is not None and rd.ar_taken(bus)
         rd_ready = rd.active is None or (ar_taken and len(rd.active) == 1)
-        cmd, dma_wait, rd_advance = rd.command(state, wr.outstanding, rd_ready, q_now) if (
-            q_now or rd_valid) else _NOTHING  # fmt: skip
+        cmd, dma_wait, rd_advance = rd.command(state, wr.outstanding, rd_ready, mv.q_now) if (
+            mv.q_now or mv.rd_valid) else _NOTHING  # fmt: skip
         aw_taken = wr.requesting is not None and wr.aw_taken(bus, ar_taken)
         r_take, w_take = bus.head(t, wr.can_write()) if bus.queue else _NONE2
         b_take = bool(bus.responses) and t >= bus.responses[0]
         if cp.busy:
             go, finished, array_wait = False, t == cp.done_at, False
         else:
-            go, finished, array_wait = cp.decide(t, state) if cp_valid else _NONE3
-        if wr_valid:
+            go, finished, array_wait = cp.decide(t, state) if mv.cp_valid else _NONE3
+        if mv.wr_valid:
             requant = config.requant and entries[cur["wr"]].d.requant
             store, wr_advance = wr.command(wr.js, state, rd.q_loaded or not requant)
         else:
@@ -496,14 +575,10 @@ def _timeline(config: ArrayConfig, items: list, dram: Dram, limit: int,
         prod_read = wr.producing is not None and wr.producer_reads()
         if not (ar_taken or aw_taken or r_take or w_take or b_take or go or finished or prod_read
                 or wr.in_flight or rd_advance or wr_advance or cmd is not None
-                or store is not None or pop or chk_now is not None or start or cp_follow
-                or wr_follow or complete or accept):  # fmt: skip
+                or store is not None or queue.moves(mv)):  # fmt: skip
             # nothing happens: nothing will until the next timed event, so skip to it (the
             # cycles between wait as this one does)
-            others = [check_end] if check_end is not None else []
-            if accepted < len(entries):
-                others.append(entries[accepted].post)
-            skip_to = _next_event(t, bus, wr, cp, limit, others)
+            skip_to = _next_event(t, bus, wr, cp, limit, queue.next_times())
             if array_wait:
                 entries[cur["cp"]].counts["array_wait_cycles"] += skip_to - t
             if dma_wait:
@@ -554,34 +629,7 @@ def _timeline(config: ArrayConfig, items: list, dram: Dram, limit: int,
         if stored is not None:
             note((t, "stored", stored))
             state["c"][stored] = FREE
-        if accept:
-            entries[accepted].accepted = t
-            accepted += 1
-        if chk_now is not None:
-            entries[chk_now].checked = t
-            checking = check_end = None
-        if pop:
-            checking, check_end = popped, t + CHECK_CYCLES
-            popped += 1
-        if start:
-            e = entries[x]
-            e.start = t
-            e.begin(config, banks)
-            rd.restart(e.loads, e.q if config.requant and e.d.requant else [])
-            cur["rd"], nxt["rd"] = x, x + 1
-        if cp_follow:
-            cp.restart(entries[nxt["cp"]].js)
-            cur["cp"], nxt["cp"] = nxt["cp"], nxt["cp"] + 1
-        if wr_follow:
-            wr.restart(entries[nxt["wr"]].js, entries[nxt["wr"]].stores)
-            rd.q_loaded = False
-            cur["wr"], nxt["wr"] = nxt["wr"], nxt["wr"] + 1
-        if complete:
-            entries[completed].done = t
-            if refused:  # every side passes over it
-                for side in cur:
-                    cur[side], nxt[side] = completed, completed + 1
-            completed += 1
+        queue.apply(t, mv, rd, cp, wr)
         t += 1
     return entries
 
@@ -644,14 +692,22 @@ def predict_device(config: ArrayConfig, d: Descriptor, dram: Dram,
     return predict_stream(config, [(d, 0)], dram, limit)[0]
 
 
+class QueuePrediction(list):
+    """:class:`DevicePrediction` of each descriptor of a queue, its own events each, and
+    ``registers``: what the device's counters show once the last has completed (they count
+    from the check of a descriptor posted to an idle device, so a queue's add up)."""
+
+    registers: dict[str, int]
+
+
 def predict_stream(config: ArrayConfig, items: list, dram: Dram,
-                   limit: int = 50_000_000) -> list[DevicePrediction]:  # fmt: skip
+                   limit: int = 50_000_000) -> QueuePrediction:  # fmt: skip
     """Every counter of each GEMM descriptor of ``items`` (``(descriptor, cycle a driver posts
     it)``, in order, the first on an idle device), queued on one device behind ``dram``: each
     accepted at its post, or once the queue has room; the descriptors overlap as the hardware
     lets them (contract.timing.DESCRIPTOR_SLOTS); each one's ``measured_cycles`` run from its
-    acceptance to its ``done``."""
-    out = []
+    acceptance to its ``done``, ``accepted`` counts from the first's."""
+    out = QueuePrediction()
     entries = _timeline(config, items, dram, limit)
     for e in entries:
         pred = DevicePrediction(dict.fromkeys(DEVICE_COUNTERS, 0))
@@ -663,6 +719,20 @@ def predict_stream(config: ArrayConfig, items: list, dram: Dram,
             continue
         pred.update(e.counts, cycles=e.done - e.start)
         pred.update(_static_counts(config, e.d))
+    # the registers count from the last check on an idle device: the descriptor before had
+    # completed before the check's last cycle
+    z = max(i for i, e in enumerate(entries) if i == 0 or entries[i - 1].done < e.checked)
+    registers = dict.fromkeys(DEVICE_COUNTERS, 0)
+    for pred in out[z:]:
+        for name in DEVICE_COUNTERS:
+            registers[name] += pred[name]
+    busy, last = 0, None  # cycles some descriptor runs: the union of (start, done]
+    for e in entries[z:]:
+        if e.start is not None:
+            busy += e.done - max(e.start, last if last is not None else e.start)
+            last = e.done
+    registers["cycles"] = busy
+    out.registers = registers
     return out
 
 

@@ -85,8 +85,8 @@ EMPTY, CHECKING, WAITING, RUNNING, REFUSED = range(5)
 
 class _Slot:
     """One descriptor the device holds (contract.timing.DESCRIPTOR_SLOTS): its fields, state,
-    refusal, the walkers' steps, where its C and partial sums end in DRAM (for the next
-    descriptor's dependency on it), and its counters."""
+    refusal, the walkers' steps, and where its C and partial sums end in DRAM (for the next
+    descriptor's dependency on it)."""
 
     def __init__(self, layout, i: int):
         self.desc = Signal(layout, name=f"slot{i}_desc")
@@ -98,15 +98,14 @@ class _Slot:
         self.depends = Signal(name=f"slot{i}_depends")  # reads what the slot before writes
         # the compute and write sides have taken it (the other slot may hold an older one)
         self.took = {w: Signal(name=f"slot{i}_{w}_took") for w in ("cp", "wr")}
-        self.counters = Signal(device_counters_layout(), name=f"slot{i}_counters")
 
 
 class _Run:
     """The control registers, the descriptor slots and the pointers that walk them in order:
     ``fill`` (the next to take a descriptor from the queue), ``head`` (the oldest, next to
     complete) and, per walker (read, compute, write), the slot it works on; each walker's
-    descriptor view (``views``) follows its pointer, switched already in the cycle it
-    restarts on the next slot."""
+    descriptor view (``views``) follows its pointer, and ``next_views`` shows the next slot's
+    (the one its restart begins)."""
 
     def __init__(self, ctl, layout):
         self.ctl = ctl
@@ -117,6 +116,7 @@ class _Run:
         self.restart = {w: Signal(name=f"{w}_restart") for w in ("rd", "cp", "wr")}
         self.views = {v: Signal(layout, name=f"{v}_desc") for v in ("chk", "rd", "cp", "wr",
                                                                      "head")}  # fmt: skip
+        self.next_views = {v: Signal(layout, name=f"{v}_next_desc") for v in ("rd", "cp", "wr")}
         self.checking = Signal(name="checking")
         self.error = Signal(4, name="error")  # the last completed descriptor's refusal
         self.checked = self.refusal = self.depends = None  # the checker's (set by _check)
@@ -241,8 +241,9 @@ class Device(wiring.Component):
         ptr, slots = run.ptr, run.slots
         for view, name in ((run.views["chk"], "chk"), (run.views["head"], "head")):
             m.d.comb += view.eq(run.slot_field(ptr[name], lambda s: s.desc))
-        for w in ("rd", "cp", "wr"):  # a walker restarting reads the next slot already
-            m.d.comb += run.views[w].eq(run.slot_field(ptr[w] ^ run.restart[w], lambda s: s.desc))
+        for w in ("rd", "cp", "wr"):  # a walker's descriptor, and the next (its restart's)
+            m.d.comb += run.views[w].eq(run.slot_field(ptr[w], lambda s: s.desc))
+            m.d.comb += run.next_views[w].eq(run.slot_field(~ptr[w], lambda s: s.desc))
         m.d.comb += self.busy.eq(run.checking | Cat(s.state.any() for s in slots).any())
         m.d.comb += queue.r_en.eq(~run.checking & queue.r_rdy
                                   & ~run.state(ptr["fill"]).any())  # fmt: skip
@@ -329,12 +330,14 @@ class Device(wiring.Component):
                 {k: geo.tile_dim(k) for k in tracked[side]}
             )
             walkers[side] = w
-            ptr = run.ptr[side] ^ run.restart[side]
-            for k in tracked[side]:
-                m.d.comb += getattr(w, f"step_{k}").eq(run.slot_field(ptr, lambda s, k=k:
+            for k in tracked[side]:  # used from the cycle after a restart on
+                m.d.comb += getattr(w, f"step_{k}").eq(run.slot_field(run.ptr[side], lambda s, k=k:
                                                                       s.steps[k]))  # fmt: skip
             for f in ("m", "k", "n", "mc", "kc", "nc", "order", "accumulate"):
-                m.d.comb += getattr(w.nest, f).eq(getattr(run.views[side], f))
+                m.d.comb += [
+                    getattr(w.nest, f).eq(getattr(run.views[side], f)),
+                    getattr(w.next_nest, f).eq(getattr(run.next_views[side], f)),
+                ]
             m.d.comb += w.restart.eq(run.restart[side])
         return walkers
 
@@ -372,7 +375,6 @@ class Device(wiring.Component):
             lens[k] = geo.tiles_lines("p" if k == "c" else k, rows, cols)
         c_from_p = w.c_in == 2
         q_now = q_pending & (run.ptr["wr"] == run.ptr["rd"]) & wr.cmd.ready
-        m.d.comb += cmd.payload.tag.eq(run.ptr["rd"])
         with m.If(q_now):
             nq = divide(d.n + cfg.cols - 1, cfg.cols, DIM_BITS + 1)
             m.d.comb += [cmd.valid.eq(1), cmd.payload.kind.eq(OPERANDS["q"]),
@@ -509,7 +511,7 @@ class Device(wiring.Component):
         and write sides follow it onto its slot when done with theirs, the write side only once
         the one before has completed (its last response in). A vector descriptor runs alone, as
         the oldest; a refused one completes in its turn. Completing, a descriptor shows its
-        refusal and counters and pulses ``done``."""
+        refusal and pulses ``done``."""
         cfg, ptr, slots = self._config, run.ptr, run.slots
         vec = eng.vec
 
@@ -566,74 +568,67 @@ class Device(wiring.Component):
                 m.d.sync += slot.state.eq(RUNNING)
             with m.If(complete & (head == i)):
                 m.d.sync += slot.state.eq(EMPTY)
-        shown = Signal(name="shown_slot")  # the slot whose counters the registers show next
         with m.If(complete):
-            m.d.sync += [head.eq(~head), shown.eq(head),
+            m.d.sync += [head.eq(~head),
                          run.error.eq(Mux(run.checked & (ptr["chk"] == head), run.refusal,
                                           run.slot_field(head, lambda s: s.error)))]  # fmt: skip
         m.d.sync += self.done.eq(complete)
-        run.shown = shown
 
     def _counters(self, m: Module, run: _Run, eng: _Engines, rd_side: _ReadSide,
                   cp_side: _ComputeSide) -> None:  # fmt: skip
-        """The device counters (:data:`contract.interface.DEVICE_COUNTERS`): each slot counts
-        its own descriptor's events (zeroed while it is checked), and the registers show the
-        last completed descriptor's from the cycle after its ``done``."""
-        cfg, ctl, rd, ptr = self._config, run.ctl, eng.rd, run.ptr
+        """The device counters (:data:`contract.interface.DEVICE_COUNTERS`), zeroed while a
+        descriptor is checked on an otherwise idle device: a descriptor posted alone counts its
+        own events; one queued behind another adds to what the queue has counted since it
+        began, and the last to complete shows the whole queue's."""
+        cfg, ctl, rd = self._config, run.ctl, eng.rd
         cnt = Signal(device_counters_layout(), name="device_counter")
         m.d.comb += [ctl.counters.eq(cnt), ctl.busy.eq(self.busy), ctl.done.eq(self.done),
                      ctl.error.eq(run.error)]  # fmt: skip
-        incs = {  # name: (increment, the slot it counts for)
-            "array_wait_cycles": (cp_side.array_wait, ptr["cp"]),
-            "dma_wait_cycles": (rd_side.dma_wait, ptr["rd"]),
+        running = Cat(s.state == RUNNING for s in run.slots).any()
+        incs = {
+            "cycles": running,
+            "array_wait_cycles": cp_side.array_wait,
+            "dma_wait_cycles": rd_side.dma_wait,
         }
         vec = eng.vec
         for k, i in OPERANDS.items():  # the read engine knows each beat's burst
-            mine = rd.taken.valid & equals(rd.taken.payload.kind, i)
+            mine = rd.taken.valid & equals(rd.taken.payload, i)
             size = beat_bytes(cfg, {"a": "a", "b": "b", "c": "p", "q": "q"}[k])
-            beats, nbytes, slot = mine, Mux(mine, size, 0), rd.taken.payload.tag
+            incs[f"dram_read_beats_{k}"] = mine
+            incs[f"dram_read_bytes_{k}"] = Mux(mine, size, 0)
             if vec is not None:  # and the vector unit its own, whole bus beats
                 theirs = vec.taken.valid & equals(vec.taken.payload, i)
-                beats = mine | theirs
-                nbytes = Mux(mine, size, Mux(theirs, cfg.bus_width // 8, 0))
-                slot = Mux(theirs, ptr["head"], slot)
-            incs[f"dram_read_beats_{k}"] = (beats, slot)
-            incs[f"dram_read_bytes_{k}"] = (nbytes, slot)
+                incs[f"dram_read_beats_{k}"] = mine | theirs
+                incs[f"dram_read_bytes_{k}"] = Mux(mine, size, Mux(theirs, cfg.bus_width // 8, 0))
         w_take = self.m_axi_wvalid & self.m_axi_wready  # whichever engine has the port
         strobes = Signal(range(cfg.bus_width // 8 + 1), name="strobe_bytes")
         m.d.comb += strobes.eq(sum(self.m_axi_wstrb[i] for i in range(cfg.bus_width // 8)))
-        incs["dram_write_beats"] = (w_take, ptr["wr"])
-        incs["dram_write_bytes"] = (Mux(w_take, strobes, 0), ptr["wr"])
+        incs["dram_write_beats"] = w_take
+        incs["dram_write_bytes"] = Mux(w_take, strobes, 0)
         # DRAM traffic counts a cycle late, from registers: the engines' handshakes and the
         # strobes' popcount would otherwise sit in front of the 48-bit adders. The last beat
         # comes long before the descriptor's end (a write's response, a read's compute follow).
         for name in [n for n in incs if n.startswith("dram_")]:
-            inc, slot = incs[name]
-            late = Signal.like(Value.cast(inc), name=f"{name}_inc")
-            late_slot = Signal(name=f"{name}_slot")
-            m.d.sync += [late.eq(inc), late_slot.eq(slot)]
-            incs[name] = (late, late_slot)
-        per_command = cp_side.per_command
-        for i, slot in enumerate(run.slots):
-            c = slot.counters
-            with m.If(slot.state == CHECKING):  # every descriptor, refused ones too
-                m.d.sync += [getattr(c, name).eq(0) for name in DEVICE_COUNTERS]
-            with m.Else():
-                m.d.sync += c.cycles.eq(c.cycles + (slot.state == RUNNING))
-                for name, (inc, at) in incs.items():
-                    m.d.sync += getattr(c, name).eq(getattr(c, name) + Mux(at == i, inc, 0))
-                with m.If(cp_side.finished & (ptr["cp"] == i)):
-                    m.d.sync += c.jobs.eq(c.jobs + 1)
-                    m.d.sync += c.compute_cycles.eq(c.compute_cycles + per_command.cycles)
-                    for name in COUNTERS:
-                        if name != "cycles":
-                            total = getattr(c, name) + getattr(per_command, name)
-                            m.d.sync += getattr(c, name).eq(total)
-                if vec is not None:
-                    with m.Elif(vec.run_done & (ptr["head"] == i)):  # a vector run: a job
-                        m.d.sync += c.jobs.eq(c.jobs + 1)
-        with m.If(self.done):
-            m.d.sync += cnt.eq(run.slot_field(run.shown, lambda s: s.counters))
+            late = Signal.like(Value.cast(incs[name]), name=f"{name}_inc")
+            m.d.sync += late.eq(incs[name])
+            incs[name] = late
+        alone = run.checking & (run.state(~run.ptr["chk"]) == EMPTY)
+        with m.If(alone):  # every descriptor, refused ones too, starts from zero
+            m.d.sync += [getattr(cnt, name).eq(0) for name in DEVICE_COUNTERS]
+        with m.Else():
+            for name, inc in incs.items():
+                m.d.sync += getattr(cnt, name).eq(getattr(cnt, name) + inc)
+            per_command = cp_side.per_command
+            with m.If(cp_side.finished):
+                m.d.sync += cnt.jobs.eq(cnt.jobs + 1)
+                m.d.sync += cnt.compute_cycles.eq(cnt.compute_cycles + per_command.cycles)
+                for name in COUNTERS:
+                    if name != "cycles":
+                        total = getattr(cnt, name) + getattr(per_command, name)
+                        m.d.sync += getattr(cnt, name).eq(total)
+            if vec is not None:
+                with m.Elif(vec.run_done):  # a vector run written: a job, no array work
+                    m.d.sync += cnt.jobs.eq(cnt.jobs + 1)
 
     def _port(self, m: Module, channel: str, stream_, other=None) -> None:
         """An engine's AXI4 channel (a valid/ready stream) on the ``m_axi_<channel>*`` ports;

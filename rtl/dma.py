@@ -43,11 +43,10 @@ def load_kinds(config: ArrayConfig) -> tuple[str, ...]:
 
 
 def load_layout() -> data.StructLayout:
-    """A load command: which buffer (its operand code, contract.axi.OPERANDS), the bank, the
-    transfer's runs, and the descriptor slot it serves (``tag``, which its beats are counted
-    for)."""
+    """A load command: which buffer (its operand code, contract.axi.OPERANDS), the bank, and the
+    transfer's runs."""
     return data.StructLayout({"kind": 2, "bank": 1, "addr": _ADDR, "stride": _ADDR,
-                              "tiles": _COUNT, "lines": _COUNT, "tag": 1})  # fmt: skip
+                              "tiles": _COUNT, "lines": _COUNT})  # fmt: skip
 
 
 def store_layout() -> data.StructLayout:
@@ -137,8 +136,6 @@ class ReadEngine(wiring.Component):
         One word a cycle into the bank, as its last beat arrives.
     loaded : Flow {kind, bank}
         A load's last word was written this cycle.
-    taken : Flow {kind, tag}
-        Each R beat, with its burst's operand and the load's descriptor slot.
     """
 
     def __init__(self, config: ArrayConfig):
@@ -152,8 +149,7 @@ class ReadEngine(wiring.Component):
             "mem": Out(AxiMaster(config.bus_width)),
             **{f"fill_{k}": Out(fill[k]) for k in load_kinds(config)},
             "loaded": Out(Flow(data.StructLayout({"kind": 2, "bank": 1}))),
-            # each R beat, with its burst's operand and descriptor slot
-            "taken": Out(Flow(data.StructLayout({"kind": 2, "tag": 1}))),
+            "taken": Out(Flow(unsigned(2))),  # each R beat, with its burst's operand
             "idle": Out(1),
         })  # fmt: skip
 
@@ -165,7 +161,7 @@ class ReadEngine(wiring.Component):
         cmd = Signal(load_layout(), name="rd_cmd")
         active = Signal(name="rd_active")
         runs = _Runs(m, cfg, self._kinds, cmd.kind, "rd")
-        inflight = fifo.SyncFIFO(width=2 + 1 + 9 + 8 + 1 + 1, depth=cfg.max_reads)
+        inflight = fifo.SyncFIFO(width=2 + 1 + 9 + 8 + 1, depth=cfg.max_reads)
         m.submodules.inflight = inflight
         ar = self.mem.ar
         last_burst = (runs.stop == runs.end) & (runs.tile + 1 == cmd.tiles)
@@ -178,7 +174,7 @@ class ReadEngine(wiring.Component):
             ar.payload.id.eq(AXI_ID),
             ar.payload.user.eq(cmd.kind),
         ]
-        record = Cat(cmd.kind, cmd.bank, runs.beats[:9], runs.lane, last_burst, cmd.tag)
+        record = Cat(cmd.kind, cmd.bank, runs.beats[:9], runs.lane, last_burst)
         m.d.comb += [inflight.w_en.eq(ar.valid & ar.ready), inflight.w_data.eq(record)]
         sent = ar.valid & ar.ready
         m.d.comb += self.cmd.ready.eq(~active | (sent & last_burst))
@@ -190,8 +186,8 @@ class ReadEngine(wiring.Component):
             m.d.sync += [cmd.eq(self.cmd.payload), active.eq(1)]
             m.d.sync += runs.start(m, self.cmd.payload, self.cmd.payload.kind)
         # -- data side ------------------------------------------------------------------------
-        head = Signal(data.StructLayout({"kind": 2, "bank": 1, "beats": 9, "lane": 8, "last": 1,
-                                         "tag": 1}), name="rd_head")  # fmt: skip
+        head = Signal(data.StructLayout({"kind": 2, "bank": 1, "beats": 9, "lane": 8, "last": 1}),
+                      name="rd_head")  # fmt: skip
         m.d.comb += head.eq(inflight.r_data)
         r = self.mem.r
         beat = Signal(9, name="rd_beat")  # beats taken of the head burst
@@ -257,8 +253,7 @@ class ReadEngine(wiring.Component):
             self.loaded.valid.eq(take & last_beat & head.last),
             self.loaded.payload.kind.eq(head.kind),
             self.taken.valid.eq(take),
-            self.taken.payload.kind.eq(head.kind),
-            self.taken.payload.tag.eq(head.tag),
+            self.taken.payload.eq(head.kind),
             self.loaded.payload.bank.eq(head.bank),
             self.idle.eq(~active & ~inflight.r_rdy),
         ]

@@ -34,7 +34,10 @@ class ChunkWalker(wiring.Component):
     Ports
     -----
     nest : in, the descriptor's dimensions, chunk sizes, loop order and accumulate flag.
-    restart : in, go to the first job (the nest is read from then on); its banks are the
+    next_nest : in, those of the descriptor a restart begins (the device's next slot; ``nest``
+        shows it from the cycle after): no input of a restart's cycle passes through to an
+        output.
+    restart : in, go to the first job of ``next_nest``; its banks are the
         other ones than the previous descriptor's last job's (the first descriptor's are 0), so
         the next descriptor's first loads can go while that job computes.
     advance : in, go to the next job; past the last, ``valid`` falls.
@@ -64,6 +67,7 @@ class ChunkWalker(wiring.Component):
             **{f"step_{name}": In(ADDR_BITS) for name in self._tracks},
             **{f"offset_{name}": Out(ADDR_BITS) for name in self._tracks},
             "nest": In(nest_layout()),
+            "next_nest": In(nest_layout()),
             "restart": In(1),
             "advance": In(1),
             "valid": Out(1),
@@ -86,8 +90,6 @@ class ChunkWalker(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         nest = self.nest
-        total = {"m": nest.m, "k": nest.k, "n": nest.n}
-        size = {"m": nest.mc, "k": nest.kc, "n": nest.nc}
         origin = {d: getattr(self, f"{d}0") for d in DIMS}
         # rank 0 is the innermost loop: each order's letters, outermost first
         rank = {d: Signal(2, name=f"rank_{d}") for d in DIMS}
@@ -112,14 +114,16 @@ class ChunkWalker(wiring.Component):
             changes[d] = Signal(name=f"changes_{d}")
             m.d.comb += changes[d].eq(nxt[d] != origin[d])
 
-        def enter(origins):
-            """Register the chunk at ``origins`` (one per dimension) as the current one."""
+        def enter(origins, nest=nest):
+            """Register the chunk at ``origins`` (one per dimension) of ``nest`` as the current
+            one."""
             for d in DIMS:
-                new_end = origins[d] + size[d]
-                new_wrap = new_end >= total[d]
+                size, total = getattr(nest, f"{d}c"), getattr(nest, d)
+                new_end = origins[d] + size
+                new_wrap = new_end >= total
                 length = getattr(self, f"{d}len")
                 m.d.sync += [origin[d].eq(origins[d]), end[d].eq(new_end), wrap[d].eq(new_wrap),
-                             length.eq(Mux(new_wrap, total[d] - origins[d], size[d]))]  # fmt: skip
+                             length.eq(Mux(new_wrap, total - origins[d], size))]  # fmt: skip
 
         def track(restart: bool):
             """Each tracked offset follows its dimension's origin: zero on a restart or a wrap,
@@ -147,7 +151,7 @@ class ChunkWalker(wiring.Component):
             m.d.sync += [self.valid.eq(1), self.load_a.eq(1), self.load_b.eq(1),
                          self.new_c.eq(1), self.bank_a.eq(~self.bank_a),
                          self.bank_b.eq(~self.bank_b), self.bank_c.eq(~self.bank_c)]  # fmt: skip
-            enter({d: 0 for d in DIMS})
+            enter({d: 0 for d in DIMS}, self.next_nest)
             track(restart=True)
         with m.Elif(self.advance & self.valid):
             with m.If(self.last):

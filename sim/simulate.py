@@ -9,7 +9,6 @@ one descriptor per GEMM, and reads C back from DRAM; the device does the rest.
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import threading
@@ -24,7 +23,6 @@ from systolic.contract.activity import UNPRICED
 from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import (
     LOOP_ORDERS,
-    PLACEMENT_ALIGN,
     Descriptor,
     Refusal,
     Region,
@@ -34,6 +32,7 @@ from systolic.contract.dma import (
     descriptor_values,
     from_image,
     image,
+    next_base,
     offchip_words,
     place,
     q_image,
@@ -390,9 +389,8 @@ def _check_gemms(config: ArrayConfig, operands, order, chunk, quant, c_in, pad,
                       bias=rq is not None and rq.bias is not None,
                       clamp=rq.bounds(config) if rq else None,
                       chunk=chunk[i] if chunk else None, base=base)  # fmt: skip
-            if stacked:  # the table is the last region placed
-                table = math.ceil(n / config.cols) * containers(config)["q"] if d.requant else 0
-                base = -(-(d.q_addr + table) // PLACEMENT_ALIGN) * PLACEMENT_ALIGN
+            if stacked:
+                base = next_base(config, d)
             code, why = check_descriptor(config, d)
             if code is not Refusal.NONE:
                 raise ValueError(f"GEMM {i} ({m}x{k}x{n}) cannot run on {config.name}: {why}")

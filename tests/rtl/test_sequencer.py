@@ -30,6 +30,7 @@ def _walk(nest: dict, count: int) -> list[dict]:
     async def bench(ctx):
         for name, value in nest.items():
             ctx.set(getattr(dut.nest, name), value)
+            ctx.set(getattr(dut.next_nest, name), value)
         for name, value in _STEPS.items():
             ctx.set(getattr(dut, f"step_{name}"), value)
         ctx.set(dut.restart, 1)

@@ -19,6 +19,7 @@ from systolic.contract.dma import (
     check_descriptor,
     containers,
     jobs,
+    next_base,
     place,
 )
 from systolic.contract.memory import DEFAULT_MEMORY, Dram
@@ -232,16 +233,16 @@ def _stacked(config, shapes, rng) -> list:
         if check_descriptor(config, d)[0] is not Refusal.NONE:  # too big a chunk: the largest
             d = place(config, m, k, n, order=d.order, base=base)
         out.append(d)
-        base = -(-(d.q_addr + 64) // 4096) * 4096
+        base = next_base(config, d)
     return out
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
 def test_queued_descriptors_overlap_and_complete_in_order(config, seed):
-    """Six descriptors posted at once: they overlap on the device, each bit-exact with every
-    counter and its completion cycle as the model predicts for the queue; the fourth reads the
-    third's C (it accumulates into it: it waits for the third to complete), the fifth is
-    refused in its turn."""
+    """Six descriptors posted at once: they overlap on the device, each bit-exact and done on
+    the cycle the model's queue predicts, and the counters the queue leaves are the model's;
+    the fourth reads the third's C (it accumulates into it: it waits for the third to
+    complete), the fifth is refused in its turn."""
     rng = np.random.default_rng([seed, config.rows, config.cols, 6])
     print(f"seed {seed}")
     shapes = [(int(rng.integers(1, 14)), int(rng.integers(1, 14)), int(rng.integers(1, 14)))
@@ -261,22 +262,20 @@ def test_queued_descriptors_overlap_and_complete_in_order(config, seed):
     wants[2] = wants[3]  # read back after the fourth accumulated into it
     for i, (res, want, pred) in enumerate(zip(runs, wants, predicted, strict=True)):
         where = f"{config.name} descriptor {i} {res.shape} {res.descriptor.order}"
-        assert dict(pred) == res.counters, where
         assert pred.measured_cycles == res.measured_cycles, where
         if i == 4:
-            assert res.error == int(Refusal.ORDER) and not any(res.counters.values()), where
+            assert res.error == int(Refusal.ORDER), where
             continue
         assert res.error == 0, where
         np.testing.assert_array_equal(res.c, want, err_msg=where)
+    assert runs[-1].counters == predicted.registers
     done = [r.posted + r.measured_cycles for r in runs]  # the cycle each completed
     assert done == sorted(done)  # in order
-    # the fourth starts only once the third has completed (cycles run from its start)
-    assert done[3] - runs[3].counters["cycles"] >= done[2]
     # the DRAM model served what the device counted, and no rule broke
     for k in "abcq":
-        assert runs[0].dram[f"read_bytes_{k}"] == sum(r.counters[f"dram_read_bytes_{k}"]
-                                                      for r in runs), k  # fmt: skip
-    assert runs[0].dram["write_bytes_c"] == sum(r.counters["dram_write_bytes"] for r in runs)
+        assert runs[0].dram[f"read_bytes_{k}"] == sum(p[f"dram_read_bytes_{k}"]
+                                                      for p in predicted), k  # fmt: skip
+    assert runs[0].dram["write_bytes_c"] == sum(p["dram_write_bytes"] for p in predicted)
     assert runs[0].dram["protocol_errors"] == 0
 
 
@@ -286,8 +285,7 @@ def test_queued_descriptors_overlap_unless_one_reads_what_the_other_writes():
     accumulates into the first's C starts only once the first has completed."""
     config = CONFIGS[0]
     first = place(config, 12, 24, 12, chunk=(4, 6, 6))
-    base = -(-(first.q_addr + 64) // 4096) * 4096
-    second = place(config, 12, 24, 12, chunk=(4, 6, 6), base=base)
+    second = place(config, 12, 24, 12, chunk=(4, 6, 6), base=next_base(config, first))
     chained = dataclasses.replace(second, accumulate=True, c=first.c)
     memory = Dram(8, 10, 4)
     alone = predict_device(config, second, memory)
@@ -301,8 +299,8 @@ def test_queued_descriptors_overlap_unless_one_reads_what_the_other_writes():
 
 def test_queued_requantizing_descriptors_load_their_tables_in_turn(seed):
     """Requantizing GEMMs queued: each one's table loads only once the write side is done with
-    the one before (whose final stores read the table's buffer); bit-exact, every counter and
-    completion as the model predicts."""
+    the one before (whose final stores read the table's buffer); bit-exact, each completion
+    and the queue's counters as the model predicts."""
     rng = np.random.default_rng([seed, 7])
     print(f"seed {seed}")
     config = ArrayConfig("is", 2, 3, a_depth=24, b_depth=24, c_depth=24, zero_points=True,
@@ -320,8 +318,8 @@ def test_queued_requantizing_descriptors_load_their_tables_in_turn(seed):
     first = runs[0].posted
     predicted = predict_stream(config, [(r.descriptor, r.posted - first) for r in runs], memory)
     for (a, b), q, res, pred in zip(operands, quant, runs, predicted, strict=True):
-        assert res.error == 0 and dict(pred) == res.counters, res.shape
-        assert pred.measured_cycles == res.measured_cycles, res.shape
+        assert res.error == 0 and pred.measured_cycles == res.measured_cycles, res.shape
         np.testing.assert_array_equal(
             res.c, requantized_reference(config, a, b, q.a_zero, q.b_zero, q.params)
         )
+    assert runs[-1].counters == predicted.registers
