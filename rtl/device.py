@@ -612,7 +612,7 @@ class Device(wiring.Component):
             late = Signal.like(Value.cast(incs[name]), name=f"{name}_inc")
             m.d.sync += late.eq(incs[name])
             incs[name] = late
-        alone = run.checking & (run.state(~run.ptr["chk"]) == EMPTY)
+        alone = run.checking & ~run.state(~run.ptr["chk"]).any()
         with m.If(alone):  # every descriptor, refused ones too, starts from zero
             m.d.sync += [getattr(cnt, name).eq(0) for name in DEVICE_COUNTERS]
         with m.Else():

@@ -169,19 +169,24 @@ def _run_jobs(config, build, run_dir, jobs: list, result, bench: Bench, timeout)
 
 
 def run_stream(config: ArrayConfig, items: list, *, memory: Dram | None = None,
-               name: str = "stream", timeout: float | None = None) -> list:  # fmt: skip
+               name: str = "stream", timeout: float | None = None,
+               queued: bool = False) -> list:  # fmt: skip
     """A driver's stream of GEMM and vector descriptors on one device, one after another with
     no reset between them (each one's operands placed in DRAM before it is posted, as a driver
     does): ``items`` are ``("gemm", A, B, Quantization or None)`` and ``("vector", descriptor,
     X, Y)``; the results are :class:`sim.simulate.SimResult` and :class:`VectorResult` in
-    order (the DRAM model's counts are each descriptor's own)."""
+    order (the DRAM model's counts are each descriptor's own). ``queued`` posts them all at
+    once, the GEMMs placed one after another from address 0 (the vectors' tensors must lie
+    past them): the counters then add up over the queue (docs/memory.md), and the DRAM model's
+    counts are the whole queue's, on the first."""
     memory = memory or DEFAULT_MEMORY
     kinds = [item[0] for item in items]
     if any(k not in ("gemm", "vector") for k in kinds):
         raise ValueError(f"stream items are ('gemm', ...) or ('vector', ...), not {kinds}")
     gemms = [item[1:] for item in items if item[0] == "gemm"]
     checked = iter(_check_gemms(config, [(a, b) for a, b, _ in gemms], "nmk", None,
-                                [q for _, _, q in gemms], None, 0, None))  # fmt: skip
+                                [q for _, _, q in gemms], None, 0, None,
+                                stacked=queued))  # fmt: skip
     for i, item in enumerate(items):
         if item[0] == "vector":
             _check(config, i, *item[1:])
@@ -203,6 +208,7 @@ def run_stream(config: ArrayConfig, items: list, *, memory: Dram | None = None,
             makers.append(lambda got, v=item[1]: _vector_result(config, v, memory, got))
         job["reset"] = i == 0
         job["trace"] = False
+        job["ahead"] = queued and i > 0
         jobs.append(job)
     return _run_jobs(config, build, run_dir, jobs, lambda i, got: makers[i](got), Bench(),
                      timeout)  # fmt: skip

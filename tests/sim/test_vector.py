@@ -15,9 +15,11 @@ from systolic.contract.dma import Refusal
 from systolic.contract.interface import DEVICE_COUNTERS
 from systolic.contract.memory import Dram
 from systolic.contract.vector import RUN_BEATS, check_vector, place_vector
+from systolic.golden.reference import reference
 from systolic.golden.vector import AddParams, descriptor_reference
+from systolic.models.device import predict_device
 from systolic.models.vector import predict_vector
-from systolic.sim.vector import run_vectors
+from systolic.sim.vector import run_stream, run_vectors
 
 from ..rtl.test_quantized import RQ
 from .test_axi_conformance import CONFIGS as PORT_CONFIGS
@@ -152,3 +154,44 @@ def test_vector_unit_behind_cocotbext_axi_ram_with_random_pauses(config, seed):
         predicted = predict_vector(config, v, r.memory)
         work = [k for k in DEVICE_COUNTERS if k not in TIMING]
         assert {k: r.counters[k] for k in work} == {k: predicted[k] for k in work}, where
+
+
+def test_vector_descriptors_queued_between_gemms_run_alone_in_their_turn(seed):
+    """GEMMs and vector descriptors posted at once: a vector descriptor waits until every one
+    before it has completed and holds the port alone; every result bit-exact, in order, and the
+    queue's DRAM traffic what each would move alone."""
+    rng = np.random.default_rng([seed, 34])
+    config = RQ
+    ops = random_ops(rng, config, 4)[:2]
+    lo, hi = value_range(config.a_width, config.a_signed)
+    gemms = [
+        (rng.integers(lo, hi + 1, (m, k)), rng.integers(lo, hi + 1, (k, n)))
+        for m, k, n in (tuple(int(x) for x in rng.integers(1, 12, 3)) for _ in range(3))
+    ]
+    far = 1 << 22  # the vectors' tensors past the GEMMs, which lie from address 0
+    items, vectors = [], []
+    for i in range(3):
+        items.append(("gemm", *gemms[i], None))
+        if i < 2:
+            v, x, y = ops[i]
+            v = dataclasses.replace(v, x=v.x + far, y=v.y + far, z=v.z + far)
+            vectors.append((v, x, y))
+            items.append(("vector", v, x, y))
+    memory = Dram(8, 7, 4)
+    results = run_stream(config, items, memory=memory, name="queued-mixed", timeout=600,
+                         queued=True)  # fmt: skip
+    want_reads = 0
+    for item, r in zip(items, results, strict=True):
+        assert r.error == 0, item[0]
+        if item[0] == "gemm":
+            np.testing.assert_array_equal(r.c, reference(config, item[1], item[2]))
+            want_reads += sum(predict_device(config, r.descriptor, memory)[f"dram_read_bytes_{k}"]
+                              for k in "abcq")  # fmt: skip
+        else:
+            np.testing.assert_array_equal(r.z, descriptor_reference(config, *item[1:]))
+            want_reads += sum(predict_vector(config, item[1], memory)[f"dram_read_bytes_{k}"]
+                              for k in "abcq")  # fmt: skip
+    done = [r.measured_cycles for r in results]
+    assert all(d > 0 for d in done)
+    assert results[0].dram["protocol_errors"] == 0
+    assert sum(results[0].dram[f"read_bytes_{k}"] for k in "abcq") == want_reads
