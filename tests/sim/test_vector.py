@@ -174,7 +174,8 @@ def test_vector_descriptors_queued_between_gemms_run_alone_in_their_turn(seed):
         items.append(("gemm", *gemms[i], None))
         if i < 2:
             v, x, y = ops[i]
-            v = dataclasses.replace(v, x=v.x + far, y=v.y + far, z=v.z + far)
+            at = far * (i + 1)  # each vector's tensors apart: all are in DRAM before any runs
+            v = dataclasses.replace(v, x=v.x + at, y=v.y + at, z=v.z + at)
             vectors.append((v, x, y))
             items.append(("vector", v, x, y))
     memory = Dram(8, 7, 4)
