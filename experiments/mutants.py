@@ -189,7 +189,8 @@ MUTANTS = (
     Mutant("the compute side takes again a slot it has done (an older one still storing)",
            "rtl/device.py", "taken = ((run.state(after) == RUNNING) & ~took)",
            "taken = ((run.state(after) == RUNNING))",
-           ("tests/sim/test_device.py::test_queued_descriptors_overlap_and_complete_in_order",)),
+           ("tests/sim/test_device.py::"
+            "test_a_queue_where_the_next_finishes_computing_before_the_oldest_stores",)),
     Mutant("the next table loads while the writer still stores with the one before",
            "rtl/device.py",
            "q_now = q_pending & (run.ptr[\"wr\"] == run.ptr[\"rd\"]) & wr.cmd.ready",
@@ -199,7 +200,8 @@ MUTANTS = (
     Mutant("a queued descriptor zeroes the counters the queue has counted", "rtl/device.py",
            "alone = run.checking & ~run.state(~run.ptr[\"chk\"]).any()",
            "alone = run.checking",
-           ("tests/sim/test_device.py::test_queued_descriptors_overlap_and_complete_in_order",)),
+           ("tests/sim/test_device.py::"
+            "test_a_queue_where_the_next_finishes_computing_before_the_oldest_stores",)),
     Mutant("the model's queue starts a descriptor that reads what the one before writes",
            "models/device.py",
            "start = not rd_valid and not rd.q_pending and not (prev_running and es[x].depends)",
