@@ -47,6 +47,8 @@ COUNTERS = {
 #: The device's counters for one descriptor (a whole GEMM from DRAM): its cycles, the compute
 #: counters above summed over its chunks (``compute_cycles`` is their ``cycles``), how long each
 #: side waited for the other, and the DRAM traffic per buffer, counted at the AXI handshakes.
+#: Zeroed when a descriptor is checked on an otherwise idle device: descriptors queued behind
+#: one another add up (docs/memory.md), ``cycles`` then counting those in which any runs.
 DEVICE_COUNTERS = {
     "cycles": "cycles from the descriptor's start to done",
     "jobs": "chunks computed",

@@ -11,7 +11,8 @@ and the drivers program (the cocotb host, a bare-metal CPU).
   when it is done and whether it was refused (:class:`contract.dma.Refusal`);
 - ``DESC_*``: one register per field of :func:`contract.dma.descriptor_fields`;
 - ``COUNTER_*_LO`` / ``_HI``: every :data:`contract.interface.DEVICE_COUNTERS` of the last
-  descriptor, :data:`contract.interface.COUNTER_BITS` bits split in two words, valid from done.
+  descriptor, :data:`contract.interface.COUNTER_BITS` bits split in two words, valid from done
+  (of a queue's descriptors overlapping on the device, their sum).
 """
 
 from __future__ import annotations
