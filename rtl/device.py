@@ -284,6 +284,8 @@ class Device(wiring.Component):
             m.submodules.vector = vec = VectorUnit(cfg)
             head = run.views["head"]
             m.d.comb += vec.desc.eq(head)
+            # from the moment it is the oldest (checked or not): every GEMM before it has
+            # completed, its reads consumed and its writes answered, so the engines are idle
             vector_port = head.vector & run.state(run.ptr["head"]).any()
         for engine, channels in ((rd, ("ar", "r")), (wr, ("aw", "w", "b"))):
             for channel in channels:

@@ -302,7 +302,10 @@ def run_gemms(
     a descriptor the device refuses moves nothing and returns its error code). ``queued``
     posts them all at once, each placed after the one before, as a driver streaming GEMMs does
     (they overlap on the device; each result's ``posted`` is its acceptance cycle on the
-    bench's clock, and the DRAM model's counts are the whole run's, on the first). How the
+    bench's clock, its ``counters`` what the registers showed at its done: the queue's running
+    total, docs/memory.md, so its figures are not its own (models.device.predict_stream gives
+    those); the DRAM model's counts are the whole run's, on the first; ``driver`` holds the
+    posting's accesses only). How the
     simulation runs is ``bench`` (:class:`Bench`), or its fields given as keywords
     (``activity=True``). Everything is checked before anything is built.
     ``on_result(i, result)`` is called (from a watcher thread) as soon as GEMM ``i`` finishes;
