@@ -119,8 +119,8 @@ class _Run:
         self.next_views = {v: Signal(layout, name=f"{v}_next_desc") for v in ("rd", "cp", "wr")}
         self.checking = Signal(name="checking")
         self.error = Signal(4, name="error")  # the last completed descriptor's refusal
-        self.checked = self.refusal = self.depends = None  # the checker's (set by _check)
-        self.steps = None
+        # the checker's results (set by Device._check)
+        self.checked = self.refusal = self.depends = self.steps = self.ends = self.spills = None
 
     def slot_field(self, ptr, get):
         """``get(slot)`` of the slot ``ptr`` names."""
@@ -349,7 +349,6 @@ class Device(wiring.Component):
         descriptor requantizes, as soon as the write side has finished the descriptor before
         (whose final stores read the table's buffer)."""
         cfg, d, rd, wr = self._config, run.views["rd"], eng.rd, eng.wr
-        running = w.valid
         cont = containers(cfg)
         a_state, b_state, c_state = banks.a, banks.b, banks.c
         done_mask = Signal(3, name="rd_done")  # loads of the current job already issued
@@ -385,7 +384,7 @@ class Device(wiring.Component):
                          cmd.payload.tiles.eq(1), cmd.payload.lines.eq(nq)]  # fmt: skip
             with m.If(cmd.ready):
                 m.d.sync += q_pending.eq(0)
-        with m.Elif(running & w.valid & any_need):
+        with m.Elif(w.valid & any_need):
             m.d.comb += [cmd.valid.eq(free), cmd.payload.bank.eq(bank)]
             with m.Switch(kind):
                 for code, k in enumerate("abc"):
@@ -424,7 +423,7 @@ class Device(wiring.Component):
 
     def _compute(self, m: Module, run: _Run, w, eng: _Engines, banks: _Banks) -> _ComputeSide:
         """A chunk runs once its operands are in and its C bank is its own."""
-        cfg, d, running = self._config, run.views["cp"], w.valid
+        cfg, d = self._config, run.views["cp"]
         a_buf, b_buf, c_buf = eng.a_buf, eng.b_buf, eng.c_buf
         a_state, b_state, c_state = banks.a, banks.b, banks.c
         cmd_view = Signal(data.StructLayout({"m": DIM_BITS, "k": DIM_BITS, "n": DIM_BITS,
@@ -451,9 +450,9 @@ class Device(wiring.Component):
             & c_ready
         )  # fmt: skip
         computing = Signal(name="computing")
-        go = running & w.valid & ~computing & ready
+        go = w.valid & ~computing & ready
         m.d.comb += [ctrl.start.eq(go), ctrl.accumulate.eq(w.k0.any() | w.c_in.any())]
-        array_wait = running & w.valid & ~computing & ~ready
+        array_wait = w.valid & ~computing & ~ready
         with m.If(go):
             m.d.sync += computing.eq(1)
             _set_state(m, c_state, w.bank_c, COMPUTE)
@@ -473,7 +472,7 @@ class Device(wiring.Component):
     def _stores(self, m: Module, geo: _Geometry, run: _Run, w, eng: _Engines,
                 banks: _Banks) -> None:  # fmt: skip
         """A finished C bank goes to DRAM, and comes back free."""
-        cfg, d, running, wr = self._config, run.views["wr"], w.valid, eng.wr
+        cfg, d, wr = self._config, run.views["wr"], eng.wr
         cont = containers(cfg)
         c_state = banks.c
         final = w.store == 1
@@ -488,7 +487,7 @@ class Device(wiring.Component):
             _, i0 = geo.origin(k, *geo.shape(k, w.m0, w.k0, w.n0))
             m.d.comb += sig.eq(getattr(d, f"{k}_addr") + getattr(w, f"offset_{k}") + i0 * size)
         m.d.comb += [
-            scmd.valid.eq(running & w.valid & w.store.any() & store_ok),
+            scmd.valid.eq(w.valid & w.store.any() & store_ok),
             scmd.payload.final.eq(final),
             scmd.payload.requant.eq(final & d.requant if cfg.requant else 0),
             scmd.payload.bank.eq(w.bank_c),
@@ -500,7 +499,7 @@ class Device(wiring.Component):
         ]
         with m.If(scmd.valid & scmd.ready):
             _set_state(m, c_state, w.bank_c, STORING)
-        m.d.comb += w.advance.eq((scmd.valid & scmd.ready) | (running & w.valid & ~w.store.any()))
+        m.d.comb += w.advance.eq((scmd.valid & scmd.ready) | (w.valid & ~w.store.any()))
         with m.If(wr.stored.valid):
             _set_state(m, c_state, wr.stored.payload.bank, FREE)
 

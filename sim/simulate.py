@@ -200,6 +200,15 @@ def _check_fits(config: ArrayConfig, i: int, d: Descriptor) -> None:
                          f"({DRAM_BYTES} bytes): it needs {max(ends)}")  # fmt: skip
 
 
+def _job_dir(build, name: str) -> Path:
+    """A fresh folder for one batch's jobs under ``build``'s, its own per process and thread."""
+    run_dir = build.directory / "jobs" / f"{name}-{os.getpid()}-{threading.get_ident()}"
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    return run_dir
+
+
 def _job(config, i, a, b, d, quant, acc, memory, run_dir) -> tuple[dict, str | None]:
     """The cocotb driver's job for GEMM ``i`` (its DRAM image written beside) and the format C
     comes back in (None when the device must refuse it: nothing placed, nothing read)."""
@@ -328,10 +337,7 @@ def run_gemms(
     nets = json.loads((build.directory / "activity.json").read_text()) if bench.activity else []
     by_counter = {net["counter"]: net for net in nets}
     counters = [name for net in nets for name in counter_names(net)]
-    run_dir = build.directory / "jobs" / f"{name}-{os.getpid()}-{threading.get_ident()}"
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True)
+    run_dir = _job_dir(build, name)
     jobs, formats = [], []
     for i, g in enumerate(checked):
         job, fmt = _job(config, i, g.a, g.b, g.d, g.quant, g.acc, memory, run_dir)

@@ -5,9 +5,6 @@ operator through AXI4-Lite, Z read back from DRAM."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import threading
 import time
 from dataclasses import dataclass, field
 
@@ -27,7 +24,16 @@ from systolic.contract.vector import (
 
 from .build import build_model
 from .dram import DRAM_BYTES, image_lines, read_dump
-from .simulate import Bench, _check_gemms, _dram_fields, _job, _result, _simulate, check_waves
+from .simulate import (
+    Bench,
+    _check_gemms,
+    _dram_fields,
+    _job,
+    _job_dir,
+    _result,
+    _simulate,
+    check_waves,
+)
 
 __all__ = ["VectorResult", "from_tensor_image", "run_stream", "run_vectors", "tensor_image"]
 
@@ -115,10 +121,7 @@ def run_vectors(config: ArrayConfig, ops: list[tuple[VectorDescriptor, np.ndarra
         _check(config, i, v, x, y)
     build = build_model(config, "device", memory="dram" if bench.slave == "dram" else "port",
                         waves=check_waves(bench.waves), simulator=bench.simulator)  # fmt: skip
-    run_dir = build.directory / "jobs" / f"{name}-{os.getpid()}-{threading.get_ident()}"
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True)
+    run_dir = _job_dir(build, name)
     jobs = [_vector_job(config, i, v, x, y, memory, run_dir) for i, (v, x, y) in enumerate(ops)]
 
     def result(i: int, got: dict) -> VectorResult:
@@ -191,10 +194,7 @@ def run_stream(config: ArrayConfig, items: list, *, memory: Dram | None = None,
         if item[0] == "vector":
             _check(config, i, *item[1:])
     build = build_model(config, "device")
-    run_dir = build.directory / "jobs" / f"{name}-{os.getpid()}-{threading.get_ident()}"
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True)
+    run_dir = _job_dir(build, name)
     jobs, makers = [], []
     for i, item in enumerate(items):
         if item[0] == "gemm":
