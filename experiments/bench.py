@@ -16,12 +16,13 @@ bandwidth it attains) and a BERT-base FFN GEMM behind the default DRAM (compute-
 utilization it loses to memory), every dataflow, RTL and both models.
 
 Then the roofline (``--roofline``, issue 34's table): every dataflow on 16x16 with K = N = 256
-and P in SMALL_BATCHES behind a memory that is not the limit (64 B/cycle, 1 cycle), with the
-driver's tuned chunks, the exact model's cycles from acceptance to done (equal to the RTL's,
-tests/sim/test_device.py) against the larger of the compute bound (MACs over PEs) and the
-port's (the bytes the descriptor reads and writes over the bus's bytes a cycle: one data bus
-serves both), for one descriptor alone and for a queue of 16 posted at once, each placed after
-the one before (they overlap on the device: docs/memory.md).
+and P in SMALL_BATCHES behind a memory that is not the limit (64 B/cycle, 1 cycle), the exact
+model's cycles from acceptance to done (equal to the RTL's, tests/sim/test_device.py) against
+the larger of the compute bound (MACs over PEs) and the port's (the compulsory bytes, A and B
+read once and C written once, over the bus's bytes a cycle: one data bus serves both), for one
+descriptor alone (the driver's ``tuned`` chunks) and for a queue of 16 posted at once, each
+placed after the one before (they overlap on the device: docs/memory.md), with the driver's
+``stream`` chunks (models/chunking.py).
 """
 
 from __future__ import annotations
@@ -31,11 +32,11 @@ import sys
 
 import numpy as np
 from systolic.contract.config import ArrayConfig, Dataflow
-from systolic.contract.dma import next_base, place
+from systolic.contract.dma import containers, next_base, place, word_layout
 from systolic.contract.memory import DEFAULT_MEMORY, Dram
 from systolic.golden.data import random_operands
 from systolic.golden.reference import reference
-from systolic.models.chunking import CHUNKINGS, choose_chunk
+from systolic.models.chunking import choose_chunk
 from systolic.models.device import predict_device, predict_stream
 from systolic.models.pipeline import predict_pipeline
 from systolic.sim.simulate import run_gemm, run_gemms
@@ -154,8 +155,8 @@ def memory_bound_and_compute_bound(size: int) -> int:
         rng = np.random.default_rng(size)
         for name, shape, memory in MEMORY_POINTS:
             ((a, b),) = random_operands(rng, config, [shape])
-            chunks = [choose_chunk(config, *shape, memory, chunking=c) for c in CHUNKINGS]
-            for how, res in zip(CHUNKINGS, run_gemms(config, [(a, b)] * 2, memory=memory,
+            chunks = [choose_chunk(config, *shape, memory, chunking=c) for c in ONE_AT_A_TIME]
+            for how, res in zip(ONE_AT_A_TIME, run_gemms(config, [(a, b)] * 2, memory=memory,
                                 chunk=chunks, name="bench-memory"), strict=True):  # fmt: skip
                 c = res.counters
                 moved = sum(c[f"dram_read_bytes_{x}"] for x in "abcq") + c["dram_write_bytes"]
@@ -178,17 +179,30 @@ def memory_bound_and_compute_bound(size: int) -> int:
     return 0
 
 
+#: The chunkings for a GEMM alone on the device (``stream`` is for queues: the roofline).
+ONE_AT_A_TIME = ("fit", "tuned")
+
 #: A memory that is not the limit: 64 bytes a cycle, one cycle of latency.
 FAST_MEMORY = Dram(64, 1, 64)
 #: Descriptors in the roofline table's stream.
 STREAM = 16
 
 
+def compulsory_bytes(config: ArrayConfig, shape: tuple[int, int, int]) -> int:
+    """Bytes a GEMM of ``shape`` moves at the least: A and B read once, C written once, as the
+    driver lays them out (buffer words in their DRAM containers)."""
+    m, k, n = shape
+    cont = containers(config)
+    return sum(word_layout(config, kind).words(dims) * cont[kind]
+               for kind, dims in (("a", (m, k)), ("b", (k, n)), ("c", (m, n))))  # fmt: skip
+
+
 def roofline(size: int, edge: int) -> int:
     """Small GEMMs against their bound (see module): the exact model's cycles from acceptance
     to done, one descriptor alone and a queue of 16, over max(compute, port)."""
-    header = (f"{'dataflow':8} {'P':>4} {'GEMM':>12} {'chunk':>13} {'one':>7} {'compute':>8} "
-              f"{'port':>7} {'one/bound':>9} {'queue of 16':>11} {'queue/bound':>11}")  # fmt: skip
+    header = (f"{'dataflow':8} {'P':>4} {'GEMM':>12} {'compute':>8} {'port':>7} {'chunk':>13} "
+              f"{'one':>7} {'one/bound':>9} {'queued chunk':>13} {'queue of 16':>11} "
+              f"{'queue/bound':>11}")  # fmt: skip
     print(header)
     print("-" * len(header))
     worst = {"one, P >= 16": 0.0, "queue": 0.0}
@@ -198,24 +212,24 @@ def roofline(size: int, edge: int) -> int:
         for p in SMALL_BATCHES:
             shape = (edge, edge, p) if dataflow is Dataflow.IS else (p, edge, edge)
             chunk = choose_chunk(config, *shape, FAST_MEMORY)
-            queue = [place(config, *shape, chunk=chunk)]
+            queued = choose_chunk(config, *shape, FAST_MEMORY, chunking="stream")
+            queue = [place(config, *shape, chunk=queued)]
             while len(queue) < STREAM:
-                queue.append(place(config, *shape, chunk=chunk,
+                queue.append(place(config, *shape, chunk=queued,
                                    base=next_base(config, queue[-1])))  # fmt: skip
-            one = predict_device(config, queue[0], FAST_MEMORY)
-            moved = sum(one[f"dram_read_bytes_{k}"] for k in "abcq") + one["dram_write_bytes"]
+            one = predict_device(config, place(config, *shape, chunk=chunk), FAST_MEMORY)
             compute = -(-shape[0] * shape[1] * shape[2] // config.pes)
-            port = -(-moved // bus)
+            port = -(-compulsory_bytes(config, shape) // bus)
             bound = max(compute, port)
             last = predict_stream(config, [(d, 0) for d in queue], FAST_MEMORY)[-1]
             wall = last.accepted + last.measured_cycles  # the first accepted at 0
             if p >= 16:
                 worst["one, P >= 16"] = max(worst["one, P >= 16"], one.measured_cycles / bound)
             worst["queue"] = max(worst["queue"], wall / (STREAM * bound))
-            print(f"{dataflow.value:8} {p:>4} {'x'.join(map(str, shape)):>12} "
-                  f"{'x'.join(map(str, chunk)):>13} {one.measured_cycles:>7} {compute:>8} "
-                  f"{port:>7} {one.measured_cycles / bound:>8.3f}x {wall:>11} "
-                  f"{wall / (STREAM * bound):>10.3f}x", flush=True)  # fmt: skip
+            print(f"{dataflow.value:8} {p:>4} {'x'.join(map(str, shape)):>12} {compute:>8} "
+                  f"{port:>7} {'x'.join(map(str, chunk)):>13} {one.measured_cycles:>7} "
+                  f"{one.measured_cycles / bound:>8.3f}x {'x'.join(map(str, queued)):>13} "
+                  f"{wall:>11} {wall / (STREAM * bound):>10.3f}x", flush=True)  # fmt: skip
     print("\nworst over the bound: " + ", ".join(f"{k} {v:.3f}x" for k, v in worst.items()))
     return 0
 

@@ -12,6 +12,14 @@ On small GEMMs the pipeline model errs by up to tens of percents (tests/models/t
 more than the gains it finds, so there the tuned chunks are checked on the exact device model
 (cheap at that size) and kept only if they are faster than the largest.
 
+A driver that queues a batch of GEMMs back to back (``chunking="stream"``) wants another chunk:
+the queue hides one descriptor's first loads and last store behind its neighbours'
+(contract.timing.DESCRIPTOR_SLOTS), so what counts is the steady rate, the larger of the compute
+and the traffic the chunking moves. The tuner ranks the halvings of the largest chunk by that
+rate and times the closest few on the exact model, three descriptors queued (a GEMM of at most
+:data:`STREAM_EXACT_MACS`; a larger one takes the ``tuned`` chunk, whose head and tail are a
+small share of it).
+
 Where the pipeline model is not held to bounds, it does not tune: a DRAM that holds fewer
 requests than the read and write engines may issue shares them between loads and stores burst
 by burst, which the model does not follow (smaller chunks there measured up to 1.6x slower on
@@ -21,20 +29,41 @@ models/device.py).
 from __future__ import annotations
 
 import functools
+import itertools
 
 from systolic.contract.config import ArrayConfig
-from systolic.contract.dma import LOOP_ORDERS, Refusal, check_descriptor, place
+from systolic.contract.dma import (
+    LOOP_ORDERS,
+    Refusal,
+    c_format,
+    check_descriptor,
+    containers,
+    jobs,
+    next_base,
+    place,
+    transfers,
+)
 from systolic.contract.memory import Dram
 from systolic.contract.plan import chunk_sizes, granularity
 
-from .device import predict_device
+from .cycles import command_counters
+from .device import predict_device, predict_stream
 from .pipeline import chunk_cycles, table_words
 
 __all__ = ["CHUNKINGS", "choose_chunk"]
 
 #: How the driver sizes chunks: ``fit`` the largest that fits the banks, ``tuned`` the
-#: pipeline model's choice.
-CHUNKINGS = ("fit", "tuned")
+#: pipeline model's choice, ``stream`` the fastest for identical GEMMs queued back to back.
+CHUNKINGS = ("fit", "tuned", "stream")
+
+#: GEMMs of at most this many multiply-accumulates have their ``stream`` chunks timed on the
+#: exact model (a queue of three); larger ones take the ``tuned`` chunk.
+STREAM_EXACT_MACS = 1 << 22
+
+#: Candidates timed on the exact model for ``stream``: at most this many, the best by their
+#: steady rate, within :data:`STREAM_SLACK` of the best rate.
+STREAM_CANDIDATES = 8
+STREAM_SLACK = 0.1
 
 #: Halvings tried at most (each tries every dimension once).
 _STEPS = 12
@@ -56,7 +85,8 @@ def choose_chunk(config: ArrayConfig, m: int, k: int, n: int, dram: Dram, *,
     behind ``dram`` (``requant``: outputs requantized, with the table to load; ``accumulate``:
     into a C read first): the largest that fit (``chunking="fit"``) or the pipeline model's
     fastest among their successive halvings (``"tuned"``; a gain under :data:`MIN_GAIN` keeps
-    the larger chunk, which moves fewer bytes)."""
+    the larger chunk, which moves fewer bytes), or the fastest for a queue of such GEMMs
+    (``"stream"``, see the module)."""
     if not isinstance(config, ArrayConfig):
         raise TypeError(f"config must be a contract.config.ArrayConfig, not "
                         f"{type(config).__name__}")  # fmt: skip
@@ -74,6 +104,13 @@ def _choose(config: ArrayConfig, m: int, k: int, n: int, dram: Dram, order: str,
             requant: bool, accumulate: bool) -> tuple[int, int, int]:  # fmt: skip
     size = chunk_sizes(config, m, k, n)
     best = (size["m"], size["k"], size["n"])
+    if chunking == "stream":
+        few = dram.max_requests < config.max_reads + config.max_writes  # see the module
+        if m * k * n > STREAM_EXACT_MACS or few:
+            chunking = "tuned"
+        else:
+            tuned = _choose(config, m, k, n, dram, order, "tuned", requant, accumulate)
+            return _stream(config, (m, k, n), dram, order, requant, accumulate, best, tuned)
     if chunking == "fit" or dram.max_requests < config.max_reads + config.max_writes:
         return best  # a DRAM that holds fewer requests than the engines issue: see the module
 
@@ -103,3 +140,53 @@ def _choose(config: ArrayConfig, m: int, k: int, n: int, dram: Dram, order: str,
         if exact[0] >= exact[1]:
             return largest
     return best
+
+
+def _stream(config: ArrayConfig, shape: tuple, dram: Dram, order: str, requant: bool,
+            accumulate: bool, largest: tuple, tuned: tuple) -> tuple[int, int, int]:  # fmt: skip
+    """The ``stream`` chunk: among the halvings of ``largest`` along each dimension, the best
+    :data:`STREAM_CANDIDATES` by steady rate (compute, or the traffic over the port and the
+    DRAM, whichever is larger; fewer bytes first on a tie) within :data:`STREAM_SLACK` of the
+    best, and the ``tuned`` chunk: the one fastest as a queue of three."""
+    g = granularity(config)
+    sizes = []
+    for dim, top in zip("mkn", largest, strict=True):
+        options = [top]
+        while options[-1] > g[dim]:
+            options.append(max(g[dim], -(-options[-1] // 2 // g[dim]) * g[dim]))
+        sizes.append(options)
+    bus = config.bus_width // 8
+    ranked = []
+    for chunk in itertools.product(*sizes):
+        d = place(config, *shape, order=order, chunk=chunk, requant=requant,
+                  accumulate=accumulate)  # fmt: skip
+        if check_descriptor(config, d)[0] is not Refusal.NONE:
+            return largest  # refused whatever its chunks: nothing to tune
+        compute = sum(command_counters(config, *j.chunk.shape, j.accumulate)["cycles"]
+                      for j in jobs(config, d))  # fmt: skip
+        moved = sum(t.words * containers(config)[_format(config, d, t.kind)]
+                    for j in jobs(config, d) for side in transfers(config, d, j)
+                    for t in side)  # fmt: skip
+        rate = max(compute, moved / bus, moved / dram.bandwidth)
+        ranked.append((rate, moved, tuple(-c for c in chunk), chunk, d))
+    ranked.sort()
+    timed = []
+    tuned_d = place(config, *shape, order=order, chunk=tuned, requant=requant,
+                    accumulate=accumulate)  # fmt: skip
+    close = [r for r in ranked if r[0] <= ranked[0][0] * (1 + STREAM_SLACK)]
+    candidates = {r[3]: r[4] for r in close[:STREAM_CANDIDATES]} | {tuned: tuned_d}
+    for chunk, d in candidates.items():
+        queue = [d]
+        while len(queue) < 3:
+            base = next_base(config, queue[-1])
+            queue.append(place(config, *shape, order=order, chunk=chunk, requant=requant,
+                               accumulate=accumulate, base=base))  # fmt: skip
+        last = predict_stream(config, [(q, 0) for q in queue], dram)[-1]
+        timed.append((last.accepted + last.measured_cycles, tuple(-c for c in chunk), chunk))
+    return min(timed)[2]
+
+
+def _format(config: ArrayConfig, d, kind: str) -> str:
+    """The DRAM format of a transfer of ``kind`` (C and partial sums at accumulator width, the
+    final C as :func:`contract.dma.c_format` says)."""
+    return {"c": c_format(config, d), "p": "p"}.get(kind, kind)
