@@ -53,6 +53,7 @@ LIMITS = {
     "max_reads": (1, 64),
     "max_writes": (1, 64),
     "queue_depth": (1, 16),
+    "stage_depth": (0, 1 << 24),
 }
 
 #: What the RTL generator builds (``systolic generate``, ``sim``, RTL points of a sweep): arrays
@@ -64,6 +65,7 @@ RTL_LIMITS = {
     "a_depth": (1, 1 << 16),
     "b_depth": (1, 1 << 16),
     "c_depth": (1, 1 << 16),
+    "stage_depth": (0, 1 << 16),
 }
 
 #: Integer precision presets: operand bits and the accumulator that holds any int8 dot product
@@ -172,6 +174,10 @@ class ArrayConfig:
         A vector unit beside the array (:mod:`contract.vector`): residual adds, elementwise max
         and pooling on the requantized outputs' tensors in DRAM, driven by descriptors through
         the same queue. Needs ``requant`` and ``out_width <= 8`` (a byte an element).
+    stage_depth : int
+        Words (of A's width) of the staging buffer that convolution descriptors stage input rows
+        in (:mod:`contract.conv`); 0, the default, builds none and the device takes GEMMs only.
+        WS only, so far.
     """
 
     dataflow: Dataflow
@@ -197,6 +203,7 @@ class ArrayConfig:
     max_writes: int = 8
     queue_depth: int = 2
     vector: bool = False
+    stage_depth: int = 0
 
     def __post_init__(self) -> None:
         try:
@@ -239,6 +246,9 @@ class ArrayConfig:
                 f"requantized outputs, a byte an element), not requant = {self.requant}, "
                 f"out_width = {self.out_width}"
             )
+        if self.stage_depth and dataflow is not Dataflow.WS:
+            raise ValueError(f"stage_depth (convolutions) is built for the ws dataflow so far, "
+                             f"not {dataflow.value}: give stage_depth = 0")  # fmt: skip
         if self.requant and self.acc_width > REQUANT_MAX_ACC:
             raise ValueError(
                 f"requant takes an accumulator of at most {REQUANT_MAX_ACC} bits (int32, as the "
@@ -313,17 +323,21 @@ class ArrayConfig:
             name += "-axi" + ".".join(map(str, dma))
         if self.vector:
             name += "-vec"
+        if self.stage_depth:
+            name += f"-st{self.stage_depth}"
         return name
 
     # -- serialization --
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields by name; ``vector`` only when set, so a configuration without the vector
-        unit keeps the JSON, ``CONFIG_HASH`` and sweep point ids it had before the unit."""
+        """The fields by name; ``vector`` and ``stage_depth`` only when set, so a configuration
+        without them keeps the JSON, ``CONFIG_HASH`` and sweep point ids it had before them."""
         d = dataclasses.asdict(self)
         d["dataflow"] = self.dataflow.value
         if not self.vector:
             del d["vector"]
+        if not self.stage_depth:
+            del d["stage_depth"]
         return d
 
     @classmethod

@@ -1,5 +1,5 @@
-"""A convolution as an implicit GEMM (issue 34's first step: the geometry the DMA's address
-generator, the model and the driver will share; no hardware reads it yet).
+"""A convolution as an implicit GEMM: the geometry the DMA's staging and expansion, the models
+and the driver share (docs/memory.md, "Convolutions").
 
 An NHWC input ``N x H x W x C`` (a byte an element), an ``O x kh x kw x C/groups`` kernel,
 strides, padding and dilation. Group ``g``'s GEMM is ``A_g[M, K] @ B_g[K, N]`` with ``M = N *
@@ -11,6 +11,17 @@ element or, where the window leaves the plane, padding (the input's zero point).
 *Staged rows*: the input rows ``(image, iy)`` a stretch of output pixels reads, which an on-chip
 expander would fetch once per chunk instead of once per A word; their bytes against the
 compulsory traffic (each input element once) is the reuse the design can reach.
+
+*On the device* (WS; :func:`device_gemm` and below): the input is the ``pixels x channels``
+matrix (``N * H * W`` pixels in image, row, column order) laid out as a WS A operand, words of
+``rows`` channels of one pixel, slice ``s`` (channels ``s * rows ..``) a tile row of its own:
+the layout in which a WS layer stores its C (with ``cols == rows``), so layers chain without the
+host touching activations. K runs over (channel slice, kernel row, kernel column, channel in the
+slice), the channels padded to whole slices: a word of A is one slice of one input pixel, and a
+chunk of whole slices reads whole slices. Padded channel lanes hold 0 in DRAM and meet weight
+rows of the weights' zero point (or 0), so they add nothing. For each chunk the DMA stages the
+input rows its output rows' windows read (every slice of the chunk, each row once) and an
+expander writes the A words from them, padding with the input's zero point.
 """
 
 from __future__ import annotations
@@ -22,7 +33,25 @@ import numpy as np
 
 from .checks import check_integer
 
-__all__ = ["Conv", "a_sources", "compulsory_bytes", "implicit_a", "staged_bytes", "staged_rows"]
+__all__ = [
+    "CONV_LIMITS",
+    "Conv",
+    "a_sources",
+    "check_conv",
+    "chunk_rows",
+    "compulsory_bytes",
+    "device_a",
+    "device_gemm",
+    "device_sources",
+    "device_weights",
+    "implicit_a",
+    "input_matrix",
+    "slices",
+    "stage",
+    "stage_bound",
+    "staged_bytes",
+    "staged_rows",
+]
 
 
 @dataclass(frozen=True)
@@ -126,3 +155,134 @@ def staged_bytes(conv: Conv, mc: int) -> int:
 def compulsory_bytes(conv: Conv) -> int:
     """Each input element once."""
     return math.prod((conv.batch, conv.height, conv.width, conv.channels))
+
+
+# -- on the device -------------------------------------------------------------------------------
+
+#: Largest value of each geometry field a convolution descriptor holds (its bits on the device).
+CONV_LIMITS = {"kernel": 15, "stride": 7, "dilation": 7, "pads": 15}
+
+
+def slices(conv: Conv, tile: int) -> int:
+    """Channel slices of ``tile`` channels (the last zero-padded)."""
+    return math.ceil(conv.channels / tile)
+
+
+def device_gemm(conv: Conv, tile: int) -> tuple[int, int, int]:
+    """The device's ``(M, K, N)``: K over whole slices of ``tile`` channels."""
+    m, _, n = conv.gemm
+    return m, conv.kernel[0] * conv.kernel[1] * slices(conv, tile) * tile, n
+
+
+def device_sources(conv: Conv, tile: int) -> np.ndarray:
+    """The device's A (groups 1) as indices into the flat NHWC input: ``-1`` where the window
+    leaves the plane (the zero point), ``-2`` on a padded channel lane (0 in DRAM)."""
+    oh, ow = conv.out
+    (kh, kw), (sh, sw), (dh, dw) = conv.kernel, conv.stride, conv.dilation
+    top, left = conv.pads[0], conv.pads[1]
+    img, oy, ox = (v.reshape(-1, 1) for v in np.meshgrid(
+        np.arange(conv.batch), np.arange(oh), np.arange(ow), indexing="ij"))  # fmt: skip
+    s, ky, kx, c = (v.reshape(1, -1) for v in np.meshgrid(
+        np.arange(slices(conv, tile)), np.arange(kh), np.arange(kw), np.arange(tile),
+        indexing="ij"))  # fmt: skip
+    iy, ix = oy * sh - top + ky * dh, ox * sw - left + kx * dw
+    channel = s * tile + c
+    inside = (iy >= 0) & (iy < conv.height) & (ix >= 0) & (ix < conv.width)
+    flat = ((img * conv.height + iy) * conv.width + ix) * conv.channels + channel
+    return np.where(channel >= conv.channels, -2, np.where(inside, flat, -1))
+
+
+def device_a(conv: Conv, x, zero: int, tile: int) -> np.ndarray:
+    """The A the device's expander builds from the NHWC input ``x`` (zero point ``zero``)."""
+    x = np.asarray(x, dtype=np.int64)
+    src = device_sources(conv, tile)
+    return np.where(src >= 0, x.reshape(-1)[np.maximum(src, 0)], np.where(src == -1, zero, 0))
+
+
+def device_weights(conv: Conv, w, tile: int, zero: int = 0) -> np.ndarray:
+    """The device's B (``K x N``) from weights ``w`` shaped ``O x kh x kw x C`` (groups 1):
+    rows of padded channel lanes hold ``zero`` (the weights' zero point), so they add nothing."""
+    w = np.asarray(w, dtype=np.int64)
+    kh, kw = conv.kernel
+    shape = (conv.out_channels, kh, kw, conv.channels)
+    if w.shape != shape:
+        raise ValueError(f"w must have shape {shape} (O, kh, kw, C), not {w.shape}")
+    s = slices(conv, tile)
+    padded = np.full((conv.out_channels, kh, kw, s * tile), zero, dtype=np.int64)
+    padded[..., : conv.channels] = w
+    # K order: slice, kernel row, kernel column, channel in the slice
+    return padded.reshape(conv.out_channels, kh, kw, s, tile).transpose(3, 1, 2, 4, 0).reshape(
+        -1, conv.out_channels)  # fmt: skip
+
+
+def input_matrix(conv: Conv, x) -> np.ndarray:
+    """The NHWC input as the ``pixels x channels`` matrix the device reads (its DRAM image is a
+    WS A operand's, :func:`contract.dma.image`)."""
+    x = np.asarray(x)
+    return x.reshape(conv.batch * conv.height * conv.width, conv.channels)
+
+
+def chunk_rows(conv: Conv, mc: int) -> int | None:
+    """Output rows of an M chunk of ``mc`` pixels, or None unless it is whole rows that tile
+    each image (``R`` rows dividing OH) or whole images (a multiple of OH rows)."""
+    oh, ow = conv.out
+    if mc % ow:
+        return None
+    rows = mc // ow
+    return rows if (rows <= oh and oh % rows == 0) or rows % oh == 0 else None
+
+
+def stage_bound(conv: Conv, tile: int, mc: int, kc: int) -> int:
+    """Words of the staging buffer a chunk of ``mc x kc`` may stage at most: its slices times
+    the rows its output rows read (``(R - 1) * stride + span``, at most the plane; whole images
+    for a chunk of whole images) times the row's pixels; :func:`stage` stages no more."""
+    oh, _ = conv.out
+    rows = chunk_rows(conv, mc)
+    kh, sh, dh = conv.kernel[0], conv.stride[0], conv.dilation[0]
+    per_slice = conv.kernel[0] * conv.kernel[1] * tile
+    chunk_slices = kc // per_slice
+    if rows <= oh:
+        staged = min(conv.height, (rows - 1) * sh + (kh - 1) * dh + 1)
+    else:
+        staged = rows // oh * conv.height
+    return chunk_slices * staged * conv.width
+
+
+def stage(conv: Conv, tile: int, m0: int, m1: int, k0: int, k1: int) -> tuple[int, int, int, int]:
+    """What a chunk stages: slices ``s0 .. s1 - 1`` and input pixels ``p0 .. p1 - 1`` (whole
+    rows: from the first row its first output row's windows read to the last row its last
+    output row's read, clipped to the plane, across images if it spans them)."""
+    oh, ow = conv.out
+    kh, sh, dh, top = conv.kernel[0], conv.stride[0], conv.dilation[0], conv.pads[0]
+    per_slice = conv.kernel[0] * conv.kernel[1] * tile
+    first, last = divmod(m0 // ow, oh), divmod((m1 - 1) // ow, oh)
+    lo = first[0] * conv.height + min(max(first[1] * sh - top, 0), conv.height - 1)
+    hi = last[0] * conv.height + min(max(last[1] * sh - top + (kh - 1) * dh, 0), conv.height - 1)
+    return k0 // per_slice, (k1 - 1) // per_slice + 1, lo * conv.width, (hi + 1) * conv.width
+
+
+def check_conv(conv: Conv, tile: int, gemm: tuple, chunk: tuple, stage_depth: int) -> str:
+    """Why the device cannot run ``conv`` as the GEMM ``gemm = (m, k, n)`` in chunks ``chunk``
+    (``""`` when it can): groups, a geometry field past :data:`CONV_LIMITS`, a GEMM that is not
+    the convolution's, chunks that are not whole output rows tiling the images and whole slices,
+    or a chunk whose staging overflows ``stage_depth`` words."""
+    if conv.groups != 1:
+        return f"groups = {conv.groups}: the device runs groups 1 (the driver splits groups)"
+    for name, top in CONV_LIMITS.items():
+        if max(getattr(conv, name)) > top:
+            return f"{name} = {getattr(conv, name)} must be at most {top} each"
+    want = device_gemm(conv, tile)
+    if tuple(gemm) != want:
+        return f"the GEMM {gemm} is not the convolution's {want}"
+    mc, kc, _ = chunk
+    oh, ow = conv.out
+    if chunk_rows(conv, mc) is None:
+        return (f"mc = {mc} must be whole output rows of {ow} pixels that tile each image "
+                f"(a divisor of OH = {oh} rows) or whole images")  # fmt: skip
+    per_slice = conv.kernel[0] * conv.kernel[1] * tile
+    if kc % per_slice:
+        return f"kc = {kc} must be whole slices of K, multiples of {per_slice}"
+    need = stage_bound(conv, tile, mc, kc)
+    if need > stage_depth:
+        return f"a chunk stages up to {need} words, past stage_depth = {stage_depth}"
+    return ""

@@ -20,10 +20,11 @@ import numpy as np
 from .axi import ADDR_BITS, MAX_BURST_BYTES
 from .checks import is_integer
 from .config import ArrayConfig, value_range
+from .conv import CONV_LIMITS, Conv, check_conv, stage
 from .interface import DIM_BITS
 from .layouts import BufferWord, footprint, from_words, layouts, to_words
 from .memory import container_bytes
-from .plan import Chunk, chunk_sizes, granularity
+from .plan import Chunk, chunk_sizes, conv_chunk_sizes, granularity
 from .refusal import Refusal
 from .vector import vector_fields
 
@@ -45,6 +46,7 @@ __all__ = [
     "descriptor_values",
     "gemm_fields",
     "containers",
+    "conv_fields",
     "from_image",
     "image",
     "jobs",
@@ -54,6 +56,7 @@ __all__ = [
     "q_image",
     "reads_what_writes",
     "spans",
+    "staging",
     "q_transfer",
     "tile_rows",
     "transfers",
@@ -93,7 +96,9 @@ class Descriptor:
     path (``requant``) adds each channel's bias from the table (``bias``) to its accumulators,
     requantizes them, adds ``out_zero`` and clamps the result to ``clamp = (lo, hi)`` (the
     activation: ReLU is ``(out_zero, top)``, ReLU6 ``(out_zero, out_zero + 6 / scale)``) or, with
-    ``clamp=None``, saturates it to the output range.
+    ``clamp=None``, saturates it to the output range. ``conv`` makes it a convolution
+    (:mod:`contract.conv`, on a device with a staging buffer): A is then the input, staged and
+    expanded chunk by chunk, and the GEMM its implicit one.
     """
 
     m: int
@@ -113,6 +118,7 @@ class Descriptor:
     out_zero: int = 0
     bias: bool = False
     clamp: tuple[int, int] | None = None
+    conv: Conv | None = None
 
     @property
     def order_code(self) -> int:
@@ -145,7 +151,34 @@ def gemm_fields(config: ArrayConfig) -> list[tuple[str, int]]:
                    ("clamp_lo", out), ("clamp_hi", out)]  # fmt: skip
     if config.vector:
         fields.append(("vector", 1))
+    if config.stage_depth:
+        fields += conv_fields()
     return fields
+
+
+def conv_fields() -> list[tuple[str, int]]:
+    """A convolution descriptor's geometry (:class:`contract.conv.Conv`; bottom and right pads
+    are implied by the output's height and width)."""
+    bits = {name: top.bit_length() for name, top in CONV_LIMITS.items()}
+    dim = DIM_BITS
+    return [("conv", 1), ("conv_images", dim), ("conv_height", dim), ("conv_width", dim),
+            ("conv_channels", dim), ("conv_out_height", dim), ("conv_out_width", dim),
+            ("conv_kh", bits["kernel"]), ("conv_kw", bits["kernel"]),
+            ("conv_sh", bits["stride"]), ("conv_sw", bits["stride"]),
+            ("conv_dh", bits["dilation"]), ("conv_dw", bits["dilation"]),
+            ("conv_top", bits["pads"]), ("conv_left", bits["pads"])]  # fmt: skip
+
+
+def _conv_values(conv: Conv | None) -> dict[str, int]:
+    if conv is None:
+        return {name: 0 for name, _ in conv_fields()}
+    oh, ow = conv.out
+    return {"conv": 1, "conv_images": conv.batch, "conv_height": conv.height,
+            "conv_width": conv.width, "conv_channels": conv.channels, "conv_out_height": oh,
+            "conv_out_width": ow, "conv_kh": conv.kernel[0], "conv_kw": conv.kernel[1],
+            "conv_sh": conv.stride[0], "conv_sw": conv.stride[1], "conv_dh": conv.dilation[0],
+            "conv_dw": conv.dilation[1], "conv_top": conv.pads[0],
+            "conv_left": conv.pads[1]}  # fmt: skip
 
 
 def descriptor_values(config: ArrayConfig, d: Descriptor) -> dict[str, int]:
@@ -167,6 +200,7 @@ def descriptor_values(config: ArrayConfig, d: Descriptor) -> dict[str, int]:
     for r in "abcp":
         region = getattr(d, r)
         values[f"{r}_addr"], values[f"{r}_stride"] = region.addr, region.stride
+    values |= _conv_values(d.conv)
     return {name: values[name] for name, _ in gemm_fields(config)}
 
 
@@ -241,6 +275,15 @@ def _shape(kind: str, m: int, k: int, n: int) -> tuple[int, int]:
     return {"a": (m, k), "b": (k, n), "c": (m, n), "p": (m, n)}[kind]
 
 
+def _matrix(d: Descriptor, kind: str) -> tuple[int, int]:
+    """The shape of ``kind``'s matrix in DRAM: a convolution's A is its input, pixels by
+    channels."""
+    if kind == "a" and d.conv is not None:
+        c = d.conv
+        return c.batch * c.height * c.width, c.channels
+    return _shape(kind, d.m, d.k, d.n)
+
+
 def tile_rows(word: BufferWord, shape: tuple[int, int]) -> tuple[int, int]:
     """``(tile rows, words per tile row)`` of a matrix of ``shape`` in words of ``word``."""
     rows, cols = shape
@@ -280,6 +323,13 @@ def check_descriptor(config: ArrayConfig, d: Descriptor) -> tuple[Refusal, str]:
     if requant and math.ceil(d.n / config.cols) > config.q_depth:
         return Refusal.TABLE, (f"{d.n} channels take {math.ceil(d.n / config.cols)} Q words, "
                                f"past q_depth = {config.q_depth}")  # fmt: skip
+    if d.conv is not None:
+        if not config.stage_depth:
+            return Refusal.CONV, "a convolution needs a staging buffer (stage_depth > 0)"
+        why = check_conv(d.conv, word_layout(config, "a").tile, (d.m, d.k, d.n), d.chunk,
+                         config.stage_depth)  # fmt: skip
+        if why:
+            return Refusal.CONV, why
     cont = containers(config)
     used = {"a": d.a, "b": d.b, "c": d.c}
     if _spills(d):
@@ -287,7 +337,7 @@ def check_descriptor(config: ArrayConfig, d: Descriptor) -> tuple[Refusal, str]:
     for kind, region in used.items():
         fmt = c_format(config, d) if kind == "c" else kind
         size = cont[fmt]
-        tiles, lines = tile_rows(word_layout(config, fmt), _shape(kind, d.m, d.k, d.n))
+        tiles, lines = tile_rows(word_layout(config, fmt), _matrix(d, kind))
         if not is_integer(region.addr) or not 0 <= region.addr < 1 << ADDR_BITS or (
                 region.addr % size):  # fmt: skip
             return Refusal.ALIGNMENT, (f"{kind}_addr = {region.addr!r} must be a multiple of "
@@ -321,7 +371,7 @@ def spans(config: ArrayConfig, d: Descriptor) -> dict[str, tuple[int, int]]:
             continue
         fmt = c_format(config, d) if kind == "c" else kind
         region = getattr(d, kind)
-        tiles, lines = tile_rows(word_layout(config, fmt), _shape(kind, d.m, d.k, d.n))
+        tiles, lines = tile_rows(word_layout(config, fmt), _matrix(d, kind))
         out[kind] = (region.addr, region.addr + (tiles - 1) * region.stride + lines * cont[fmt])
     if config.requant and d.requant:
         out["q"] = (d.q_addr, d.q_addr + math.ceil(d.n / config.cols) * cont["q"])
@@ -410,20 +460,28 @@ def place(config: ArrayConfig, m: int, k: int, n: int, *, order: str = "nmk",
           accumulate: bool = False, pad: int = 0, zeros: tuple[int, int] = (0, 0),
           requant: bool = False, out_zero: int = 0, bias: bool = False,
           clamp: tuple[int, int] | None = None, chunk=None,
-          base: int = 0) -> Descriptor:  # fmt: skip
+          base: int = 0, conv: Conv | None = None) -> Descriptor:  # fmt: skip
     """The driver's descriptor for an ``m x k x n`` GEMM: A, B, C, partial sums and the
     requantization table one after another from address ``base`` (a multiple of 4 KB; 0 unless
     several GEMMs share the DRAM), each from a 4 KB boundary, with
     ``pad`` extra words between tile rows and the chunk sizes of
     :func:`contract.plan.chunk_sizes` (or ``chunk``). The models evaluate a GEMM given by its
-    shape on this placement."""
+    shape on this placement. With ``conv``, the GEMM is that convolution's
+    (:func:`contract.conv.device_gemm`), A its input (pixels by channels) and the chunk sizes
+    :func:`contract.plan.conv_chunk_sizes`."""
     cont = containers(config)
-    size = chunk_sizes(config, m, k, n) if chunk is None else dict(zip("mkn", chunk, strict=True))
+    if chunk is not None:
+        size = dict(zip("mkn", chunk, strict=True))
+    elif conv is not None:
+        size = conv_chunk_sizes(config, conv)
+    else:
+        size = chunk_sizes(config, m, k, n)
     if base % PLACEMENT_ALIGN:
         raise ValueError(f"base = {base} must be a multiple of {PLACEMENT_ALIGN}")
     regions = {}
     fmt = {"a": "a", "b": "b", "c": "c" if (config.requant and requant) else "p", "p": "p"}
-    for kind, shape in (("a", (m, k)), ("b", (k, n)), ("c", (m, n)), ("p", (m, n))):
+    a_shape = (m, k) if conv is None else (conv.batch * conv.height * conv.width, conv.channels)
+    for kind, shape in (("a", a_shape), ("b", (k, n)), ("c", (m, n)), ("p", (m, n))):
         tiles, lines = tile_rows(word_layout(config, fmt[kind]), shape)
         stride = (lines + pad) * cont[fmt[kind]]
         regions[kind] = Region(base, stride)
@@ -432,7 +490,7 @@ def place(config: ArrayConfig, m: int, k: int, n: int, *, order: str = "nmk",
     return Descriptor(m, k, n, (size["m"], size["k"], size["n"]), regions["a"], regions["b"],
                       regions["c"], regions["p"], base, accumulate, order, zeros[0], zeros[1],
                       requant, out_zero if requant else 0, bias and requant,
-                      clamp if requant else None)  # fmt: skip
+                      clamp if requant else None, conv)  # fmt: skip
 
 
 def next_base(config: ArrayConfig, d: Descriptor) -> int:
@@ -448,11 +506,13 @@ def next_base(config: ArrayConfig, d: Descriptor) -> int:
 @dataclass(frozen=True)
 class Transfer:
     """One load or store of a job: ``segments`` contiguous runs ``(dram address, words)``,
-    filling (or draining) the bank from word 0 in order."""
+    filling (or draining) the bank from word 0 in order; a convolution's A fills the staging
+    buffer instead, from which the expander then writes ``expand`` words into the bank."""
 
     kind: str  # "a", "b", "c", "p" (C and partial sums move in either direction), "q"
     bank: int
     segments: tuple[tuple[int, int], ...]
+    expand: int = 0
 
     @property
     def words(self) -> int:
@@ -484,7 +544,9 @@ def transfers(config: ArrayConfig, d: Descriptor, job: Job) -> tuple[list, list]
         return Transfer(kind, bank, segments)
 
     loads = []
-    if job.load_a:
+    if job.load_a and d.conv is not None:
+        loads.append(staging(config, d, job))
+    elif job.load_a:
         loads.append(transfer("a", d.a, job.banks["a"], "a"))
     if job.load_b:
         loads.append(transfer("b", d.b, job.banks["b"], "b"))
@@ -496,6 +558,16 @@ def transfers(config: ArrayConfig, d: Descriptor, job: Job) -> tuple[list, list]
     elif job.store == "p":
         stores.append(transfer("p", d.p, job.banks["c"], "p"))
     return loads, stores
+
+
+def staging(config: ArrayConfig, d: Descriptor, job: Job) -> Transfer:
+    """A convolution's A load for ``job``: each slice's run of the input rows the chunk reads
+    (:func:`contract.conv.stage`) into the staging buffer, then the chunk's A words expanded."""
+    ch, word = job.chunk, word_layout(config, "a")
+    s0, s1, p0, p1 = stage(d.conv, word.tile, ch.m0, ch.m1, ch.k0, ch.k1)
+    size = containers(config)["a"]
+    segments = tuple((d.a.addr + s * d.a.stride + p0 * size, p1 - p0) for s in range(s0, s1))
+    return Transfer("a", job.banks["a"], segments, word.words((ch.m1 - ch.m0, ch.k1 - ch.k0)))
 
 
 def q_transfer(config: ArrayConfig, d: Descriptor) -> Transfer:

@@ -14,10 +14,13 @@ from dataclasses import dataclass
 
 from .checks import is_integer
 from .config import ArrayConfig
+from .conv import Conv, chunk_rows, device_gemm, slices, stage, stage_bound
 from .layouts import footprint, layouts
+from .memory import container_bytes
 
 __all__ = [
     "Chunk",
+    "conv_chunk_sizes",
     "Step",
     "chunk_sizes",
     "granularity",
@@ -88,6 +91,49 @@ def chunk_sizes(config: ArrayConfig, m: int, k: int, n: int) -> dict[str, int]:
             )
         dim = max(shrinkable, key=lambda d: size[d] / g[d])
         size[dim] = max(g[dim], math.ceil(size[dim] / 2 / g[dim]) * g[dim])
+
+
+def conv_chunk_sizes(config: ArrayConfig, conv: Conv) -> dict[str, int]:
+    """The chunk sizes of a convolution on the device (loop order ``nmk``): among those the
+    device takes (:func:`contract.conv.check_conv`: whole output rows tiling the images, whole
+    slices) that fit the banks and the staging buffer, the one that moves the fewest DRAM bytes
+    (larger chunks on a tie)."""
+    tile = layouts(config)["a"].tile
+    m, k, n = device_gemm(conv, tile)
+    oh, ow = conv.out
+    per_slice = conv.kernel[0] * conv.kernel[1] * tile
+    rows = [r for r in range(1, oh + 1) if oh % r == 0]
+    rows += [q * oh for q in range(2, conv.batch + 1)]
+    g = granularity(config)
+    ncs = sorted({min(n, max(g["n"], -(-n // 2**i // g["n"]) * g["n"])) for i in range(12)})
+    depth = {"a": config.a_depth, "b": config.b_depth, "c": config.c_depth}
+    cont = {b: container_bytes(word.bits) for b, word in layouts(config).items()}
+    best = None
+    for r in rows:
+        mc = r * ow
+        staged = sum(stage(conv, tile, m0, min(m, m0 + mc), 0, k)[3]
+                     - stage(conv, tile, m0, min(m, m0 + mc), 0, k)[2]
+                     for m0 in range(0, m, mc))  # fmt: skip
+        for j in range(1, slices(conv, tile) + 1):
+            kc = j * per_slice
+            if stage_bound(conv, tile, mc, kc) > config.stage_depth:
+                break
+            for nc in ncs:
+                need = footprint(config, min(mc, m), kc, nc)
+                if any(need[b] > depth[b] for b in "abc"):
+                    continue
+                mchunks, kchunks, nchunks = -(-m // mc), -(-k // kc), -(-n // nc)
+                a = staged * slices(conv, tile) * (nchunks if mchunks * kchunks > 1 else 1)
+                b = layouts(config)["b"].words((k, n)) * (mchunks if kchunks > 1 else 1)
+                moved = a * cont["a"] + b * cont["b"]
+                key = (moved, -mc, -kc, -nc)
+                if best is None or key < best[0]:
+                    best = (key, {"m": min(mc, m), "k": kc, "n": nc})
+    if best is None:
+        raise ValueError(f"no chunk of {conv} fits the banks and stage_depth = "
+                         f"{config.stage_depth} (one output row of one slice needs "
+                         f"{stage_bound(conv, tile, ow, per_slice)} words)")  # fmt: skip
+    return best[1]
 
 
 @dataclass(frozen=True)

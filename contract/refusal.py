@@ -22,3 +22,4 @@ class Refusal(enum.IntEnum):
     RANGE = 8  # an operand that reaches past the end of the address space
     CLAMP = 9  # an activation clamp whose low bound is above its high bound
     WINDOW = 10  # a vector descriptor's pooling window, stride, padding or output that misfit
+    CONV = 11  # a convolution the device cannot run as given (contract.conv.check_conv)

@@ -15,9 +15,11 @@ from .interface import DIM_BITS
 __all__ = [
     "CHECK_CYCLES",
     "CHECK_PRODUCT_BITS",
+    "CONV_SETUP_CYCLES",
     "DESCRIPTOR_LATENCY",
     "DESCRIPTOR_SLOTS",
     "DONE_DELAY",
+    "EXPAND_LATENCY",
     "READ_LATENCY",
     "MeshTiming",
     "bank_release",
@@ -52,6 +54,17 @@ DESCRIPTOR_LATENCY = 1 + CHECK_CYCLES
 #: overlap the oldest's last computes and stores), unless it reads what the oldest writes.
 #: Descriptors complete in order.
 DESCRIPTOR_SLOTS = 2
+
+#: A convolution's A load (contract.conv): the expander takes it once the A bank is free and the
+#: load before is expanded, and its staging command (the input rows the chunk reads) is ready
+#: this many cycles later: one to step the chunk's output row and slice on from the load
+#: before, one to register the rows' first pixel and count.
+CONV_SETUP_CYCLES = 2
+
+#: From the cycle the staging load's last word is written to the cycle the expander writes the
+#: chunk's first A word (a staging read, then the write): its last word ``EXPAND_LATENCY +
+#: words - 1`` cycles after, the cycle the bank counts as full.
+EXPAND_LATENCY = 2
 
 #: ``busy`` stays high this many cycles after the cycle in which the last result reached the C
 #: buffer (the controller's ``finishing`` register), so the counters see the final update.

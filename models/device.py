@@ -38,7 +38,12 @@ from systolic.contract.dma import (
 from systolic.contract.figures import GemmFigures
 from systolic.contract.interface import COUNTERS, DEVICE_COUNTERS
 from systolic.contract.memory import BeatClock, Dram
-from systolic.contract.timing import CHECK_CYCLES, DESCRIPTOR_LATENCY
+from systolic.contract.timing import (
+    CHECK_CYCLES,
+    CONV_SETUP_CYCLES,
+    DESCRIPTOR_LATENCY,
+    EXPAND_LATENCY,
+)
 
 from .cycles import command_counters
 
@@ -64,9 +69,9 @@ def _fmt(config: ArrayConfig, d: Descriptor, kind: str, store: bool) -> str:
 
 
 def _moves(config: ArrayConfig, d: Descriptor) -> tuple[list, list, list]:
-    """Per job, its loads ``(buffer, bank, bursts, from partial sums)`` and its stores ``(bank,
-    bursts, words, beat bytes, container bytes)``, and the table's load; a burst is
-    ``(address, beats, beat bytes)``."""
+    """Per job, its loads ``(buffer, bank, bursts, from partial sums, words expanded)`` and its
+    stores ``(bank, bursts, words, beat bytes, container bytes)``, and the table's load; a
+    burst is ``(address, beats, beat bytes)``."""
     cont = containers(config)
 
     def burst_list(t, fmt):
@@ -81,13 +86,13 @@ def _moves(config: ArrayConfig, d: Descriptor) -> tuple[list, list, list]:
     for job in jobs(config, d):
         ls, ss = transfers(config, d, job)
         loads.append([("c" if t.kind in "cp" else t.kind, t.bank,
-                       burst_list(t, _fmt(config, d, t.kind, False)), t.kind == "p")
+                       burst_list(t, _fmt(config, d, t.kind, False)), t.kind == "p", t.expand)
                       for t in ls])  # fmt: skip
         stores.append([(t.bank, burst_list(t, f), t.words, beat_bytes(config, f), cont[f])
                        for t in ss for f in [_fmt(config, d, t.kind, True)]])  # fmt: skip
     q = []
     if d.requant and config.requant:
-        q = [("q", 0, burst_list(q_transfer(config, d), "q"), False)]
+        q = [("q", 0, burst_list(q_transfer(config, d), "q"), False, 0)]
     return loads, stores, q
 
 
@@ -135,10 +140,13 @@ class DramBus:
 class _Reader:
     """The read side: a job's loads (A, then B, then C) each once its bank is free, the
     requantization table first; and the read engine's bursts, at most ``max_reads`` in
-    flight (rtl/dma.py's ReadEngine)."""
+    flight (rtl/dma.py's ReadEngine). A convolution's A load first sets the expander up (once
+    the bank is free and the expander done with the load before), then stages, then expands
+    (rtl/expander.py; contract.timing.CONV_SETUP_CYCLES, EXPAND_LATENCY)."""
 
-    __slots__ = ("active", "beat", "cmd", "inflight", "issued", "job", "loads", "max_reads",
-                 "q_cmd", "q_loaded", "q_pending")  # fmt: skip
+    __slots__ = ("active", "beat", "cmd", "expand", "expanded_at", "inflight", "issued", "job",
+                 "loads", "max_reads", "q_cmd", "q_loaded", "q_pending", "setup",
+                 "setup_at")  # fmt: skip
 
     def __init__(self, config: ArrayConfig):
         self.loads, self.max_reads = [], config.max_reads
@@ -147,8 +155,12 @@ class _Reader:
         self.job = self.issued = 0  # the job whose loads are issued, and how many are
         self.active = None  # bursts left to request of the command being requested
         self.cmd = None
-        self.inflight = deque()  # (kind, bank, beats, last)
+        self.inflight = deque()  # (kind, bank, beats, last, words expanded)
         self.beat = 0  # beats in of the oldest burst in flight
+        self.setup = False  # the expander is set up for the pending load (or being set up)
+        self.setup_at = None  # the cycle its staging command is ready
+        self.expand = None  # the expander's load: (bank, words), from setup to expanded
+        self.expanded_at = None  # the cycle its last A word is written
 
     def restart(self, loads: list, q: list) -> None:
         """On the next descriptor's jobs (its table's load pending, if it has one)."""
@@ -159,10 +171,10 @@ class _Reader:
         return bool(self.active) and len(self.inflight) < self.max_reads and (
             bus.out < bus.max_requests)  # fmt: skip
 
-    def command(self, state: dict, writes_out: int, ready: bool, q_now: bool) -> tuple:
-        """``(command accepted or None, waiting for a bank, job advances)`` this cycle;
-        ``q_now``: the table's load may go (it goes first)."""
-        cmd, wait, advance = None, False, False
+    def command(self, t: int, state: dict, writes_out: int, ready: bool, q_now: bool) -> tuple:
+        """``(command accepted or None, waiting for a bank, job advances, expander set up)``
+        this cycle; ``q_now``: the table's load may go (it goes first)."""
+        cmd, wait, advance, setup = None, False, False, False
         if q_now:
             cmd = self.q_cmd
         elif self.job < len(self.loads):
@@ -170,16 +182,35 @@ class _Reader:
             if not need:
                 advance = True
             else:
-                kind, bank, _, from_p = need[0]
-                if state[kind][bank] == FREE and not (from_p and writes_out):
+                kind, bank, _, from_p, expand = need[0]
+                if expand and self.setup:
+                    cmd = need[0] if t >= self.setup_at else None
+                elif expand:
+                    setup = state[kind][bank] == FREE and self.expand is None
+                    wait = not setup
+                elif state[kind][bank] == FREE and not (from_p and writes_out):
                     cmd = need[0]
                 else:
                     wait = True
-        return (cmd if ready else None), wait, advance
+        return (cmd if ready else None), wait, advance, setup
+
+    def set_up(self, t: int) -> None:
+        """The expander takes the pending A load: its staging command is ready after the
+        setup's cycles."""
+        _, bank, _, _, words = self.loads[self.job][self.issued]
+        self.setup, self.setup_at, self.expand = True, t + CONV_SETUP_CYCLES, (bank, words)
+
+    def expanded(self, state: dict) -> tuple:
+        """The expander writes its load's last A word: the bank is full."""
+        bank, _ = self.expand
+        state["a"][bank] = FULL
+        self.expand = self.expanded_at = None
+        return "a", bank
 
     def take_beat(self, bus: DramBus) -> tuple[int, tuple | None]:
-        """A read beat arrives: ``(requests completed, (buffer, bank) loaded or None)``."""
-        kind, bank, beats, last = self.inflight[0]
+        """A read beat arrives: ``(requests completed, (buffer, bank, words to expand) loaded
+        or None)``."""
+        kind, bank, beats, last, expand = self.inflight[0]
         bus.serve_beat()
         self.beat += 1
         if self.beat < beats:
@@ -187,11 +218,11 @@ class _Reader:
         self.inflight.popleft()
         self.beat = 0
         bus.queue.popleft()
-        return 1, ((kind, bank) if last else None)
+        return 1, ((kind, bank, expand) if last else None)
 
     def send_ar(self, t: int, bus: DramBus) -> None:
         _, beats, beat = self.active.popleft()
-        self.inflight.append((self.cmd[0], self.cmd[1], beats, not self.active))
+        self.inflight.append((self.cmd[0], self.cmd[1], beats, not self.active, self.cmd[4]))
         bus.queue.append(["r", t + bus.latency, beats, beat, 0])
         if not self.active:
             self.active = None
@@ -204,13 +235,20 @@ class _Reader:
         else:
             state[cmd[0]][cmd[1]] = LOADING
             self.issued += 1
+            self.setup = False
 
-    def loaded(self, event: tuple, state: dict) -> None:
-        kind, bank = event
+    def loaded(self, t: int, event: tuple, state: dict) -> bool:
+        """A load's last word is in: its bank is full (loaded, for C), or, for a staging load,
+        the expander starts; whether the bank is full now."""
+        kind, bank, expand = event
         if kind == "q":
             self.q_loaded = True
+        elif expand:
+            self.expanded_at = t + EXPAND_LATENCY + expand - 1
+            return False
         else:
             state[kind][bank] = LOADED if kind == "c" else FULL
+        return True
 
 
 class _Compute:
@@ -368,7 +406,7 @@ class _Writer:
 
 
 # what an engine with nothing left to do decides (see _timeline)
-_NOTHING = (None, False, False)
+_NOTHING = (None, False, False, False)
 _NO_STORE = (None, False)
 _NONE2 = (False, False)
 _NONE3 = (False, False, False)
@@ -393,6 +431,11 @@ def _next_event(t: int, bus: DramBus, wr: _Writer, cp: _Compute, limit: int,
     return max(t + 1, min(times))
 
 
+def _reader_times(rd: _Reader) -> list[int]:
+    """The cycles the read side moves by itself: a setup's end, an expansion's last word."""
+    return [u for u in (rd.setup_at if rd.setup else None, rd.expanded_at) if u is not None]
+
+
 class _Entry:
     """A descriptor on its way through the device: its jobs and moves (banks chosen when it
     starts), the cycles it was checked, started and completed, and its counts."""
@@ -415,7 +458,7 @@ class _Entry:
         self.js = [replace(j, banks={k: b ^ flip[k] for k, b in j.banks.items()})
                    for j in jobs(config, self.d)]  # fmt: skip
         loads, stores, self.q = _moves(config, self.d)
-        self.loads = [[(k, bank ^ flip[k], bl, p) for k, bank, bl, p in job] for job in loads]
+        self.loads = [[(k, bank ^ flip[k], *rest) for k, bank, *rest in job] for job in loads]
         self.stores = [[(bank ^ flip["c"], *rest) for bank, *rest in job] for job in stores]
         banks.update(self.js[-1].banks)
 
@@ -558,8 +601,10 @@ def _timeline(config: ArrayConfig, items: list, dram: Dram, limit: int,
         mv = queue.decide(t, rd, cp, wr)
         ar_taken = rd.active is not None and rd.ar_taken(bus)
         rd_ready = rd.active is None or (ar_taken and len(rd.active) == 1)
-        cmd, dma_wait, rd_advance = rd.command(state, wr.outstanding, rd_ready, mv.q_now) if (
+        cmd, dma_wait, rd_advance, setup = rd.command(
+            t, state, wr.outstanding, rd_ready, mv.q_now) if (
             mv.q_now or mv.rd_valid) else _NOTHING  # fmt: skip
+        expanded = rd.expanded_at == t
         aw_taken = wr.requesting is not None and wr.aw_taken(bus, ar_taken)
         r_take, w_take = bus.head(t, wr.can_write()) if bus.queue else _NONE2
         b_take = bool(bus.responses) and t >= bus.responses[0]
@@ -574,11 +619,11 @@ def _timeline(config: ArrayConfig, items: list, dram: Dram, limit: int,
             store, wr_advance = _NO_STORE
         prod_read = wr.producing is not None and wr.producer_reads()
         if not (ar_taken or aw_taken or r_take or w_take or b_take or go or finished or prod_read
-                or wr.in_flight or rd_advance or wr_advance or cmd is not None
-                or store is not None or queue.moves(mv)):  # fmt: skip
+                or wr.in_flight or rd_advance or wr_advance or cmd is not None or setup
+                or expanded or store is not None or queue.moves(mv)):  # fmt: skip
             # nothing happens: nothing will until the next timed event, so skip to it (the
             # cycles between wait as this one does)
-            skip_to = _next_event(t, bus, wr, cp, limit, queue.next_times())
+            skip_to = _next_event(t, bus, wr, cp, limit, queue.next_times() + _reader_times(rd))
             if array_wait:
                 entries[cur["cp"]].counts["array_wait_cycles"] += skip_to - t
             if dma_wait:
@@ -605,15 +650,18 @@ def _timeline(config: ArrayConfig, items: list, dram: Dram, limit: int,
         if ar_taken and aw_taken:  # the same cycle: the AR first in the queue
             bus.queue[-1], bus.queue[-2] = bus.queue[-2], bus.queue[-1]
         bus.out += ar_taken + aw_taken - completed_requests
+        if setup:
+            rd.set_up(t)
         if cmd is not None:
             note((t, "load", f"{cmd[0]}{cmd[1]}"))
             rd.accept(cmd, state)
         if rd_advance:
             rd.job += 1
             rd.issued = 0
-        if loaded:
+        if loaded and rd.loaded(t, loaded, state):
             note((t, "loaded", f"{loaded[0]}{loaded[1]}"))
-            rd.loaded(loaded, state)
+        if expanded:
+            note((t, "loaded", "a{}".format(*rd.expanded(state)[1:])))
         if go:
             note((t, "compute", cp.job))
             cp.start(t, state)
@@ -748,7 +796,7 @@ def _static_counts(config: ArrayConfig, d: Descriptor) -> dict[str, int]:
             if name != "cycles":
                 out[name] += counters[name]
     loads, stores, q = _moves(config, d)
-    for buf, _, burst_list, _ in q + [load for job in loads for load in job]:
+    for buf, _, burst_list, *_ in q + [load for job in loads for load in job]:
         out[f"dram_read_beats_{buf}"] += sum(n for _, n, _ in burst_list)
         out[f"dram_read_bytes_{buf}"] += sum(n * beat for _, n, beat in burst_list)
     for _, burst_list, _, _, _ in (store for job in stores for store in job):
