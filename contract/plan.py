@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .checks import is_integer
 from .config import ArrayConfig
-from .conv import Conv, chunk_rows, device_gemm, slices, stage, stage_bound
+from .conv import Conv, device_gemm, slices, stage, stage_bound
 from .layouts import footprint, layouts
 from .memory import container_bytes
 
