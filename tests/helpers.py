@@ -22,6 +22,7 @@ __all__ = [
     "at_most",
     "check_against_model",
     "coefficients_with",
+    "random_conv",
     "run_cli",
     "stream_starts",
     "write_spec",
@@ -150,3 +151,16 @@ def at_least(value: float, bound: float, what: str) -> None:
     """Assert a sampled statistic ``value >= bound``, like :func:`at_most`."""
     _record(what, value, bound, ">=")
     assert value >= bound, f"{what}: {value:.6g} < {bound:.6g}"
+
+
+def random_conv(rng, kernel: int):
+    """Strides 1-2, pads 0-2, dilations 1-2, ragged channel counts; groups 1."""
+    stride, dilation = (tuple(int(v) for v in rng.integers(1, 3, 2)) for _ in range(2))
+    pads = tuple(int(v) for v in rng.integers(0, 3, 4))
+    span = max(dilation) * (kernel - 1) + 1
+    size = int(rng.integers(span, span + 5))
+    from systolic.contract.conv import Conv
+
+    return Conv(int(rng.integers(1, 3)), size, size + int(rng.integers(0, 3)),
+                int(rng.integers(1, 11)), int(rng.integers(1, 7)), (kernel, kernel), stride, pads,
+                dilation)  # fmt: skip

@@ -321,6 +321,7 @@ MIRRORS = {
     "device": {"models", "rtl"},  # the device cycle for cycle; the device in hardware
     "sram": {"models", "rtl"},  # SRAM macros' area and energy; the SRAM modules
     "requant": {"golden", "rtl"},  # requantization arithmetic; its hardware
+    "conv": {"contract", "golden"},  # a convolution's geometry on the device; its output
     # the vector unit: its descriptor and walk, reference, hardware, cycles and driver
     "vector": {"contract", "golden", "rtl", "models", "sim"},
     "generate": {"rtl", "cli"},  # `systolic generate`

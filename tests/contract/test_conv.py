@@ -9,6 +9,8 @@ import pytest
 from numpy.lib.stride_tricks import sliding_window_view
 from systolic.contract.conv import Conv, compulsory_bytes, implicit_a, staged_bytes, staged_rows
 
+from tests.helpers import random_conv
+
 
 def _im2col(conv: Conv, x, zero: int, group: int) -> np.ndarray:
     """The reference: pad with the zero point, take every window (dilated), keep the group's
@@ -68,3 +70,81 @@ def test_staged_rows_by_hand():
     assert staged_bytes(conv, conv.gemm[0]) == compulsory_bytes(conv)
     # chunks of one output row restage the rows their windows share: 2 + 3 + 3 + 2 rows a plane
     assert staged_bytes(conv, 5) == 2 * 10 * 5 * 8
+
+
+# -- on the device --------------------------------------------------------------------------------
+
+
+def test_each_chunk_stages_what_its_a_reads_and_no_more_than_its_bound(seed):
+    """For random convolutions and every chunk size the device takes: every input element a
+    chunk's A reads lies in the slices and rows it stages, the first and the last row staged are
+    rows its windows read (:func:`staged_rows`, derived separately; or a row a dilated window
+    steps over at the plane's edge), and the words staged stay within :func:`stage_bound`."""
+    from systolic.contract.conv import chunk_rows, device_gemm, device_sources, stage, stage_bound
+
+    rng = np.random.default_rng([seed, 2])
+    print(f"seed {seed}")
+    checked = 0
+    for _ in range(12):
+        conv = random_conv(rng, int(rng.choice([1, 3, 5])))
+        tile = int(rng.integers(2, 5))
+        m, k, _ = device_gemm(conv, tile)
+        src = device_sources(conv, tile)
+        per_slice = conv.kernel[0] * conv.kernel[1] * tile
+        oh, ow = conv.out
+        for mc in [r * ow for r in range(1, m // ow + 1) if chunk_rows(conv, r * ow)]:
+            for kc in range(per_slice, k + 1, per_slice):
+                for m0 in range(0, m, mc):
+                    for k0 in range(0, k, kc):
+                        m1, k1 = min(m, m0 + mc), min(k, k0 + kc)
+                        s0, s1, p0, p1 = stage(conv, tile, m0, m1, k0, k1)
+                        assert (s1 - s0) * (p1 - p0) <= stage_bound(conv, tile, mc, kc)
+                        read = src[m0:m1, k0:k1]
+                        read = read[read >= 0]
+                        pixel, channel = read // conv.channels, read % conv.channels
+                        assert np.all((pixel >= p0) & (pixel < p1)), (conv, tile, m0, mc)
+                        assert np.all((channel // tile >= s0) & (channel // tile < s1))
+                        rows = [i * conv.height + y for i, y in staged_rows(conv, m0, m1)]
+                        lo, hi = p0 // conv.width, p1 // conv.width - 1
+                        if rows:  # a dilated window may skip the plane's first or last row
+                            assert 0 <= rows[0] - lo < conv.dilation[0]
+                            assert 0 <= hi - rows[-1] < conv.dilation[0]
+                        checked += 1
+    assert checked > 50
+    print(f"{checked} chunks checked")
+
+
+def test_the_device_refuses_what_it_cannot_run():
+    from systolic.contract.config import ArrayConfig
+    from systolic.contract.conv import device_gemm
+    from systolic.contract.dma import Refusal, check_descriptor, place
+
+    config = ArrayConfig("ws", 4, 4, stage_depth=256)
+    conv = Conv(1, 8, 8, 8, 4, (3, 3), (1, 1), (1, 1, 1, 1))
+    gemm = device_gemm(conv, 4)
+    assert gemm == (64, 72, 4)
+
+    def why(chunk=None, c=conv, g=gemm, cfg=config):
+        return check_descriptor(cfg, place(cfg, *g, conv=c, chunk=chunk))
+
+    assert why() == (Refusal.NONE, "")
+    assert why((24, 36, 4)) == (
+        Refusal.CONV,
+        "mc = 24 must be whole output rows of 8 pixels "
+        "that tile each image (a divisor of OH = 8 rows) or whole images",
+    )
+    assert why((16, 24, 4)) == (Refusal.CONV, "kc = 24 must be whole slices of K, multiples of 36")
+    # four output rows read six input rows of 8 pixels, 2 slices: 96 words
+    assert why((32, 72, 4), cfg=ArrayConfig("ws", 4, 4, stage_depth=95)) == (
+        Refusal.CONV,
+        "a chunk stages up to 96 words, past stage_depth = 95",
+    )
+    assert why(g=(64, 64, 4), chunk=(8, 32, 4))[0] is Refusal.CONV
+    assert why((8, 72, 4), cfg=ArrayConfig("ws", 4, 4)) == (
+        Refusal.CONV,
+        "a convolution needs a staging buffer (stage_depth > 0)",
+    )
+    grouped = Conv(1, 8, 8, 8, 4, (3, 3), groups=2)
+    assert why(c=grouped, g=device_gemm(grouped, 4), chunk=(6, 36, 2))[1].startswith("groups = 2")
+    with pytest.raises(ValueError, match="stage_depth .* ws dataflow so far, not os"):
+        ArrayConfig("os", 4, 4, stage_depth=64)
