@@ -129,10 +129,12 @@ def descriptor_fields(config: ArrayConfig) -> list[tuple[str, int]]:
     """The descriptor as the device takes it: ``(field, bits)`` packed least significant first
     (zero points and the output zero point in two's complement where signed): a GEMM's fields
     (:func:`gemm_fields`), then those only a vector descriptor has
-    (:func:`contract.vector.vector_fields`)."""
+    (:func:`contract.vector.vector_fields`), then a convolution's (:func:`conv_fields`)."""
     fields = gemm_fields(config)
     have = {name for name, _ in fields}
-    return fields + [f for f in vector_fields(config) if f[0] not in have]
+    conv = [f for f in fields if f[0].startswith("conv")]  # last: the older fields keep their
+    fields = [f for f in fields if f not in conv]  # registers
+    return fields + [f for f in vector_fields(config) if f[0] not in have] + conv
 
 
 def gemm_fields(config: ArrayConfig) -> list[tuple[str, int]]:

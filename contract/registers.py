@@ -238,7 +238,8 @@ def _control() -> list[Register]:
 def _every_field() -> list[tuple[str, int]]:
     """The descriptor fields of a configuration with every option: each has its slot, so an
     offset is the same in every configuration that has the field."""
-    return descriptor_fields(ArrayConfig("ws", 1, 1, zero_points=True, requant=True, vector=True))
+    return descriptor_fields(ArrayConfig("ws", 1, 1, zero_points=True, requant=True, vector=True,
+                                         stage_depth=1))  # fmt: skip
 
 
 def register_map(config: ArrayConfig) -> tuple[Register, ...]:

@@ -37,6 +37,7 @@ from .buffers import InputBuffer
 from .control import ControlRegisters, descriptor_layout, device_counters_layout
 from .core import command_counters, compute_core, offset, word_layouts
 from .dma import ReadEngine, WriteEngine
+from .expander import Expander
 from .fp import arithmetic
 from .requant import q_word_layout
 from .sequencer import ChunkWalker
@@ -98,6 +99,9 @@ class _Slot:
         self.depends = Signal(name=f"slot{i}_depends")  # reads what the slot before writes
         # the compute and write sides have taken it (the other slot may hold an older one)
         self.took = {w: Signal(name=f"slot{i}_{w}_took") for w in ("cp", "wr")}
+        # a convolution's chunks: output rows and images an M chunk, slices a K chunk
+        self.conv = {n: Signal(DIM_BITS, name=f"slot{i}_conv_{n}")
+                     for n in ("rows", "images_per_chunk", "slices_per_chunk")}  # fmt: skip
 
 
 class _Run:
@@ -121,6 +125,7 @@ class _Run:
         self.error = Signal(4, name="error")  # the last completed descriptor's refusal
         # the checker's results (set by Device._check)
         self.checked = self.refusal = self.depends = self.steps = self.ends = self.spills = None
+        self.conv = None  # a convolution's check (with a staging buffer)
 
     def slot_field(self, ptr, get):
         """``get(slot)`` of the slot ``ptr`` names."""
@@ -138,6 +143,17 @@ class _Engines(NamedTuple):
     rd: object
     wr: object
     vec: object  # the vector unit, or None
+    exp: object  # the convolution expander, or None
+
+
+class _ConvCheck(NamedTuple):
+    """A convolution descriptor's check: its refusal, its input's slices and pixels (A's tile
+    rows and lines in DRAM) and its chunks' shape (stored in its slot)."""
+
+    refused: object
+    slices: object
+    pixels: object
+    chunks: dict
 
 
 class _Banks:
@@ -265,6 +281,8 @@ class Device(wiring.Component):
                     m.d.sync += [slot.steps[k].eq(run.steps[k]) for k in "abcp"]
                     m.d.sync += [slot.end[k].eq(run.ends[k]) for k in "cp"]
                     m.d.sync += slot.spills.eq(run.spills)
+                    if run.conv is not None:
+                        m.d.sync += [slot.conv[n].eq(v) for n, v in run.conv.chunks.items()]
         return run
 
     def _engines(self, m: Module, run: _Run) -> _Engines:
@@ -291,8 +309,14 @@ class Device(wiring.Component):
             for channel in channels:
                 shared = None if vec is None else (getattr(vec.mem, channel), vector_port)
                 self._port(m, channel, getattr(engine.mem, channel), shared)
+        exp = None
+        if cfg.stage_depth:  # a convolution's A loads stage, then expand into the A bank
+            m.submodules.expander = exp = Expander(cfg)
         for k, buf in (("a", a_buf), ("b", b_buf), ("c", c_buf)):
             fill = getattr(rd, f"fill_{k}")
+            if k == "a" and exp is not None:
+                self._fill_a(m, fill, buf, exp)
+                continue
             m.d.comb += [buf.fill.valid.eq(fill.valid), buf.fill.payload.bank.eq(fill.payload.bank),
                          buf.fill.payload.addr.eq(fill.payload.addr),
                          buf.fill.payload.data.eq(fill.payload.data)]  # fmt: skip
@@ -320,7 +344,23 @@ class Device(wiring.Component):
             c_buf.drain_en.eq(wr.drain_en),
             wr.drain_data.eq(c_buf.drain_data),
         ]
-        return _Engines(a_buf, b_buf, c_buf, rd, wr, vec)
+        return _Engines(a_buf, b_buf, c_buf, rd, wr, vec, exp)
+
+    @staticmethod
+    def _fill_a(m: Module, fill, buf, exp) -> None:
+        """The A bank's one write port: the read engine's words, or the expander's; the read
+        engine's go to the staging buffer while the expander stages."""
+        staging = exp.staging
+        m.d.comb += [exp.fill.valid.eq(fill.valid & staging),
+                     exp.fill.payload.addr.eq(fill.payload.addr),
+                     exp.fill.payload.data.eq(fill.payload.data)]  # fmt: skip
+        ours = exp.write.valid
+        m.d.comb += [
+            buf.fill.valid.eq((fill.valid & ~staging) | ours),
+            buf.fill.payload.bank.eq(Mux(ours, exp.write.payload.bank, fill.payload.bank)),
+            buf.fill.payload.addr.eq(Mux(ours, exp.write.payload.addr, fill.payload.addr)),
+            buf.fill.payload.data.eq(Mux(ours, exp.write.payload.data, fill.payload.data)),
+        ]
 
     def _walkers(self, m: Module, geo: _Geometry, run: _Run) -> dict:
         """One walker of the chunk nest per side (read, compute, write), each on its own slot's
@@ -361,7 +401,11 @@ class Device(wiring.Component):
         # partial sums come back only once every write is acknowledged (AXI orders nothing
         # between a write and a later read of the same address)
         c_free = ~_state_of(c_state, w.bank_c).any() & (~wr.outstanding.any() | (w.c_in != 2))
-        free = Mux(~kind.any(), ~_state_of(a_state, w.bank_a).any(),
+        a_free = ~_state_of(a_state, w.bank_a).any()
+        exp = eng.exp
+        if exp is not None:  # the A bank's write port is the expander's while it works
+            a_free &= exp.idle
+        free = Mux(~kind.any(), a_free,
                    Mux(kind == 1, ~_state_of(b_state, w.bank_b).any(), c_free))  # fmt: skip
         cmd = rd.cmd
         addr = {}
@@ -384,6 +428,21 @@ class Device(wiring.Component):
                          cmd.payload.tiles.eq(1), cmd.payload.lines.eq(nq)]  # fmt: skip
             with m.If(cmd.ready):
                 m.d.sync += q_pending.eq(0)
+        conv_a = Const(0)
+        if exp is not None:
+            conv_a = ~q_now & w.valid & any_need & ~kind.any() & d.conv
+            self._expander_load(m, run, w, exp, d, conv_a, a_free)
+            free = Mux(conv_a, exp.setting | a_free, free)  # a setup of its own is no wait
+            m.d.comb += exp.accepted.eq(conv_a & cmd.valid & cmd.ready)
+        with m.If(conv_a):
+            m.d.comb += [cmd.valid.eq(exp.cmd_valid), cmd.payload.kind.eq(OPERANDS["a"]),
+                         cmd.payload.bank.eq(w.bank_a), cmd.payload.addr.eq(exp.cmd_addr),
+                         cmd.payload.stride.eq(exp.cmd_stride),
+                         cmd.payload.tiles.eq(exp.cmd_tiles),
+                         cmd.payload.lines.eq(exp.cmd_lines)]  # fmt: skip
+            with m.If(cmd.valid & cmd.ready):
+                m.d.sync += done_mask.eq(done_mask | 1)
+                _set_state(m, a_state, w.bank_a, LOADING)
         with m.Elif(w.valid & any_need):
             m.d.comb += [cmd.valid.eq(free), cmd.payload.bank.eq(bank)]
             with m.Switch(kind):
@@ -409,10 +468,18 @@ class Device(wiring.Component):
         with m.If(w.advance):
             m.d.sync += done_mask.eq(0)
         loaded = rd.loaded
+        staged = Const(0)
+        if exp is not None:
+            staged = exp.staging
+            m.d.comb += exp.staged.eq(loaded.valid & equals(loaded.payload.kind, OPERANDS["a"])
+                                      & staged)  # fmt: skip
+            with m.If(exp.expanded):
+                _set_state(m, a_state, exp.write.payload.bank, FULL)
         with m.If(loaded.valid):
             got = loaded.payload.kind
             with m.If(equals(got, OPERANDS["a"])):
-                _set_state(m, a_state, loaded.payload.bank, FULL)
+                with m.If(~staged):
+                    _set_state(m, a_state, loaded.payload.bank, FULL)
             with m.Elif(got == OPERANDS["b"]):
                 _set_state(m, b_state, loaded.payload.bank, FULL)
             with m.Elif(got == OPERANDS["c"]):
@@ -420,6 +487,24 @@ class Device(wiring.Component):
             with m.Else():
                 m.d.sync += banks.q_loaded.eq(1)
         return _ReadSide(done_mask, q_pending, dma_wait)
+
+    def _expander_load(self, m: Module, run: _Run, w, exp, d, conv_a, a_free) -> None:
+        """A convolution's A load goes through the expander: it takes the load once the bank
+        is free and it is done with the one before, and offers the staging command after its
+        setup."""
+        m.d.comb += exp.start.eq(conv_a & a_free)
+        for name in ("images", "height", "width", "channels", "out_height", "out_width", "kh",
+                     "kw", "sh", "sw", "dh", "dw", "top", "left"):  # fmt: skip
+            m.d.comb += getattr(exp.geo, name).eq(getattr(d, f"conv_{name}"))
+        m.d.comb += [exp.geo.a_addr.eq(d.a_addr), exp.geo.a_stride.eq(d.a_stride)]
+        if self._config.zero_points:
+            m.d.comb += exp.geo.a_zero.eq(d.a_zero)
+        for name in ("rows", "images_per_chunk", "slices_per_chunk"):
+            m.d.comb += getattr(exp.geo, name).eq(
+                run.slot_field(run.ptr["rd"], lambda s, name=name: s.conv[name])
+            )
+        m.d.comb += [exp.chunk.m0.eq(w.m0), exp.chunk.mlen.eq(w.mlen), exp.chunk.k0.eq(w.k0),
+                     exp.chunk.klen.eq(w.klen), exp.chunk.bank.eq(w.bank_a)]  # fmt: skip
 
     def _compute(self, m: Module, run: _Run, w, eng: _Engines, banks: _Banks) -> _ComputeSide:
         """A chunk runs once its operands are in and its C bank is its own."""
@@ -663,6 +748,53 @@ class Device(wiring.Component):
             else:
                 m.d.comb += [field.eq(port), getattr(alt.payload, name).eq(port)]
 
+    def _conv_check(self, m: Module, d, product, load, shifting) -> _ConvCheck:
+        """A convolution descriptor's :data:`Refusal.CONV` (contract.conv.check_conv): a zero
+        geometry field, a GEMM that is not the convolution's, chunks that are not whole output
+        rows tiling the images and whole slices, or a chunk staging past ``stage_depth``; and
+        its chunks' rows, images and slices. The divisions are shift-and-subtract, a dividend
+        bit a cycle, beside the products."""
+        cfg = self._config
+        bits = CHECK_PRODUCT_BITS
+        tile = word_layout(cfg, "a").tile
+
+        def quotient(name, x, y):
+            """``(x // y, x % y)``, final from step ``bits + 1`` on."""
+            n = Signal(bits, name=f"check_{name}_n")
+            q = Signal(bits, name=f"check_{name}_q")
+            r = Signal(len(Value.cast(y)) + 1, name=f"check_{name}_r")
+            with m.If(load):
+                m.d.sync += [n.eq(x), q.eq(0), r.eq(0)]
+            with m.Elif(shifting):
+                up = Cat(n[-1], r)
+                fits = up >= y
+                m.d.sync += [n.eq(n << 1), q.eq(Cat(fits, q)), r.eq(Mux(fits, up - y, up))]
+            return q, r
+
+        g = {n: getattr(d, f"conv_{n}") for n in ("images", "height", "width", "channels",
+             "out_height", "out_width", "kh", "kw", "sh", "sw", "dh", "dw")}  # fmt: skip
+        zero = Cat(~v.any() for v in g.values()).any()
+        hwo = Signal(2 * DIM_BITS, name="check_conv_hwo")
+        hw = Signal(2 * DIM_BITS, name="check_conv_hw")
+        m.d.comb += [hwo.eq(g["out_height"] * g["out_width"]), hw.eq(g["height"] * g["width"])]
+        slices = divide(g["channels"] + tile - 1, tile, DIM_BITS + 1)
+        per_slice = Signal(16, name="check_conv_per_slice")
+        m.d.comb += per_slice.eq(g["kh"] * g["kw"] * tile)
+        gemm = (d.m != product("conv_m", d.conv_images, hwo)) | (d.k != per_slice * slices)
+        rows, r_ow = quotient("conv_rows", d.mc, g["out_width"])
+        _, r_tile = quotient("conv_tiles", hwo[:bits], d.mc)
+        images, r_images = quotient("conv_images", d.mc, hwo)
+        chunk_slices, r_kc = quotient("conv_slices", d.kc, per_slice)
+        whole_rows = ~r_ow.any() & (~r_tile.any() | ~r_images.any())
+        span = (rows - 1) * g["sh"] + (g["kh"] - 1) * g["dh"] + 1
+        staged = Mux(rows <= g["out_height"], Mux(span > g["height"], g["height"], span),
+                     images * g["height"])  # fmt: skip
+        need = chunk_slices * staged * g["width"]
+        refused = d.conv & (zero | gemm | ~whole_rows | r_kc.any() | (need > cfg.stage_depth))
+        pixels = product("conv_pixels", d.conv_images, hw)
+        return _ConvCheck(refused, slices, pixels, {"rows": rows, "images_per_chunk": images,
+                                                    "slices_per_chunk": chunk_slices})  # fmt: skip
+
     def _vector_checks(self, d) -> list:
         """A vector descriptor's refusals, ``(condition, code)`` in the order of
         :func:`contract.vector.check_vector` (its operator code always names one: two bits,
@@ -754,12 +886,17 @@ class Device(wiring.Component):
                 d.requant & (divide(d.n + cfg.cols - 1, cfg.cols, DIM_BITS + 1) > cfg.q_depth),
                 Refusal.TABLE,
             )
+        conv = self._conv_check(m, d, product, load, shifting) if cfg.stage_depth else None
+        if conv is not None:
+            add(conv.refused, Refusal.CONV)
         cont = containers(cfg)
         ends = {}  # kind: (used, first byte, past the last)
         spills = (d.kc < d.k) & (d.order != LOOP_ORDERS.index("nmk")) & (
             d.order != LOOP_ORDERS.index("mnk"))  # fmt: skip
         for k in "abcp":
             tiles, lines = geo.tiles_lines("p" if k == "c" else k, *geo.shape(k, d.m, d.k, d.n))
+            if k == "a" and conv is not None:  # a convolution's A is its input
+                tiles, lines = Mux(d.conv, conv.slices, tiles), Mux(d.conv, conv.pixels, lines)
             if k == "c" and cfg.requant:  # sizes are powers of two: the products are shifts
                 size = Mux(d.requant, cont["c"], cont["p"])
                 line_bytes = Mux(d.requant, lines * cont["c"], lines * cont["p"])
@@ -793,6 +930,7 @@ class Device(wiring.Component):
             steps[k] = product(f"{k}_step", tiles, getattr(d, f"{k}_stride"))[:ADDR_BITS]
         run.checked = checking & (step == CHECK_CYCLES - 1)
         run.refusal, run.steps, run.spills = code, steps, spills
+        run.conv = conv
         run.ends = {k: ends[k][2] for k in "cp"}
         # reads of this descriptor against the writes of the one before it (in the other slot)
         other = ~run.ptr["chk"]

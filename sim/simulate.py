@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 from systolic.contract.activity import UNPRICED
 from systolic.contract.config import ArrayConfig
+from systolic.contract.conv import device_gemm, device_weights, input_matrix
 from systolic.contract.dma import (
     LOOP_ORDERS,
     Descriptor,
@@ -57,6 +58,7 @@ __all__ = [
     "SimResult",
     "SimulationError",
     "check_waves",
+    "run_conv",
     "run_gemm",
     "run_gemms",
 ]
@@ -350,8 +352,8 @@ def run_gemms(
 
     def result(i: int, got: dict) -> SimResult:
         g = checked[i]
-        return _result(config, memory, (g.a.shape[0], g.a.shape[1], g.b.shape[1]), g.d,
-                       formats[i], got, by_counter)  # fmt: skip
+        shape = (g.d.m, g.d.k, g.d.n) if g.d.conv else (g.a.shape[0], g.a.shape[1], g.b.shape[1])
+        return _result(config, memory, shape, g.d, formats[i], got, by_counter)
 
     activity_file = run_dir / "activity.json"  # thousands of names in a per-bit build
     activity_file.write_text(json.dumps(counters))
@@ -380,6 +382,10 @@ def _check_gemms(config: ArrayConfig, operands, order, chunk, quant, c_in, pad,
             raise ValueError(f"{what} has {len(given)} entries for {len(operands)} GEMMs")
     checked, base = [], 0
     for i, (a, b) in enumerate(operands):
+        if descriptors and descriptors[i].conv is not None:  # A is the input: contract.conv
+            checked.append(_check_conv(config, i, a, b, descriptors[i], quant[i] if quant else
+                                       None))  # fmt: skip
+            continue
         a, b = check_operands(config, a, b)
         (m, k), n = a.shape, b.shape[1]
         q = quant[i] if quant else None
@@ -406,6 +412,41 @@ def _check_gemms(config: ArrayConfig, operands, order, chunk, quant, c_in, pad,
         _check_fits(config, i, d)
         checked.append(_Gemm(a, b, d, q, acc))
     return checked
+
+
+def _check_conv(config: ArrayConfig, i: int, x, w, d: Descriptor, q) -> _Gemm:
+    """A convolution descriptor's operands: the input as pixels by channels, the device's B."""
+    conv = d.conv
+    pixels = conv.batch * conv.height * conv.width
+    x, w = np.asarray(x, dtype=np.int64), np.asarray(w, dtype=np.int64)
+    if x.shape != (pixels, conv.channels) or w.shape != (d.k, d.n):
+        raise ValueError(f"convolution {i}: the input must be {pixels}x{conv.channels} and B "
+                         f"{d.k}x{d.n}, not {x.shape} and {w.shape}")  # fmt: skip
+    check_operands(config, x, np.zeros((x.shape[1], 1), np.int64))  # their ranges
+    check_operands(config, np.zeros((1, d.k), np.int64), w)
+    code, why = check_descriptor(config, d)
+    if code is not Refusal.NONE:
+        raise ValueError(f"convolution {i} cannot run on {config.name}: {why}")
+    _check_fits(config, i, d)
+    return _Gemm(x, w, d, q, None)
+
+
+def run_conv(config: ArrayConfig, conv, x, w, *, quant: Quantization | None = None,
+             chunk: tuple[int, int, int] | None = None, **kwargs) -> SimResult:  # fmt: skip
+    """One convolution on the simulated device as a convolution descriptor (contract.conv):
+    ``x`` the NHWC input, ``w`` the weights ``O x kh x kw x C``; ``quant``'s zero points pad
+    and offset (the input's pads the windows), its requantization fuses. ``SimResult.c`` is
+    the ``pixels x out_channels`` output; the rest as :func:`run_gemms`."""
+    tile = word_layout(config, "a").tile
+    zeros = (quant.a_zero, quant.b_zero) if quant else (0, 0)
+    rq = quant.params if quant else None
+    d = place(config, *device_gemm(conv, tile), conv=conv, zeros=zeros, requant=rq is not None,
+              out_zero=rq.out_zero if rq else 0, bias=rq is not None and rq.bias is not None,
+              clamp=rq.bounds(config) if rq else None, chunk=chunk)  # fmt: skip
+    b = device_weights(conv, w, tile, zeros[1])
+    return run_gemms(
+        config, [(input_matrix(conv, x), b)], descriptors=[d], quant=[quant], **kwargs
+    )[0]
 
 
 def _simulate(label: str, build, run_dir: Path, env: dict, count: int, result, on_result,
