@@ -477,9 +477,8 @@ class Device(wiring.Component):
                 _set_state(m, a_state, exp.write.payload.bank, FULL)
         with m.If(loaded.valid):
             got = loaded.payload.kind
-            with m.If(equals(got, OPERANDS["a"])):
-                with m.If(~staged):
-                    _set_state(m, a_state, loaded.payload.bank, FULL)
+            with m.If(equals(got, OPERANDS["a"])), m.If(~staged):
+                _set_state(m, a_state, loaded.payload.bank, FULL)
             with m.Elif(got == OPERANDS["b"]):
                 _set_state(m, b_state, loaded.payload.bank, FULL)
             with m.Elif(got == OPERANDS["c"]):
