@@ -188,8 +188,9 @@ class _Reader:
                 elif expand:
                     setup = state[kind][bank] == FREE and self.expand is None
                     wait = not setup
-                elif state[kind][bank] == FREE and not (from_p and writes_out):
-                    cmd = need[0]
+                elif (state[kind][bank] == FREE and not (from_p and writes_out)
+                      and not (kind == "a" and self.expand is not None)):  # fmt: skip
+                    cmd = need[0]  # (the A bank's write port is the expander's while it works)
                 else:
                     wait = True
         return (cmd if ready else None), wait, advance, setup

@@ -420,6 +420,12 @@ class Device(wiring.Component):
             lens[k] = geo.tiles_lines("p" if k == "c" else k, rows, cols)
         c_from_p = w.c_in == 2
         q_now = q_pending & (run.ptr["wr"] == run.ptr["rd"]) & wr.cmd.ready
+        conv_a = Const(0)
+        if exp is not None:
+            conv_a = ~q_now & w.valid & any_need & ~kind.any() & d.conv
+            self._expander_load(m, run, w, exp, d, conv_a, a_free)
+            free = Mux(conv_a, exp.setting | a_free, free)  # a setup of its own is no wait
+            m.d.comb += exp.accepted.eq(conv_a & cmd.valid & cmd.ready)
         with m.If(q_now):
             nq = divide(d.n + cfg.cols - 1, cfg.cols, DIM_BITS + 1)
             m.d.comb += [cmd.valid.eq(1), cmd.payload.kind.eq(OPERANDS["q"]),
@@ -428,13 +434,7 @@ class Device(wiring.Component):
                          cmd.payload.tiles.eq(1), cmd.payload.lines.eq(nq)]  # fmt: skip
             with m.If(cmd.ready):
                 m.d.sync += q_pending.eq(0)
-        conv_a = Const(0)
-        if exp is not None:
-            conv_a = ~q_now & w.valid & any_need & ~kind.any() & d.conv
-            self._expander_load(m, run, w, exp, d, conv_a, a_free)
-            free = Mux(conv_a, exp.setting | a_free, free)  # a setup of its own is no wait
-            m.d.comb += exp.accepted.eq(conv_a & cmd.valid & cmd.ready)
-        with m.If(conv_a):
+        with m.Elif(conv_a):
             m.d.comb += [cmd.valid.eq(exp.cmd_valid), cmd.payload.kind.eq(OPERANDS["a"]),
                          cmd.payload.bank.eq(w.bank_a), cmd.payload.addr.eq(exp.cmd_addr),
                          cmd.payload.stride.eq(exp.cmd_stride),

@@ -15,7 +15,7 @@ keeps its input coordinates and staging address as running sums, so no step mult
 
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from systolic.contract.axi import ADDR_BITS
@@ -264,7 +264,7 @@ class Expander(wiring.Component):
         m.d.sync += [w_valid.eq(expanding), w_pad.eq(~valid), w_addr.eq(out), w_last.eq(last)]
         zero = Const(0, word.bits)
         if cfg.zero_points:
-            zero = Cat(*[g.a_zero.as_value()[: word.width]] * word.tile)
+            zero = Cat(*[Value.cast(g.a_zero)[: word.width]] * word.tile)
         m.d.comb += [
             self.write.valid.eq(w_valid),
             self.write.payload.bank.eq(ch.bank),

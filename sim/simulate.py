@@ -37,7 +37,7 @@ from systolic.contract.dma import (
     offchip_words,
     place,
     q_image,
-    q_transfer,
+    spans,
     tile_rows,
     word_layout,
 )
@@ -59,6 +59,7 @@ __all__ = [
     "SimulationError",
     "check_waves",
     "run_conv",
+    "run_convs",
     "run_gemm",
     "run_gemms",
 ]
@@ -186,17 +187,7 @@ def _check_fits(config: ArrayConfig, i: int, d: Descriptor) -> None:
     DRAM's end."""
     if check_descriptor(config, d)[0] is not Refusal.NONE:
         return  # the device refuses it before touching DRAM
-    fmt = c_format(config, d)
-    cont = containers(config)
-    ends = [d.c.addr + _c_bytes(config, d, fmt)]
-    for kind, shape in (("a", (d.m, d.k)), ("b", (d.k, d.n))):
-        tiles, lines = tile_rows(word_layout(config, kind), shape)
-        region = getattr(d, kind)
-        ends.append(region.addr + (tiles - 1) * region.stride + lines * cont[kind])
-    if d.chunk[1] < d.k and d.order[-1] != "k":  # partial sums go to DRAM too
-        ends.append(d.p.addr + _c_bytes(config, d, "p", d.p))
-    if config.requant and d.requant:
-        ends += [address + words * cont["q"] for address, words in q_transfer(config, d).segments]
+    ends = [hi for _, hi in spans(config, d).values()]  # every region, as the check bounds it
     if max(ends) > DRAM_BYTES:
         raise ValueError(f"GEMM {i} ({d.m}x{d.k}x{d.n}) does not fit the simulated DRAM "
                          f"({DRAM_BYTES} bytes): it needs {max(ends)}")  # fmt: skip
@@ -431,22 +422,39 @@ def _check_conv(config: ArrayConfig, i: int, x, w, d: Descriptor, q) -> _Gemm:
     return _Gemm(x, w, d, q, None)
 
 
+def run_convs(config: ArrayConfig, convs: list, *, quant: list | None = None,
+              chunk: list | None = None, **kwargs) -> list[SimResult]:  # fmt: skip
+    """Convolutions on one simulator process of the device, each a convolution descriptor
+    (contract.conv): ``convs[i] = (conv, x, w)``, ``x`` the NHWC input, ``w`` the weights ``O
+    x kh x kw x C``; ``quant[i]``'s zero points pad and offset (padding is the input's zero
+    point), its requantization fuses; ``chunk[i]`` the chunk sizes (None: the driver's,
+    contract.plan.conv_chunk_sizes). Each ``SimResult.c`` is the ``pixels x out_channels``
+    output; the rest as :func:`run_gemms` (``queued`` included)."""
+    tile = word_layout(config, "a").tile
+    quant = quant or [None] * len(convs)
+    chunk = chunk or [None] * len(convs)
+    for what, given in (("quant", quant), ("chunk", chunk)):
+        if len(given) != len(convs):
+            raise ValueError(f"{what} has {len(given)} entries for {len(convs)} convolutions")
+    operands, descriptors, base = [], [], 0
+    for (conv, x, w), q, c in zip(convs, quant, chunk, strict=True):
+        zeros = (q.a_zero, q.b_zero) if q else (0, 0)
+        rq = q.params if q else None
+        d = place(config, *device_gemm(conv, tile), conv=conv, zeros=zeros,
+                  requant=rq is not None, out_zero=rq.out_zero if rq else 0,
+                  bias=rq is not None and rq.bias is not None,
+                  clamp=rq.bounds(config) if rq else None, chunk=c,
+                  base=base if kwargs.get("queued") else 0)  # fmt: skip
+        base = next_base(config, d)
+        operands.append((input_matrix(conv, x), device_weights(conv, w, tile, zeros[1])))
+        descriptors.append(d)
+    return run_gemms(config, operands, descriptors=descriptors, quant=quant, **kwargs)
+
+
 def run_conv(config: ArrayConfig, conv, x, w, *, quant: Quantization | None = None,
              chunk: tuple[int, int, int] | None = None, **kwargs) -> SimResult:  # fmt: skip
-    """One convolution on the simulated device as a convolution descriptor (contract.conv):
-    ``x`` the NHWC input, ``w`` the weights ``O x kh x kw x C``; ``quant``'s zero points pad
-    and offset (the input's pads the windows), its requantization fuses. ``SimResult.c`` is
-    the ``pixels x out_channels`` output; the rest as :func:`run_gemms`."""
-    tile = word_layout(config, "a").tile
-    zeros = (quant.a_zero, quant.b_zero) if quant else (0, 0)
-    rq = quant.params if quant else None
-    d = place(config, *device_gemm(conv, tile), conv=conv, zeros=zeros, requant=rq is not None,
-              out_zero=rq.out_zero if rq else 0, bias=rq is not None and rq.bias is not None,
-              clamp=rq.bounds(config) if rq else None, chunk=chunk)  # fmt: skip
-    b = device_weights(conv, w, tile, zeros[1])
-    return run_gemms(
-        config, [(input_matrix(conv, x), b)], descriptors=[d], quant=[quant], **kwargs
-    )[0]
+    """One convolution (see :func:`run_convs`)."""
+    return run_convs(config, [(conv, x, w)], quant=[quant], chunk=[chunk], **kwargs)[0]
 
 
 def _simulate(label: str, build, run_dir: Path, env: dict, count: int, result, on_result,
