@@ -40,6 +40,7 @@ __all__ = [
     "check_conv",
     "chunk_rows",
     "compulsory_bytes",
+    "depthwise_slices",
     "device_a",
     "device_gemm",
     "device_sources",
@@ -286,3 +287,30 @@ def check_conv(conv: Conv, tile: int, gemm: tuple, chunk: tuple, stage_depth: in
     if need > stage_depth:
         return f"a chunk stages up to {need} words, past stage_depth = {stage_depth}"
     return ""
+
+
+def depthwise_slices(
+    conv: Conv, x, w, tile: int, zero: int = 0
+) -> list[tuple[Conv, object, object]]:
+    """A depthwise convolution (``groups == channels == out_channels``, ``w`` shaped ``C x kh x
+    kw x 1``) as the groups-1 convolutions the device runs, one a slice of ``tile`` channels:
+    ``(conv, x, w)`` each, the slice's channels in and out, its weights block-diagonal (``zero``,
+    the weights' zero point, off the diagonal, so those terms add nothing). The array does
+    ``tile`` times the useful multiply-accumulates (most of them on zeros); the input is read
+    once. A driver points
+    each at its slice of one tensor (its tile row: same stride); here each gets its own."""
+    if not conv.groups == conv.channels == conv.out_channels:
+        raise ValueError(f"{conv} is not depthwise (groups = channels = out_channels)")
+    x, w = np.asarray(x, dtype=np.int64), np.asarray(w, dtype=np.int64)
+    if w.shape != (conv.channels, *conv.kernel, 1):
+        raise ValueError(f"w must have shape {(conv.channels, *conv.kernel, 1)}, not {w.shape}")
+    out = []
+    for c0 in range(0, conv.channels, tile):
+        n = min(tile, conv.channels - c0)
+        part = Conv(conv.batch, conv.height, conv.width, n, n, conv.kernel, conv.stride,
+                    conv.pads, conv.dilation)  # fmt: skip
+        dense = np.full((n, *conv.kernel, n), zero, dtype=np.int64)
+        for o in range(n):
+            dense[o, :, :, o] = w[c0 + o, :, :, 0]
+        out.append((part, x[..., c0 : c0 + n], dense))
+    return out

@@ -12,6 +12,7 @@ from systolic.contract.config import ArrayConfig
 from systolic.contract.conv import (
     Conv,
     chunk_rows,
+    depthwise_slices,
     device_gemm,
     device_weights,
     input_matrix,
@@ -139,3 +140,44 @@ def test_convolutions_and_gemms_queued_together(seed):
         assert pred.measured_cycles == res.measured_cycles, (i, plan[i][0])
         np.testing.assert_array_equal(res.c, want, err_msg=f"descriptor {i}")
     assert runs[-1].counters == predicted.registers
+
+
+def _depthwise(conv: Conv, x, w, za: int, zb: int) -> np.ndarray:
+    """A depthwise convolution by its definition: ``pixels x channels``."""
+    top, left, bottom, right = conv.pads
+    (kh, kw), (sh, sw), (dh, dw) = conv.kernel, conv.stride, conv.dilation
+    xp = np.pad(x - za, ((0, 0), (top, bottom), (left, right), (0, 0)))
+    oh, ow = conv.out
+    out = np.zeros((conv.batch, oh, ow, conv.channels), dtype=np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            win = xp[:, ky * dh : ky * dh + sh * (oh - 1) + 1 : sh,
+                     kx * dw : kx * dw + sw * (ow - 1) + 1 : sw, :]  # fmt: skip
+            out += win * (w[:, ky, kx, 0] - zb)
+    return out.reshape(-1, conv.channels)
+
+
+def test_a_depthwise_convolution_runs_a_slice_at_a_time(seed):
+    """Depthwise (groups = channels), lowered to one convolution a slice with block-diagonal
+    weights (contract.conv.depthwise_slices): the slices' outputs side by side are the
+    depthwise convolution by its definition, zero points included; each slice's counters the
+    model's."""
+    config = CONFIGS["ws-4x4-zp-rq"]
+    rng = np.random.default_rng([seed, 6])
+    print(f"seed {seed}")
+    base = random_conv(rng, int(rng.choice([3, 5])))
+    channels = int(rng.integers(5, 11))  # two or three slices of 4, the last ragged
+    conv = Conv(base.batch, base.height, base.width, channels, channels, base.kernel,
+                base.stride, base.pads, base.dilation, channels)  # fmt: skip
+    x = rng.integers(-128, 128, (conv.batch, conv.height, conv.width, channels))
+    w = rng.integers(-128, 128, (channels, *conv.kernel, 1))
+    za, zb = (int(v) for v in rng.integers(-10, 10, 2))
+    parts = depthwise_slices(conv, x, w, config.rows, zb)
+    q = Quantization(za, zb)
+    results = run_convs(config, parts, quant=[q] * len(parts), name="depthwise")
+    got = np.concatenate([r.c for r in results], axis=1)
+    np.testing.assert_array_equal(got, _depthwise(conv, x, w, za, zb), err_msg=str(conv))
+    for res in results:
+        assert res.error == 0
+        assert dict(predict_device(config, res.descriptor, DEFAULT_MEMORY)) == res.counters
+    print(f"{conv}: {len(parts)} slices, {sum(r.counters['cycles'] for r in results)} cycles")
