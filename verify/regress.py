@@ -11,6 +11,9 @@ case replays alone (``--case i``), with a waveform if asked. What the cases cove
 - every loop order, the driver's chunk sizes or random valid ones;
 - the modes the configuration has: zero points, requantization (random multipliers, shifts,
   output zero point, ReLU);
+- convolutions, on a configuration with a staging buffer (every :data:`CONV_EVERY`-th case):
+  strides 1-2, pads 0-2, dilations 1-2, 1x1 to 7x7 kernels, ragged channels, random valid
+  chunks, as convolution descriptors (contract.conv) checked against golden.conv;
 - the memory: the DRAM model at one of :data:`MEMORIES` (every counter must equal the model's),
   or, with ``pauses``, cocotbext-axi's AXI RAM with every channel pausing at random (the
   counters of work and traffic must; its timing is its own).
@@ -26,10 +29,19 @@ from pathlib import Path
 
 import numpy as np
 from systolic.contract.config import ArrayConfig, value_range
-from systolic.contract.dma import LOOP_ORDERS, Refusal, check_descriptor, place
+from systolic.contract.conv import (
+    Conv,
+    chunk_rows,
+    device_gemm,
+    device_weights,
+    input_matrix,
+    slices,
+)
+from systolic.contract.dma import LOOP_ORDERS, Descriptor, Refusal, check_descriptor, place
 from systolic.contract.interface import DEVICE_COUNTERS
 from systolic.contract.memory import Dram
 from systolic.contract.plan import chunk_sizes, granularity
+from systolic.golden.conv import conv_reference
 from systolic.golden.data import DataKind, corner_matrix
 from systolic.golden.reference import reference, requantized_reference
 from systolic.golden.requant import RequantParams
@@ -47,6 +59,10 @@ MEMORIES = (Dram(16, latency=20), Dram(4, latency=60), Dram(1, latency=5, max_re
 #: Shares of cycles each AXI RAM channel pauses.
 PAUSES = (0.2, 0.45)
 
+#: On a configuration with a staging buffer, case ``i`` is a convolution when ``i % CONV_EVERY
+#: == CONV_EVERY - 1``.
+CONV_EVERY = 3
+
 _BF16_SPECIALS = [0x7F80, 0xFF80, 0x7FC0, 0x0001, 0x8001, 0x0000, 0x8000, 0x3F80, 0x7F7F]
 
 
@@ -63,13 +79,30 @@ class Case:
     quant: Quantization | None
     memory: Dram | None  # None: behind the AXI RAM with pauses
     pause: float = 0.0
+    conv: Conv | None = None  # a convolution: ``a`` its NHWC input, ``b`` its weights
+    d: Descriptor | None = None  # a convolution's descriptor, as the driver places it
 
     @property
     def shape(self) -> tuple[int, int, int]:
+        if self.d is not None:
+            return self.d.m, self.d.k, self.d.n
         return (self.a.shape[0], self.a.shape[1], self.b.shape[1])
+
+    def operands(self, config: ArrayConfig) -> tuple[np.ndarray, np.ndarray]:
+        """What the device reads: for a convolution its input as pixels by channels and its B."""
+        if self.conv is None:
+            return self.a, self.b
+        zb = self.quant.b_zero if self.quant else 0
+        return input_matrix(self.conv, self.a), device_weights(self.conv, self.b, config.rows, zb)
 
     def describe(self) -> str:
         m, k, n = self.shape
+        if self.conv is not None:
+            c = self.conv
+            return (f"conv {c.batch}x{c.height}x{c.width}x{c.channels} -> {c.out_channels}, "
+                    f"kernel {c.kernel}, stride {c.stride}, pads {c.pads}, dilation "
+                    f"{c.dilation}, chunks {'x'.join(map(str, self.chunk))}"
+                    f"{', zero points' if self.quant else ''}")  # fmt: skip
         where = (f"DRAM {float(self.memory.bandwidth):g} B/cycle, latency {self.memory.latency}"
                  if self.memory else f"AXI RAM, {self.pause:.0%} pauses")  # fmt: skip
         quant = ""
@@ -152,6 +185,8 @@ def _quant(rng, config: ArrayConfig, n: int) -> Quantization | None:
 def case(config: ArrayConfig, seed: int, index: int, pauses: bool = True) -> Case:
     """Case ``index`` of the regression seeded ``seed`` (the same whenever it is drawn)."""
     rng = np.random.default_rng([seed, index])
+    if config.stage_depth and index % CONV_EVERY == CONV_EVERY - 1:
+        return _conv_case(config, rng, index, pauses)
     values = ("random", "corners", "zeros", "random")[index % 4]
     if config.number == "bf16" and values == "corners":
         values = "specials"
@@ -175,7 +210,54 @@ def case(config: ArrayConfig, seed: int, index: int, pauses: bool = True) -> Cas
     return Case(index, values, a, b, order, chunk, quant, MEMORIES[int(rng.integers(3))])
 
 
+def _conv_case(config: ArrayConfig, rng, index: int, pauses: bool) -> Case:
+    """A random convolution and a random chunk of it the device takes (see the module)."""
+    tile = config.rows
+    for _ in range(200):
+        kernel = int(rng.choice([1, 3, 5, 7]))
+        stride, dilation = (tuple(int(v) for v in rng.integers(1, 3, 2)) for _ in range(2))
+        pads = tuple(int(v) for v in rng.integers(0, 3, 4))
+        size = max(dilation) * (kernel - 1) + 1 + int(rng.integers(0, 5))
+        conv = Conv(int(rng.integers(1, 3)), size, size + int(rng.integers(0, 3)),
+                    int(rng.integers(1, 3 * tile + 2)), int(rng.integers(1, 2 * config.cols + 2)),
+                    (kernel, kernel), stride, pads, dilation)  # fmt: skip
+        m, k, n = device_gemm(conv, tile)
+        oh, ow = conv.out
+        per_slice = kernel * kernel * tile
+        rows = [r for r in range(1, m // ow + 1) if chunk_rows(conv, r * ow)]
+        chunk = (int(rng.choice(rows)) * ow,
+                 int(rng.integers(1, slices(conv, tile) + 1)) * per_slice,
+                 int(rng.integers(1, n + 1)))  # fmt: skip
+        quant = _quant(rng, config, n)
+        probe = Case(index, "random", None, None, "nmk", chunk, quant, None, conv=conv)
+        d = _conv_descriptor(config, probe)
+        if check_descriptor(config, d)[0] is Refusal.NONE:
+            break
+    else:
+        raise ValueError(f"no valid convolution case {index} for {config.name}")
+    x = _operand(rng, config, (conv.batch, conv.height, conv.width, conv.channels), "a",
+                 "random")  # fmt: skip
+    w = _operand(rng, config, (conv.out_channels, kernel, kernel, conv.channels), "b", "random")
+    memory, pause = MEMORIES[int(rng.integers(3))], 0.0
+    if pauses and index % 2:
+        memory, pause = None, PAUSES[index // 2 % 2]
+    return Case(index, "random", x, w, "nmk", d.chunk, quant, memory, pause, conv, d)
+
+
+def _conv_descriptor(config: ArrayConfig, c: Case) -> Descriptor:
+    """A convolution case's descriptor, as the driver places it."""
+    zeros = (c.quant.a_zero, c.quant.b_zero) if c.quant else (0, 0)
+    params = c.quant.params if c.quant else None
+    return place(config, *device_gemm(c.conv, config.rows), conv=c.conv, zeros=zeros,
+                 requant=params is not None, out_zero=params.out_zero if params else 0,
+                 clamp=params.bounds(config) if params else None, chunk=c.chunk)  # fmt: skip
+
+
 def _expected(config: ArrayConfig, c: Case) -> np.ndarray:
+    if c.conv is not None:
+        za, zb = (c.quant.a_zero, c.quant.b_zero) if c.quant else (0, 0)
+        acc = conv_reference(config, c.conv, c.a, c.b, za, zb)
+        return c.quant.params.apply(config, acc) if c.quant and c.quant.params else acc
     if c.quant is not None and c.quant.params is not None:
         return requantized_reference(config, c.a, c.b, c.quant.a_zero, c.quant.b_zero,
                                      c.quant.params)  # fmt: skip
@@ -218,11 +300,16 @@ def run_regression(config: ArrayConfig, selected: list[Case], *, waves: Path | N
             kwargs = dict(memory=setting)
         else:
             kwargs = dict(slave="axi-ram", pause=setting, pause_seed=group[0].index)
+        descriptors = None
+        if any(c.conv is not None for c in group):  # convolutions: every descriptor given
+            descriptors = [c.d if c.conv is not None else _gemm_descriptor(config, c)
+                           for c in group]  # fmt: skip
         results = run_gemms(
-            config, [(c.a, c.b) for c in group], order=[c.order for c in group],
-            chunk=[c.chunk for c in group],
+            config, [c.operands(config) for c in group], order=[c.order for c in group],
+            chunk=None if descriptors else [c.chunk for c in group],
             quant=[c.quant for c in group] if any(c.quant for c in group) else None,
-            name=f"regress-{group[0].index}", timeout=timeout, waves=waves, **kwargs,
+            descriptors=descriptors, name=f"regress-{group[0].index}", timeout=timeout,
+            waves=waves, **kwargs,
         )  # fmt: skip
         seconds = (time.perf_counter() - start) / len(group)
         for c, r in zip(group, results, strict=True):
@@ -231,6 +318,17 @@ def run_regression(config: ArrayConfig, selected: list[Case], *, waves: Path | N
             if progress:
                 progress(out)
     return [outcomes[c.index] for c in selected]
+
+
+def _gemm_descriptor(config: ArrayConfig, c: Case) -> Descriptor:
+    """A GEMM case's descriptor, as the driver places it (sim.simulate's placement)."""
+    zeros = (c.quant.a_zero, c.quant.b_zero) if c.quant else (0, 0)
+    params = c.quant.params if c.quant else None
+    m, k, n = c.shape
+    return place(config, m, k, n, order=c.order, chunk=c.chunk, zeros=zeros,
+                 requant=params is not None, out_zero=params.out_zero if params else 0,
+                 bias=params is not None and params.bias is not None,
+                 clamp=params.bounds(config) if params else None)  # fmt: skip
 
 
 def replay_command(config_path: Path, seed: int, index: int, pauses: bool) -> str:

@@ -10,7 +10,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 from systolic.contract.config import ArrayConfig
-from systolic.verify.regress import case
+from systolic.verify.regress import CONV_EVERY, case, run_regression
 
 from ..configs import DEPTHS
 from ..helpers import run_faulty
@@ -91,3 +91,16 @@ def test_a_malformed_config_file_is_a_clear_error(tmp_path):
     (tmp_path / "bad.json").write_text('{"dataflow": "ws", "rows": 0, "cols": 4}')
     r = _systolic(["regress", "bad.json"], tmp_path)
     assert r.returncode == 2 and "rows" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_configuration_with_a_staging_buffer_regresses_convolutions_too(seed):
+    """Every third case of a configuration with a staging buffer is a convolution (random
+    geometry and chunks): drawn, run and judged like the GEMMs around it, all passing."""
+    config = ArrayConfig("ws", 3, 2, a_depth=128, b_depth=128, c_depth=128, stage_depth=128)
+    drawn = [case(config, seed, i, pauses=False) for i in range(2 * CONV_EVERY)]
+    assert [c.conv is not None for c in drawn] == [i % CONV_EVERY == CONV_EVERY - 1
+                                                   for i in range(2 * CONV_EVERY)]  # fmt: skip
+    outcomes = run_regression(config, drawn)
+    for o in outcomes:
+        print(o.case.describe(), "passed" if o.passed else o.failures)
+    assert all(o.passed for o in outcomes)
