@@ -434,15 +434,16 @@ class Device(wiring.Component):
                          cmd.payload.tiles.eq(1), cmd.payload.lines.eq(nq)]  # fmt: skip
             with m.If(cmd.ready):
                 m.d.sync += q_pending.eq(0)
-        with m.Elif(conv_a):
-            m.d.comb += [cmd.valid.eq(exp.cmd_valid), cmd.payload.kind.eq(OPERANDS["a"]),
-                         cmd.payload.bank.eq(w.bank_a), cmd.payload.addr.eq(exp.cmd_addr),
-                         cmd.payload.stride.eq(exp.cmd_stride),
-                         cmd.payload.tiles.eq(exp.cmd_tiles),
-                         cmd.payload.lines.eq(exp.cmd_lines)]  # fmt: skip
-            with m.If(cmd.valid & cmd.ready):
-                m.d.sync += done_mask.eq(done_mask | 1)
-                _set_state(m, a_state, w.bank_a, LOADING)
+        if exp is not None:  # (a Python if: the Elif chain goes on past it)
+            with m.Elif(conv_a):
+                m.d.comb += [cmd.valid.eq(exp.cmd_valid), cmd.payload.kind.eq(OPERANDS["a"]),
+                             cmd.payload.bank.eq(w.bank_a), cmd.payload.addr.eq(exp.cmd_addr),
+                             cmd.payload.stride.eq(exp.cmd_stride),
+                             cmd.payload.tiles.eq(exp.cmd_tiles),
+                             cmd.payload.lines.eq(exp.cmd_lines)]  # fmt: skip
+                with m.If(cmd.valid & cmd.ready):
+                    m.d.sync += done_mask.eq(done_mask | 1)
+                    _set_state(m, a_state, w.bank_a, LOADING)
         with m.Elif(w.valid & any_need):
             m.d.comb += [cmd.valid.eq(free), cmd.payload.bank.eq(bank)]
             with m.Switch(kind):
