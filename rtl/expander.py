@@ -108,7 +108,7 @@ class Expander(wiring.Component):
         # states: idle, two setup cycles, the command out, staging, expanding
         state = Signal(range(6), name="exp_state")
         IDLE, SETUP, READY, STAGING, EXPAND = 0, 1, 2, 3, 4
-        m.d.comb += [self.idle.eq(state == IDLE), self.staging.eq(state == STAGING),
+        m.d.comb += [self.idle.eq(~state.any()), self.staging.eq(state == STAGING),
                      self.setting.eq((state == SETUP) | (state == READY)),
                      self.cmd_valid.eq(state == READY)]  # fmt: skip
 

@@ -225,6 +225,9 @@ def add_config_options(p: argparse.ArgumentParser, *, rtl: bool) -> None:
             help=f"words of the {what} buffer ({span(f'{buf}_depth')}, default "
             f"{DEFAULT_DEPTH}); a word is one array-edge vector",
         )
+    g.add_argument("--stage-depth", type=int, metavar="WORDS",
+                   help=f"words of the staging buffer convolution descriptors stage input rows "
+                   f"in ({span('stage_depth')}, default 0: none; ws only)")  # fmt: skip
     g = p.add_argument_group("DMA and AXI4 port")
     g.add_argument("--bus-width", type=int, metavar="BITS",
                    help=f"AXI4 data bus to DRAM ({', '.join(map(str, BUS_WIDTHS))}; "
@@ -345,7 +348,7 @@ def config_from_args(args: argparse.Namespace) -> ArrayConfig:
     keys = ("dataflow", "rows", "cols", "a_width", "b_width", "acc_width", "out_width")
     dma = ("bus_width", "max_burst", "max_reads", "max_writes", "queue_depth")
     for key in (*keys, "a_depth", "b_depth", "c_depth", "zero_points", "requant", "vector",
-                *dma):  # fmt: skip
+                "stage_depth", *dma):  # fmt: skip
         if getattr(args, key) is not None:
             values[key] = getattr(args, key)
     for key in ("a_signed", "b_signed", "out_signed"):

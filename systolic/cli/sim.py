@@ -1,4 +1,5 @@
-"""``systolic sim``: one GEMM on random data through the simulated accelerator, checked."""
+"""``systolic sim``: one GEMM (or convolution) on random data through the simulated accelerator,
+checked."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from systolic.contract.plan import chunk_sizes
 from systolic.contract.trace import trace_order
 
 from .options import (
+    UsageError,
     add_config_options,
     add_data_option,
     add_energy_options,
@@ -39,7 +41,15 @@ def add_parser(sub) -> None:
         "when C differs, the device refuses the GEMM or the model disagrees.",
     )
     add_config_options(p, rtl=True)
-    add_shape_options(p, required=True)
+    add_shape_options(p, required=False)
+    p.add_argument("--conv", type=_conv, metavar="N,H,W,C,O,K",
+                   help="a convolution instead of --m --k --n: N images of H x W x C (NHWC), "
+                   "O output channels, a K x K kernel, as a convolution descriptor (needs "
+                   "--stage-depth); with --stride, --pad, --dilation")  # fmt: skip
+    for name, default, what in (("stride", 1, "stride"), ("pad", 0, "padding on every side"),
+                                ("dilation", 1, "dilation")):  # fmt: skip
+        p.add_argument(f"--{name}", type=int, default=default, metavar="S",
+                       help=f"the convolution's {what} (default {default})")  # fmt: skip
     add_seed_option(p, "the operands")
     p.add_argument("--waves", type=output_file, metavar="FILE",
                    help="write the waveform of the run: FILE.fst (compact) or FILE.vcd; open "
@@ -79,6 +89,17 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _conv(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        values = ()
+    if len(values) != 6 or min(values) < 1:
+        msg = f"--conv takes N,H,W,C,O,K (six positive integers), not {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return values
+
+
 def _clamp(text: str) -> tuple[int, int]:
     try:
         lo, hi = (int(x) for x in text.split(","))
@@ -91,27 +112,41 @@ def _clamp(text: str) -> tuple[int, int]:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from systolic.contract.conv import device_gemm
+    from systolic.golden.conv import conv_reference
     from systolic.golden.data import random_operands
-    from systolic.golden.reference import check_zero_points, reference, requantized_reference
+    from systolic.golden.reference import check_zero_points, reference
     from systolic.models.device import predict_device, trace_device
     from systolic.models.energy import figures_energy
     from systolic.quant.calibrate import output_params
-    from systolic.sim.simulate import Quantization, run_gemm
+    from systolic.sim.simulate import Quantization, run_conv, run_gemm
 
     config = config_from_args(args)
     check_buildable(config)  # before anything is generated or built
-    chunk_sizes(config, args.m, args.k, args.n)  # buffers too small: a clear error, before building
+    conv = _conv_of(args, config)
+    if conv is None:  # buffers too small: a clear error, before building
+        chunk_sizes(config, args.m, args.k, args.n)
     check_zero_points(config, args.a_zero, args.b_zero)
     memory = memory_from_args(args)
     seed = seed_of(args)
     rng = np.random.default_rng(seed)
-    ((a, b),) = random_operands(rng, config, [(args.m, args.k, args.n)], args.data)
+    if conv is None:
+        ((a, b),) = random_operands(rng, config, [(args.m, args.k, args.n)], args.data)
+        expected = reference(config, a, b, args.a_zero, args.b_zero)
+    else:  # a is the NHWC input, b the weights O x K x K x C
+        ((a, b),) = random_operands(rng, config, [(conv.batch * conv.height * conv.width,
+                                                   conv.channels, conv.out_channels * conv.kernel[0]
+                                                   * conv.kernel[1])], args.data)  # fmt: skip
+        a = a.reshape(conv.batch, conv.height, conv.width, conv.channels)
+        b = b.T.reshape(conv.out_channels, *conv.kernel, conv.channels)
+        expected = conv_reference(config, conv, a, b, args.a_zero, args.b_zero)
+        args.m, args.k, args.n = device_gemm(conv, config.rows)
     coefficients = energy_coefficients(args) if args.energy else None
-    expected = reference(config, a, b, args.a_zero, args.b_zero)
     params = None
     if not config.requant and (args.bias or args.clamp or args.relu):
         raise SystemExit("error: --bias, --clamp and --relu need --requant (the fused output "
                          "path)")  # fmt: skip
+    expected_acc = expected
     if config.requant:  # per-channel scales that map each column's range onto the output's
         bias = None
         if args.bias:  # about the accumulators' own size, so both matter
@@ -121,12 +156,15 @@ def run(args: argparse.Namespace) -> int:
                                config.out_signed, args.out_zero, args.relu)  # fmt: skip
         params = dataclasses.replace(params, bias=bias, clamp=args.clamp)
         params.check(config, args.n)
-        expected = requantized_reference(config, a, b, args.a_zero, args.b_zero, params)
+        expected = params.apply(config, expected_acc)
     quant = Quantization(args.a_zero, args.b_zero, params)
-    chunk = chunk_from_args(args, config, memory)
-    result = run_gemm(config, a, b, memory=memory, order=args.order, chunk=chunk,
-                      activity=args.energy, quant=quant, trace=args.trace is not None,
-                      waves=args.waves)  # fmt: skip
+    options = dict(memory=memory, activity=args.energy, quant=quant,
+                   trace=args.trace is not None, waves=args.waves)  # fmt: skip
+    if conv is None:
+        chunk = chunk_from_args(args, config, memory)
+        result = run_gemm(config, a, b, order=args.order, chunk=chunk, **options)
+    else:
+        result = run_conv(config, conv, a, b, **options)
     mismatches = int(np.count_nonzero(result.c != expected))
     predicted = predict_device(config, result.descriptor, memory)
     differences = {k: [v, predicted[k]] for k, v in result.counters.items() if predicted[k] != v}
@@ -175,6 +213,27 @@ def run(args: argparse.Namespace) -> int:
         if report is not None:
             print_energy(report)
     return 0 if mismatches == 0 and result.errors == 0 and not differences else 1
+
+
+def _conv_of(args: argparse.Namespace, config):
+    """The convolution of ``--conv`` (None for a GEMM: then --m --k --n are required)."""
+    from systolic.contract.conv import Conv
+
+    if args.conv is None:
+        missing = [f"--{d}" for d in "mkn" if getattr(args, d) is None]
+        if missing:
+            raise UsageError(f"systolic sim: give {', '.join(missing)} (a GEMM) or --conv (a "
+                             "convolution)")  # fmt: skip
+        return None
+    if not config.stage_depth:
+        raise UsageError("systolic sim: --conv needs a staging buffer: give --stage-depth WORDS "
+                         "(ws)")  # fmt: skip
+    n, h, w, c, o, k = args.conv
+    try:
+        return Conv(n, h, w, c, o, (k, k), (args.stride,) * 2, (args.pad,) * 4,
+                    (args.dilation,) * 2)  # fmt: skip
+    except ValueError as e:
+        raise UsageError(f"systolic sim: --conv: {e}") from None
 
 
 def _print_sim(s: dict, mismatches: int, size: int) -> None:

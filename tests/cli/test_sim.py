@@ -160,3 +160,32 @@ def test_a_failed_simulation_is_one_line_not_a_traceback(monkeypatch, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 1
     assert err == ["systolic: ws-2x2-i8-acc32: the simulation failed; see /x/sim.log"]
+
+
+def test_sim_runs_a_convolution():
+    """``--conv``: a padded 3x3 convolution as a convolution descriptor on tests/sim/test_conv.py's
+    ws 3x2 device with a staging buffer: bit-exact, the model exact, and its implicit GEMM's
+    shape (6x5 pixels; K = 9 positions x 2 slices of 3 channels)."""
+    r = run_cli("sim", "--dataflow", "ws", "--rows", "3", "--cols", "2", "--a-depth", "128",
+                "--b-depth", "128", "--c-depth", "128", "--stage-depth", "128", "--conv",
+                "1,6,5,4,3,3", "--pad", "1", "--seed", "4", "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["bit_exact"] and out["model_differences"] == {}
+    assert (out["m"], out["k"], out["n"]) == (30, 54, 3)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--conv", "1,6,5,4,3,3"], "--conv needs a staging buffer: give --stage-depth WORDS"),
+        (["--stage-depth", "64", "--conv", "1,6,5"], "--conv takes N,H,W,C,O,K"),
+        (["--stage-depth", "64", "--conv", "1,2,2,4,3,5"], "--conv: a (5, 5) kernel"),
+        (["--m", "4"], "give --k, --n (a GEMM) or --conv (a convolution)"),
+    ],
+)
+def test_sim_bad_convolution_options(args, message):
+    r = run_cli("sim", "--dataflow", "ws", "--rows", "4", "--cols", "4", *args)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], r.stderr

@@ -14,6 +14,7 @@ from ..configs import SIM_CONFIGS
 from ..rtl.test_fp import CONFIGS as BF16_CONFIGS
 from ..rtl.test_gemms import CONFIGS as GEMM_CONFIGS
 from ..rtl.test_quantized import RQ, RQ_U8
+from ..sim.test_conv import CONFIGS as CONV_CONFIGS
 from ..sim.test_device import CONFIGS as DEVICE_CONFIGS
 
 #: Meshes past 16 rows and 16 columns at once (5-bit row and column indices together; the
@@ -76,6 +77,7 @@ DEVICE = [
     *BF16_CONFIGS,
     ArrayConfig("os", 2, 2, a_width=16, b_width=16, acc_width=64, bus_width=64, max_burst=1),
     ArrayConfig("ws", 16, 16, bus_width=512),
+    *CONV_CONFIGS.values(),  # the convolution expander and its staging buffer
 ]
 
 
