@@ -21,16 +21,13 @@ def test_a_convolution_moves_its_staged_rows_and_computes_its_gemm(seed):
     done = 0
     while done < 8:
         conv = random_conv(rng, int(rng.choice([1, 3, 5])))
-        conv = Conv(
-            conv.batch,
-            conv.height,
-            conv.width,
-            conv.channels,
-            conv.out_channels,
-            conv.kernel,
-            conv.stride,
-            conv.pads,
-        )  # dilation 1: every row staged is read
+        # dilation 1 and the windows of the first and last output rows reaching into the
+        # plane: every row staged lies between the first and the last a window reads
+        kh = conv.kernel[0]
+        top, left, bottom, right = conv.pads
+        pads = (min(top, kh - 1), left, min(bottom, kh - 1), right)
+        conv = Conv(conv.batch, conv.height, conv.width, conv.channels, conv.out_channels,
+                    conv.kernel, conv.stride, pads)  # fmt: skip
         config = ArrayConfig("ws", int(rng.integers(2, 5)), int(rng.integers(2, 5)), a_depth=512,
                              b_depth=512, c_depth=512, stage_depth=512)  # fmt: skip
         tile = config.rows
