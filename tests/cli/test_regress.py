@@ -14,6 +14,7 @@ from systolic.verify.regress import CONV_EVERY, case, run_regression
 
 from ..configs import DEPTHS
 from ..helpers import run_faulty
+from ..sim.test_conv import CONFIG as CONV_CONFIG
 
 CONFIG = ArrayConfig(
     "is",
@@ -96,7 +97,7 @@ def test_a_malformed_config_file_is_a_clear_error(tmp_path):
 def test_a_configuration_with_a_staging_buffer_regresses_convolutions_too(seed):
     """Every third case of a configuration with a staging buffer is a convolution (random
     geometry and chunks): drawn, run and judged like the GEMMs around it, all passing."""
-    config = ArrayConfig("ws", 3, 2, a_depth=128, b_depth=128, c_depth=128, stage_depth=128)
+    config = CONV_CONFIG  # tests/sim/test_conv.py's device
     drawn = [case(config, seed, i, pauses=False) for i in range(2 * CONV_EVERY)]
     assert [c.conv is not None for c in drawn] == [i % CONV_EVERY == CONV_EVERY - 1
                                                    for i in range(2 * CONV_EVERY)]  # fmt: skip
