@@ -423,24 +423,27 @@ def _check_conv(config: ArrayConfig, i: int, x, w, d: Descriptor, q) -> _Gemm:
 
 
 def run_convs(config: ArrayConfig, convs: list, *, quant: list | None = None,
-              chunk: list | None = None, **kwargs) -> list[SimResult]:  # fmt: skip
+              chunk: list | None = None, order: str | list[str] = "nmk",
+              **kwargs) -> list[SimResult]:  # fmt: skip
     """Convolutions on one simulator process of the device, each a convolution descriptor
     (contract.conv): ``convs[i] = (conv, x, w)``, ``x`` the NHWC input, ``w`` the weights ``O
     x kh x kw x C``; ``quant[i]``'s zero points pad and offset (padding is the input's zero
     point), its requantization fuses; ``chunk[i]`` the chunk sizes (None: the driver's,
-    contract.plan.conv_chunk_sizes). Each ``SimResult.c`` is the ``pixels x out_channels``
+    contract.plan.conv_chunk_sizes); ``order`` the loop order, or one per convolution. Each
+    ``SimResult.c`` is the ``pixels x out_channels``
     output; the rest as :func:`run_gemms` (``queued`` included)."""
     tile = word_layout(config, "a").tile
     quant = quant or [None] * len(convs)
     chunk = chunk or [None] * len(convs)
-    for what, given in (("quant", quant), ("chunk", chunk)):
+    orders = [order] * len(convs) if isinstance(order, str) else list(order)
+    for what, given in (("quant", quant), ("chunk", chunk), ("order", orders)):
         if len(given) != len(convs):
             raise ValueError(f"{what} has {len(given)} entries for {len(convs)} convolutions")
     operands, descriptors, base = [], [], 0
-    for (conv, x, w), q, c in zip(convs, quant, chunk, strict=True):
+    for (conv, x, w), q, c, o in zip(convs, quant, chunk, orders, strict=True):
         zeros = (q.a_zero, q.b_zero) if q else (0, 0)
         rq = q.params if q else None
-        d = place(config, *device_gemm(conv, tile), conv=conv, zeros=zeros,
+        d = place(config, *device_gemm(conv, tile), conv=conv, order=o, zeros=zeros,
                   requant=rq is not None, out_zero=rq.out_zero if rq else 0,
                   bias=rq is not None and rq.bias is not None,
                   clamp=rq.bounds(config) if rq else None, chunk=c,

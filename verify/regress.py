@@ -101,7 +101,7 @@ class Case:
             c = self.conv
             return (f"conv {c.batch}x{c.height}x{c.width}x{c.channels} -> {c.out_channels}, "
                     f"kernel {c.kernel}, stride {c.stride}, pads {c.pads}, dilation "
-                    f"{c.dilation}, chunks {'x'.join(map(str, self.chunk))}"
+                    f"{c.dilation}, order {self.order}, chunks {'x'.join(map(str, self.chunk))}"
                     f"{', zero points' if self.quant else ''}")  # fmt: skip
         where = (f"DRAM {float(self.memory.bandwidth):g} B/cycle, latency {self.memory.latency}"
                  if self.memory else f"AXI RAM, {self.pause:.0%} pauses")  # fmt: skip
@@ -229,7 +229,8 @@ def _conv_case(config: ArrayConfig, rng, index: int, pauses: bool) -> Case:
                  int(rng.integers(1, slices(conv, tile) + 1)) * per_slice,
                  int(rng.integers(1, n + 1)))  # fmt: skip
         quant = _quant(rng, config, n)
-        probe = Case(index, "random", None, None, "nmk", chunk, quant, None, conv=conv)
+        order = LOOP_ORDERS[int(rng.integers(len(LOOP_ORDERS)))]
+        probe = Case(index, "random", None, None, order, chunk, quant, None, conv=conv)
         d = _conv_descriptor(config, probe)
         if check_descriptor(config, d)[0] is Refusal.NONE:
             break
@@ -241,14 +242,15 @@ def _conv_case(config: ArrayConfig, rng, index: int, pauses: bool) -> Case:
     memory, pause = MEMORIES[int(rng.integers(3))], 0.0
     if pauses and index % 2:
         memory, pause = None, PAUSES[index // 2 % 2]
-    return Case(index, "random", x, w, "nmk", d.chunk, quant, memory, pause, conv, d)
+    return Case(index, "random", x, w, order, d.chunk, quant, memory, pause, conv, d)
 
 
 def _conv_descriptor(config: ArrayConfig, c: Case) -> Descriptor:
     """A convolution case's descriptor, as the driver places it."""
     zeros = (c.quant.a_zero, c.quant.b_zero) if c.quant else (0, 0)
     params = c.quant.params if c.quant else None
-    return place(config, *device_gemm(c.conv, config.rows), conv=c.conv, zeros=zeros,
+    return place(config, *device_gemm(c.conv, config.rows), conv=c.conv, order=c.order,
+                 zeros=zeros,
                  requant=params is not None, out_zero=params.out_zero if params else 0,
                  clamp=params.bounds(config) if params else None, chunk=c.chunk)  # fmt: skip
 

@@ -1,6 +1,7 @@
 """Convolution descriptors on the simulated device (contract.conv, rtl/expander.py): random
 convolutions (strides 1-2, pads 0-2, dilations 1-2, 1x1 to 7x7 kernels, ragged channel counts,
-chunks of one or more output rows or whole images and one or more slices) bit-exact against
+chunks of one or more output rows or whole images and one or more slices, every loop order)
+bit-exact against
 golden.conv, every counter equal to the exact model's, with zero points and requantization;
 and queued behind one another and between GEMMs."""
 
@@ -19,7 +20,7 @@ from systolic.contract.conv import (
     slices,
     stage_bound,
 )
-from systolic.contract.dma import Refusal, check_descriptor, next_base, place
+from systolic.contract.dma import LOOP_ORDERS, Refusal, check_descriptor, next_base, place
 from systolic.contract.memory import DEFAULT_MEMORY, Dram
 from systolic.contract.plan import conv_chunk_sizes
 from systolic.golden.conv import conv_reference
@@ -76,7 +77,7 @@ def _draws(rng, config: ArrayConfig, count: int) -> list:
                                    int(rng.integers(-5, 5)), bool(rng.integers(2)),
                                    rng.integers(-500, 500, n))  # fmt: skip
             q = Quantization(int(rng.integers(-10, 10)), int(rng.integers(-10, 10)), params)
-        out.append(((conv, x, w), q, chunk))
+        out.append(((conv, x, w), q, chunk, LOOP_ORDERS[int(rng.integers(len(LOOP_ORDERS)))]))
         assert stage_bound(conv, config.rows, chunk[0], chunk[1]) <= config.stage_depth
     return out
 
@@ -94,9 +95,10 @@ def test_convolutions_are_bit_exact_and_the_model_exact(name, seed):
     rng = np.random.default_rng([seed, len(name)])
     print(f"seed {seed}")
     draws = _draws(rng, config, 6)
-    results = run_convs(config, [c for c, _, _ in draws], quant=[q for _, q, _ in draws],
-                        chunk=[ch for _, _, ch in draws], name="conv")  # fmt: skip
-    for ((conv, x, w), q, chunk), res in zip(draws, results, strict=True):
+    results = run_convs(config, [d[0] for d in draws], quant=[d[1] for d in draws],
+                        chunk=[d[2] for d in draws], order=[d[3] for d in draws],
+                        name="conv")  # fmt: skip
+    for ((conv, x, w), q, chunk, _), res in zip(draws, results, strict=True):
         assert res.error == 0, (conv, chunk)
         np.testing.assert_array_equal(res.c, _expected(config, conv, x, w, q),
                                       err_msg=f"{conv} chunk {chunk}")  # fmt: skip
@@ -123,8 +125,9 @@ def test_convolutions_and_gemms_queued_together(seed):
             ("gemm", gemms[1])]  # fmt: skip
     for kind, item in plan:
         if kind == "conv":
-            (conv, x, w), _, chunk = item
-            d = place(config, *device_gemm(conv, config.rows), conv=conv, chunk=chunk, base=base)
+            (conv, x, w), _, chunk, order = item
+            d = place(config, *device_gemm(conv, config.rows), conv=conv, chunk=chunk,
+                      order=order, base=base)  # fmt: skip
             operands.append((input_matrix(conv, x), device_weights(conv, w, config.rows)))
             wants.append(conv_reference(config, conv, x, w))
         else:
