@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .checks import check_integer
+from .interface import DIM_BITS
 
 __all__ = [
     "CONV_LIMITS",
@@ -264,17 +265,25 @@ def stage(conv: Conv, tile: int, m0: int, m1: int, k0: int, k1: int) -> tuple[in
 
 def check_conv(conv: Conv, tile: int, gemm: tuple, chunk: tuple, stage_depth: int) -> str:
     """Why the device cannot run ``conv`` as the GEMM ``gemm = (m, k, n)`` in chunks ``chunk``
-    (``""`` when it can): groups, a geometry field past :data:`CONV_LIMITS`, a GEMM that is not
-    the convolution's, chunks that are not whole output rows tiling the images and whole slices,
-    or a chunk whose staging overflows ``stage_depth`` words."""
+    (``""`` when it can): groups, a geometry field past :data:`CONV_LIMITS` (the top and left
+    pads: the bottom and right are the output's size) or past DIM_BITS, an M or K that is not
+    the convolution's (N is the descriptor's own), chunks that are not whole output rows tiling
+    the images and whole slices, or a chunk whose staging overflows ``stage_depth`` words."""
     if conv.groups != 1:
         return f"groups = {conv.groups}: the device runs groups 1 (the driver splits groups)"
     for name, top in CONV_LIMITS.items():
-        if max(getattr(conv, name)) > top:
+        values = getattr(conv, name)[:2]  # bottom and right pads are the output's size
+        if max(values) > top:
             return f"{name} = {getattr(conv, name)} must be at most {top} each"
-    want = device_gemm(conv, tile)
-    if tuple(gemm) != want:
-        return f"the GEMM {gemm} is not the convolution's {want}"
+    oh, ow = conv.out
+    for name, value in (("batch", conv.batch), ("height", conv.height), ("width", conv.width),
+                        ("channels", conv.channels), ("output height", oh),
+                        ("output width", ow)):  # fmt: skip
+        if value >= 1 << DIM_BITS:
+            return f"{name} = {value} must be below {1 << DIM_BITS}"
+    want = device_gemm(conv, tile)[:2]  # N is the descriptor's: the device holds no O
+    if tuple(gemm[:2]) != want:
+        return f"the GEMM's M and K {tuple(gemm[:2])} are not the convolution's {want}"
     mc, kc, _ = chunk
     oh, ow = conv.out
     if chunk_rows(conv, mc) is None:

@@ -174,6 +174,9 @@ def conv_fields() -> list[tuple[str, int]]:
 def _conv_values(conv: Conv | None) -> dict[str, int]:
     if conv is None:
         return {name: 0 for name, _ in conv_fields()}
+    if conv.groups != 1:
+        raise ValueError(f"groups = {conv.groups} has no field: the device runs groups 1 "
+                         "(contract.conv.depthwise_slices lowers a depthwise one)")  # fmt: skip
     oh, ow = conv.out
     return {"conv": 1, "conv_images": conv.batch, "conv_height": conv.height,
             "conv_width": conv.width, "conv_channels": conv.channels, "conv_out_height": oh,

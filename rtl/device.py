@@ -348,9 +348,9 @@ class Device(wiring.Component):
 
     @staticmethod
     def _fill_a(m: Module, fill, buf, exp) -> None:
-        """The A bank's one write port: the read engine's words, or the expander's; the read
-        engine's go to the staging buffer while the expander stages."""
-        staging = exp.staging
+        """The A bank's one write port: the read engine's words, or the expander's; a staging
+        load's words go to the staging buffer."""
+        staging = fill.payload.stage  # the load's own bit: a plain A load may still arrive
         m.d.comb += [exp.fill.valid.eq(fill.valid & staging),
                      exp.fill.payload.addr.eq(fill.payload.addr),
                      exp.fill.payload.data.eq(fill.payload.data)]  # fmt: skip
@@ -437,6 +437,7 @@ class Device(wiring.Component):
         if exp is not None:  # (a Python if: the Elif chain goes on past it)
             with m.Elif(conv_a):
                 m.d.comb += [cmd.valid.eq(exp.cmd_valid), cmd.payload.kind.eq(OPERANDS["a"]),
+                             cmd.payload.stage.eq(1),
                              cmd.payload.bank.eq(w.bank_a), cmd.payload.addr.eq(exp.cmd_addr),
                              cmd.payload.stride.eq(exp.cmd_stride),
                              cmd.payload.tiles.eq(exp.cmd_tiles),
@@ -471,7 +472,7 @@ class Device(wiring.Component):
         loaded = rd.loaded
         staged = Const(0)
         if exp is not None:
-            staged = exp.staging
+            staged = loaded.payload.stage
             m.d.comb += exp.staged.eq(loaded.valid & equals(loaded.payload.kind, OPERANDS["a"])
                                       & staged)  # fmt: skip
             with m.If(exp.expanded):

@@ -42,11 +42,17 @@ def load_kinds(config: ArrayConfig) -> tuple[str, ...]:
     return LOAD_KINDS if config.requant else LOAD_KINDS[:3]
 
 
-def load_layout() -> data.StructLayout:
+def load_layout(config: ArrayConfig) -> data.StructLayout:
     """A load command: which buffer (its operand code, contract.axi.OPERANDS), the bank, and the
-    transfer's runs."""
-    return data.StructLayout({"kind": 2, "bank": 1, "addr": _ADDR, "stride": _ADDR,
-                              "tiles": _COUNT, "lines": _COUNT})  # fmt: skip
+    transfer's runs; with a staging buffer, ``stage``: a convolution's A, for the staging buffer
+    (its words and its end carry the bit, so a plain A load still arriving goes to the bank)."""
+    return data.StructLayout({"kind": 2, "bank": 1, **_stage(config), "addr": _ADDR,
+                              "stride": _ADDR, "tiles": _COUNT, "lines": _COUNT})  # fmt: skip
+
+
+def _stage(config: ArrayConfig) -> dict:
+    """The ``stage`` bit of a load and its words, on a device with a staging buffer."""
+    return {"stage": 1} if config.stage_depth else {}
 
 
 def store_layout() -> data.StructLayout:
@@ -127,7 +133,7 @@ class ReadEngine(wiring.Component):
 
     Ports
     -----
-    cmd : stream load_layout()
+    cmd : stream load_layout(config)
         The next load; taken when the request side is free (or issuing its last burst), so the
         next load's first request can follow the previous one's last at once.
     mem : the AR and R channels of the AXI4 master (AW, W, B are the write engine's).
@@ -141,14 +147,15 @@ class ReadEngine(wiring.Component):
     def __init__(self, config: ArrayConfig):
         self._config = config
         self._kinds = _load_kinds(config)
-        fill = {k: Flow(data.StructLayout({"bank": 1, "addr": unsigned(DIM_BITS + 1),
+        fill = {k: Flow(data.StructLayout({"bank": 1, **_stage(config),
+                                           "addr": unsigned(DIM_BITS + 1),
                                            "data": unsigned(8 * self._kinds[OPERANDS[k]][0])}))
                 for k in load_kinds(config)}  # fmt: skip
         super().__init__({
-            "cmd": In(stream.Signature(load_layout())),
+            "cmd": In(stream.Signature(load_layout(config))),
             "mem": Out(AxiMaster(config.bus_width)),
             **{f"fill_{k}": Out(fill[k]) for k in load_kinds(config)},
-            "loaded": Out(Flow(data.StructLayout({"kind": 2, "bank": 1}))),
+            "loaded": Out(Flow(data.StructLayout({"kind": 2, "bank": 1, **_stage(config)}))),
             "taken": Out(Flow(unsigned(2))),  # each R beat, with its burst's operand
             "idle": Out(1),
         })  # fmt: skip
@@ -158,10 +165,11 @@ class ReadEngine(wiring.Component):
         cfg = self._config
         bus = cfg.bus_width // 8
         # -- request side -----------------------------------------------------------------
-        cmd = Signal(load_layout(), name="rd_cmd")
+        cmd = Signal(load_layout(cfg), name="rd_cmd")
+        stage = _stage(cfg)
         active = Signal(name="rd_active")
         runs = _Runs(m, cfg, self._kinds, cmd.kind, "rd")
-        inflight = fifo.SyncFIFO(width=2 + 1 + 9 + 8 + 1, depth=cfg.max_reads)
+        inflight = fifo.SyncFIFO(width=2 + 1 + 9 + 8 + 1 + len(stage), depth=cfg.max_reads)
         m.submodules.inflight = inflight
         ar = self.mem.ar
         last_burst = (runs.stop == runs.end) & (runs.tile + 1 == cmd.tiles)
@@ -174,7 +182,8 @@ class ReadEngine(wiring.Component):
             ar.payload.id.eq(AXI_ID),
             ar.payload.user.eq(cmd.kind),
         ]
-        record = Cat(cmd.kind, cmd.bank, runs.beats[:9], runs.lane, last_burst)
+        record = Cat(cmd.kind, cmd.bank, runs.beats[:9], runs.lane, last_burst,
+                     *[cmd.stage for _ in stage])  # fmt: skip
         m.d.comb += [inflight.w_en.eq(ar.valid & ar.ready), inflight.w_data.eq(record)]
         sent = ar.valid & ar.ready
         m.d.comb += self.cmd.ready.eq(~active | (sent & last_burst))
@@ -186,8 +195,8 @@ class ReadEngine(wiring.Component):
             m.d.sync += [cmd.eq(self.cmd.payload), active.eq(1)]
             m.d.sync += runs.start(m, self.cmd.payload, self.cmd.payload.kind)
         # -- data side ------------------------------------------------------------------------
-        head = Signal(data.StructLayout({"kind": 2, "bank": 1, "beats": 9, "lane": 8, "last": 1}),
-                      name="rd_head")  # fmt: skip
+        head = Signal(data.StructLayout({"kind": 2, "bank": 1, "beats": 9, "lane": 8, "last": 1,
+                                         **stage}), name="rd_head")  # fmt: skip
         m.d.comb += head.eq(inflight.r_data)
         r = self.mem.r
         beat = Signal(9, name="rd_beat")  # beats taken of the head burst
@@ -246,6 +255,7 @@ class ReadEngine(wiring.Component):
             m.d.comb += [
                 port.valid.eq(complete & equals(head.kind, OPERANDS[k])),
                 port.payload.bank.eq(head.bank),
+                *[port.payload.stage.eq(head.stage) for _ in stage],
                 port.payload.addr.eq(word_addr),
                 port.payload.data.eq(word),
             ]
@@ -255,6 +265,7 @@ class ReadEngine(wiring.Component):
             self.taken.valid.eq(take),
             self.taken.payload.eq(head.kind),
             self.loaded.payload.bank.eq(head.bank),
+            *[self.loaded.payload.stage.eq(head.stage) for _ in stage],
             self.idle.eq(~active & ~inflight.r_rdy),
         ]
         return m

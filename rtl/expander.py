@@ -107,7 +107,7 @@ class Expander(wiring.Component):
         ch = Signal(chunk_layout(), name="exp_chunk")
         # states: idle, two setup cycles, the command out, staging, expanding
         state = Signal(range(6), name="exp_state")
-        IDLE, SETUP, READY, STAGING, EXPAND = 0, 1, 2, 3, 4
+        IDLE, SETUP, READY, STAGING, EXPAND, LAST = 0, 1, 2, 3, 4, 5  # LAST: the last write
         m.d.comb += [self.idle.eq(~state.any()), self.staging.eq(state == STAGING),
                      self.setting.eq((state == SETUP) | (state == READY)),
                      self.cmd_valid.eq(state == READY)]  # fmt: skip
@@ -183,16 +183,18 @@ class Expander(wiring.Component):
                      sram.w_data.eq(self.fill.payload.data)]  # fmt: skip
         with m.If((state == STAGING) & self.staged):
             m.d.sync += state.eq(EXPAND)
-        self._expand(m, g, ch, state == EXPAND, (state == STAGING) & self.staged,
-                     (img0, oy0, p_lo, lines), (r_en, r_addr, r_data))  # fmt: skip
+        last = self._expand(m, g, ch, state == EXPAND, (state == STAGING) & self.staged,
+                            (img0, oy0, p_lo, lines), (r_en, r_addr, r_data))  # fmt: skip
+        with m.If(last):  # the last staging read: nothing more to read
+            m.d.sync += state.eq(LAST)
         with m.If(self.expanded):
             m.d.sync += state.eq(IDLE)
         return m
 
-    def _expand(self, m: Module, g, ch, expanding, begin, chunk, port) -> None:
+    def _expand(self, m: Module, g, ch, expanding, begin, chunk, port):
         """The A words of the chunk, slice by kernel row by kernel column (K's order), each over
         the chunk's output pixels: a staging read a cycle, its word (or the zero point's) into
-        the A bank the cycle after."""
+        the A bank the cycle after; returns the last read's cycle."""
         cfg, word = self._config, self._word
         img0, oy0, p_lo, lines = chunk
         r_en, r_addr, r_data = port
@@ -272,3 +274,4 @@ class Expander(wiring.Component):
             self.write.payload.data.eq(Mux(w_pad, zero, r_data)),
             self.expanded.eq(w_valid & w_last),
         ]
+        return last

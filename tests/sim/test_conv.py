@@ -110,10 +110,10 @@ def test_convolutions_are_bit_exact_and_the_model_exact(name, seed):
 
 
 def test_convolutions_and_gemms_queued_together(seed):
-    """Convolutions and GEMMs queued at once behind a slow DRAM: a GEMM's A load right behind a
-    convolution's waits for the expander (the A bank has one write port), a convolution behind
-    a GEMM stages while the GEMM computes; bit-exact, every completion and the queue's counters
-    as the model predicts."""
+    """Convolutions and GEMMs queued at once behind a slow, long-latency DRAM: a GEMM's A load
+    right behind a convolution's waits for the expander (the A bank has one write port), a
+    convolution behind a GEMM stages while the GEMM's A still arrives; bit-exact, every
+    completion and the queue's counters as the model predicts."""
     config = CONFIG
     rng = np.random.default_rng([seed, 5])
     print(f"seed {seed}")
@@ -121,8 +121,10 @@ def test_convolutions_and_gemms_queued_together(seed):
     shapes = [tuple(int(v) for v in rng.integers(1, 10, 3)) for _ in range(2)]
     gemms = random_operands(rng, config, shapes)
     operands, descriptors, wants, base = [], [], [], 0
-    plan = [("conv", draws[0]), ("gemm", gemms[0]), ("conv", draws[1]), ("conv", draws[2]),
-            ("gemm", gemms[1])]  # fmt: skip
+    # a GEMM first: the convolution behind it stages while the GEMM's A still arrives (its
+    # words go to the bank, the staging load's to the staging buffer: each load says which)
+    plan = [("gemm", gemms[0]), ("conv", draws[0]), ("conv", draws[1]), ("gemm", gemms[1]),
+            ("conv", draws[2])]  # fmt: skip
     for kind, item in plan:
         if kind == "conv":
             (conv, x, w), _, chunk, order = item
@@ -137,7 +139,7 @@ def test_convolutions_and_gemms_queued_together(seed):
             wants.append(reference(config, a, b))
         descriptors.append(d)
         base = next_base(config, d)
-    memory = Dram("3/2", 15, 4)
+    memory = Dram("3/2", 100, 8)  # a long latency: loads overlap
     runs = run_gemms(config, operands, descriptors=descriptors, queued=True, memory=memory,
                      name="conv-queued")  # fmt: skip
     first = runs[0].posted
