@@ -82,6 +82,7 @@ bench-model: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m systolic.experiments.bench $(BENCH_ARGS)
+	$(BIN)/python -m systolic.experiments.conv_traffic
 	$(BIN)/python -m systolic.experiments.energy_bench $(BENCH_ARGS)
 
 lint: $(STAMP)
