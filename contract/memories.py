@@ -72,7 +72,8 @@ def sram_module(width: int, depth: int, reads: int = 1, transparent: bool = Fals
 
 def memories(config: ArrayConfig) -> list[Sram]:
     """Every SRAM of the device of ``config``: two banks per operand and accumulator buffer (one
-    filled or drained while the array uses the other), and the requantization parameters."""
+    filled or drained while the array uses the other), the requantization parameters, and the
+    convolutions' staging buffer."""
     words = layouts(config)
     found = []
     for name, depth in (("a", config.a_depth), ("b", config.b_depth), ("c", config.c_depth)):
@@ -82,4 +83,6 @@ def memories(config: ArrayConfig) -> list[Sram]:
                               reads=2 if c else 1, transparent=c))  # fmt: skip
     if config.requant:
         found.append(Sram("q_buffer.sram", config.q_depth, QUANT_ENTRY_BITS * config.cols))
+    if config.stage_depth:  # the convolution expander's staging buffer (rtl/expander.py)
+        found.append(Sram("expander.staging", config.stage_depth, words["a"].bits))
     return found
