@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 from systolic.contract.dma import jobs
 from systolic.contract.interface import COUNTERS
 from systolic.models.cycles import command_counters
@@ -22,6 +23,7 @@ __all__ = [
     "at_most",
     "check_against_model",
     "coefficients_with",
+    "direct_conv",
     "random_conv",
     "run_cli",
     "stream_starts",
@@ -164,3 +166,21 @@ def random_conv(rng, kernel: int):
     return Conv(int(rng.integers(1, 3)), size, size + int(rng.integers(0, 3)),
                 int(rng.integers(1, 11)), int(rng.integers(1, 7)), (kernel, kernel), stride, pads,
                 dilation)  # fmt: skip
+
+
+def direct_conv(conv, x, w, za: int = 0, zb: int = 0):
+    """A convolution by its definition, a loop over the kernel on the zero-point-padded input:
+    ``pixels x out_channels`` (``w`` is ``O x kh x kw x C``; depthwise, ``groups == channels``,
+    ``C x kh x kw x 1``, each channel with its own filter)."""
+    top, left, bottom, right = conv.pads
+    (kh, kw), (sh, sw), (dh, dw) = conv.kernel, conv.stride, conv.dilation
+    xp = np.pad(np.asarray(x, np.int64) - za, ((0, 0), (top, bottom), (left, right), (0, 0)))
+    oh, ow = conv.out
+    out = np.zeros((conv.batch, oh, ow, conv.out_channels), dtype=np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            win = xp[:, ky * dh : ky * dh + sh * (oh - 1) + 1 : sh,
+                     kx * dw : kx * dw + sw * (ow - 1) + 1 : sw, :]  # fmt: skip
+            taps = np.asarray(w, np.int64)[:, ky, kx, :] - zb
+            out += win * taps[:, 0] if conv.groups > 1 else win @ taps.T
+    return out.reshape(-1, conv.out_channels)

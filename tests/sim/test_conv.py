@@ -30,7 +30,7 @@ from systolic.golden.requant import RequantParams
 from systolic.models.device import predict_device, predict_stream
 from systolic.sim.simulate import Quantization, run_convs, run_gemms
 
-from tests.helpers import random_conv
+from tests.helpers import direct_conv, random_conv
 
 #: The device of these tests (and of the convolution regression and `systolic sim --conv`
 #: tests): ragged 3-channel slices, zero points and requantization (drawn on or off per
@@ -153,21 +153,6 @@ def test_convolutions_and_gemms_queued_together(seed):
     assert runs[-1].counters == predicted.registers
 
 
-def _depthwise(conv: Conv, x, w, za: int, zb: int) -> np.ndarray:
-    """A depthwise convolution by its definition: ``pixels x channels``."""
-    top, left, bottom, right = conv.pads
-    (kh, kw), (sh, sw), (dh, dw) = conv.kernel, conv.stride, conv.dilation
-    xp = np.pad(x - za, ((0, 0), (top, bottom), (left, right), (0, 0)))
-    oh, ow = conv.out
-    out = np.zeros((conv.batch, oh, ow, conv.channels), dtype=np.int64)
-    for ky in range(kh):
-        for kx in range(kw):
-            win = xp[:, ky * dh : ky * dh + sh * (oh - 1) + 1 : sh,
-                     kx * dw : kx * dw + sw * (ow - 1) + 1 : sw, :]  # fmt: skip
-            out += win * (w[:, ky, kx, 0] - zb)
-    return out.reshape(-1, conv.channels)
-
-
 def test_a_depthwise_convolution_runs_a_slice_at_a_time(seed):
     """Depthwise (groups = channels), lowered to one convolution a slice with block-diagonal
     weights (contract.conv.depthwise_slices): the slices' outputs side by side are the
@@ -195,7 +180,7 @@ def test_a_depthwise_convolution_runs_a_slice_at_a_time(seed):
     q = Quantization(za, zb)
     results = run_convs(config, parts, quant=[q] * len(parts), name="depthwise")
     got = np.concatenate([r.c for r in results], axis=1)
-    np.testing.assert_array_equal(got, _depthwise(conv, x, w, za, zb), err_msg=str(conv))
+    np.testing.assert_array_equal(got, direct_conv(conv, x, w, za, zb), err_msg=str(conv))
     for res in results:
         assert res.error == 0
         assert dict(predict_device(config, res.descriptor, DEFAULT_MEMORY)) == res.counters
