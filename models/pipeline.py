@@ -34,6 +34,7 @@ from collections.abc import Callable
 import numpy as np
 from systolic.contract.axi import MAX_BURST_BYTES
 from systolic.contract.config import ArrayConfig
+from systolic.contract.conv import Conv, stage
 from systolic.contract.dma import (
     Descriptor,
     Refusal,
@@ -45,6 +46,7 @@ from systolic.contract.dma import (
 )
 from systolic.contract.interface import COUNTERS, DEVICE_COUNTERS
 from systolic.contract.memory import Dram
+from systolic.contract.timing import CONV_SETUP_CYCLES, EXPAND_LATENCY
 
 from . import timeline
 from .cycles import command_counters
@@ -76,7 +78,7 @@ def _predict(config: ArrayConfig, d: Descriptor, dram: Dram) -> tuple[tuple[str,
     if check_descriptor(config, d)[0] is not Refusal.NONE:
         return tuple(dict.fromkeys(DEVICE_COUNTERS, 0).items())
     return pipeline_counters(config, (d.m, d.k, d.n), d.chunk, d.order, bool(d.accumulate),
-                             table_words(config, d), dram)  # fmt: skip
+                             table_words(config, d), dram, d.conv)  # fmt: skip
 
 
 def table_words(config: ArrayConfig, d: Descriptor) -> int:
@@ -118,6 +120,30 @@ def _bus(config: ArrayConfig, dram: Dram, q_words: int) -> tuple[np.ndarray, flo
     return bus, table, window
 
 
+#: What :func:`models.timeline.walk` takes for a GEMM's A loads: no staging.
+_PLAIN = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(4, np.int64),
+          np.zeros(2, np.int64))  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1024)
+def _staging(config: ArrayConfig, conv: Conv | None, total: tuple, chunk: tuple) -> tuple:
+    """:func:`models.timeline.walk`'s ``staged, slices, expand, expander`` for a convolution's
+    A loads (:func:`contract.dma.staging`): per M chunk the words each slice stages, per K chunk
+    its slices, the A words a chunk expands per raggedness."""
+    if conv is None:
+        return _PLAIN
+    word = word_layout(config, "a")
+    (m, k, _), (mc, kc, _) = total, chunk
+    staged = [(lambda s: s[3] - s[2])(stage(conv, word.tile, m0, min(m, m0 + mc), 0, kc))
+              for m0 in range(0, m, mc)]  # fmt: skip
+    slices = [(lambda s: s[1] - s[0])(stage(conv, word.tile, 0, mc, k0, min(k, k0 + kc)))
+              for k0 in range(0, k, kc)]  # fmt: skip
+    last_m, last_k = m - (len(staged) - 1) * mc, k - (len(slices) - 1) * kc
+    expand = [word.words((last_m if r & 1 else mc, last_k if r & 2 else kc)) for r in range(4)]
+    return (np.array(staged, np.int64), np.array(slices, np.int64), np.array(expand, np.int64),
+            np.array([CONV_SETUP_CYCLES, EXPAND_LATENCY], np.int64))  # fmt: skip
+
+
 def _shape(total: tuple, chunk: tuple, accumulate: bool) -> tuple[list, tuple, tuple]:
     """Chunks per dimension, the last chunk's sizes, and the accumulate flags chunks take."""
     per_dim = [-(-t // c) for t, c in zip(total, chunk, strict=True)]
@@ -141,7 +167,7 @@ def chunk_cycles(config: ArrayConfig, total: tuple[int, int, int], order: str, a
         compute, _ = _classes(config, chunk, last, accumulating)
         counts = np.array([per_dim[x] for x in loops], np.int64)
         out = timeline.walk(counts, dims, np.array(chunk, np.int64), size, accumulate, compute,
-                            formats, bus, table, window)  # fmt: skip
+                            formats, bus, table, window, *_PLAIN)  # fmt: skip
         return int(math.ceil(out[2]))
 
     return cycles
@@ -149,12 +175,13 @@ def chunk_cycles(config: ArrayConfig, total: tuple[int, int, int], order: str, a
 
 @functools.lru_cache(maxsize=8192)
 def pipeline_counters(config: ArrayConfig, total: tuple[int, int, int], chunk: tuple[int, int, int],
-                      order: str, accumulate: bool, q_words: int,
-                      dram: Dram) -> tuple[tuple[str, int], ...]:  # fmt: skip
+                      order: str, accumulate: bool, q_words: int, dram: Dram,
+                      conv: Conv | None = None) -> tuple[tuple[str, int], ...]:  # fmt: skip
     """:func:`predict_pipeline`'s counters, as ``(name, value)`` pairs, of a descriptor the
     device accepts, from the numbers they depend on (``q_words``: the requantization table's
-    words, 0 when the outputs are not requantized). The chunk tuner calls it directly: its
-    candidates are all valid once the largest is."""
+    words, 0 when the outputs are not requantized; ``conv``: the convolution whose A it stages
+    and expands, None for a GEMM). The chunk tuner calls it directly: its candidates are all
+    valid once the largest is."""
     out = dict.fromkeys(DEVICE_COUNTERS, 0)
     per_dim, last, accumulating = _shape(total, chunk, accumulate)
     compute, table_of = _classes(config, chunk, last, accumulating)
@@ -165,7 +192,8 @@ def pipeline_counters(config: ArrayConfig, total: tuple[int, int, int], chunk: t
         np.array([per_dim["mkn".index(x)] for x in order], np.int64),
         np.array(["mkn".index(x) for x in order], np.int64),
         np.array(chunk, np.int64), np.array(total, np.int64), accumulate, compute,
-        _formats(config, fmt), bus, table, window)  # fmt: skip
+        _formats(config, fmt), bus, table, window,
+        *_staging(config, conv, total, chunk))  # fmt: skip
     out["jobs"] = int(classes.sum())
     for name, value in zip(COUNTERS, (classes @ table_of).tolist(), strict=True):
         out["compute_cycles" if name == "cycles" else name] = value

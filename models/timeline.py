@@ -47,7 +47,8 @@ def transfer_time(runs, per_run, beat, window, bw, latency, max_burst, max_reque
 
 
 @njit(cache=True)
-def walk(counts, dims, chunk, total, accumulate, compute, formats, bus, table, read_window):
+def walk(counts, dims, chunk, total, accumulate, compute, formats, bus, table, read_window,
+         staged, slices, expand, expander):  # fmt: skip
     """Every chunk of a descriptor, in loop order, and the pipeline's timeline.
 
     ``counts``/``dims``: the chunks along each loop, outermost first, and the dimension each
@@ -56,6 +57,11 @@ def walk(counts, dims, chunk, total, accumulate, compute, formats, bus, table, r
     accumulating); ``formats``: per transfer, ``(rowwise, tile, container / beat, beat,
     window)``; ``bus``: ``(bandwidth, latency, max_burst, max_requests, max burst bytes)``;
     ``table``: cycles to load the requantization table first.
+
+    A convolution's A loads stage and expand (:func:`contract.dma.staging`): ``staged`` holds
+    per M chunk the words each slice stages, ``slices`` per K chunk its slices, ``expand`` the
+    A words a chunk expands per raggedness (bit 0: M, 1: K), ``expander`` the cycles of the
+    expander's setup and its latency; ``staged`` is empty for a GEMM.
 
     Returns the words each transfer moved, the chunks of each class, and the cycles and the
     array's and the read engine's waits (see :func:`timeline`).
@@ -115,21 +121,29 @@ def walk(counts, dims, chunk, total, accumulate, compute, formats, bus, table, r
     words = np.zeros(5, np.int64)
     buses = np.zeros((5, jobs))
     spans = np.zeros((5, jobs))
+    expanded = np.zeros(jobs)  # the A words a convolution's chunk expands (0: a plain load)
     for t in range(5):
         for j in range(jobs):
-            if moves[t, j]:
+            if t == A and moves[t, j] and staged.shape[0] > 0:
+                runs, per_run = slices[index[j, 1]], staged[index[j, 0]]
+                b, s = transfer_time(runs, per_run * formats[A, 2], formats[A, 3], formats[A, 4],
+                                     bus[0], bus[1], bus[2], bus[3], bus[4])  # fmt: skip
+                words[A] += runs * per_run
+                buses[A, j], spans[A, j] = b, s
+                expanded[j] = expand[ragged[A, j]]
+            elif moves[t, j]:
                 c = cost[t, ragged[t, j]]
                 words[t] += np.int64(c[0])
                 buses[t, j], spans[t, j] = c[1], c[2]
     cycles, waiting, dma_wait = timeline(
         busy, buses[:3], spans[:3], buses[FINAL] + buses[PARTIAL], spans[FINAL] + spans[PARTIAL],
-        moves[:3], new_c, partial, bus[1], table, read_window)  # fmt: skip
+        moves[:3], new_c, partial, bus[1], table, read_window, expanded, expander)  # fmt: skip
     return words, classes, cycles, waiting, dma_wait
 
 
 @njit(cache=True)
 def timeline(busy, buses, spans, store_bus, store_span, loads, new_c, partial, latency, table,
-             read_window):  # fmt: skip
+             read_window, expanded, expander):  # fmt: skip
     """Cycles of the chunk pipeline, and the array's and the read engine's waits.
 
     Chunk ``j`` computes ``busy[j]`` cycles from ``S[j]`` (its loads in, the previous chunk done,
@@ -139,7 +153,9 @@ def timeline(busy, buses, spans, store_bus, store_span, loads, new_c, partial, l
     is answered; its data arrives ``spans`` after it starts, or later when the bus is still
     busy. A chunk's store starts when it is done and ends ``store_span`` later, or later behind
     the reads already requested (at most ``read_window`` cycles of them); the reads behind it
-    move back by its bus time.
+    move back by its bus time. A convolution's A load (``expanded[j]`` words) waits for the
+    expander to finish the one before, sets it up (``expander[0]`` cycles), stages, and fills
+    its bank ``expander[1] + expanded[j] - 1`` cycles after its last staged word.
     """
     jobs = busy.shape[0]
     bank_of = np.empty((3, jobs), np.int64)  # the bank each load goes to
@@ -150,14 +166,16 @@ def timeline(busy, buses, spans, store_bus, store_span, loads, new_c, partial, l
             bank_of[i, j] = count % 2
     free = np.zeros((3, 2))  # per operand: when each bank is free
     ready = np.zeros(jobs)
-    state = np.zeros(4)  # the bus free, the read engine's next issue, writes answered, its wait
+    # the bus free, the read engine's next issue, writes answered, its wait, the expander free
+    state = np.zeros(5)
     state[1] = START + table
     bus_free = acked = end = waiting = prev = written = 0.0
     c_free = np.zeros(2)
     c_bank = 1
     for j in range(min(jobs, 2)):
         _loaded_before(j, loads, ready, state)
-        _load(j, 0, 3, loads, free, bank_of, partial, buses, spans, ready, state, latency)
+        _load(j, 0, 3, loads, free, bank_of, partial, buses, spans, ready, state, latency,
+              expanded, expander)  # fmt: skip
     for j in range(jobs):
         if new_c[j]:
             c_bank ^= 1
@@ -170,7 +188,7 @@ def timeline(busy, buses, spans, store_bus, store_span, loads, new_c, partial, l
         if j + 2 < jobs:  # A and B of the chunk after next go out before this store
             _loaded_before(j + 2, loads, ready, state)
             _load(j + 2, 0, 2, loads, free, bank_of, partial, buses, spans, ready, state,
-                  latency)  # fmt: skip
+                  latency, expanded, expander)  # fmt: skip
         if store_bus[j]:  # one store at a time, behind the reads already requested
             bus_free = state[0]
             start = max(prev + STORE_START, written)
@@ -183,7 +201,7 @@ def timeline(busy, buses, spans, store_bus, store_span, loads, new_c, partial, l
             c_free[c_bank] = written + 1
         if j + 2 < jobs:
             _load(j + 2, 2, 3, loads, free, bank_of, partial, buses, spans, ready, state,
-                  latency)  # fmt: skip
+                  latency, expanded, expander)  # fmt: skip
     return max(end, prev, state[0]) + 1, waiting, state[3]
 
 
@@ -195,7 +213,8 @@ def _loaded_before(j, loads, ready, state):
 
 
 @njit(cache=True)
-def _load(j, first, stop, loads, free, bank_of, partial, buses, spans, ready, state, latency):
+def _load(j, first, stop, loads, free, bank_of, partial, buses, spans, ready, state, latency,
+          expanded, expander):  # fmt: skip
     """The read engine serves chunk ``j``'s loads ``first..stop-1`` in order: A, B, then C or
     partial sums."""
     for i in range(first, stop):
@@ -205,7 +224,15 @@ def _load(j, first, stop, loads, free, bank_of, partial, buses, spans, ready, st
         gate = max(issued, free[i, bank_of[i, j] ^ 1])
         if i == 2 and partial[j]:  # partial sums: once every write is answered
             gate = max(gate, state[2])
+        conv = i == 0 and expanded[j] > 0
+        if conv:  # the expander takes the load once done with the one before, then sets up
+            gate = max(gate, state[4])
         state[3] += gate - issued
+        if conv:
+            gate += expander[0]
         state[0] = max(gate + latency + spans[i, j], state[0] + buses[i, j])
-        ready[j] = state[0]
+        ready[j] = max(ready[j], state[0])
+        if conv:
+            state[4] = state[0] + expander[1] + expanded[j] - 1
+            ready[j] = max(ready[j], state[4])
         state[1] = max(gate, state[0] - latency)

@@ -8,14 +8,16 @@ import random
 import statistics
 from fractions import Fraction
 
+import numpy as np
 import pytest
 from systolic.contract.config import ArrayConfig
+from systolic.contract.conv import device_gemm
 from systolic.contract.dma import LOOP_ORDERS, place
 from systolic.contract.memory import Dram
 from systolic.models.device import predict_device
 from systolic.models.pipeline import predict_pipeline
 
-from ..helpers import at_most
+from ..helpers import at_most, random_conv
 
 #: What the pipeline model approximates; every other counter must be exact.
 TIMING = ("cycles", "array_wait_cycles", "dma_wait_cycles")
@@ -87,3 +89,44 @@ def test_one_chunk_and_memory_bound_extremes(order):
         d = place(config, *shape, order=order)
         exact, fast = predict_device(config, d, memory), predict_pipeline(config, d, memory)
         assert fast["cycles"] == pytest.approx(exact["cycles"], rel=0.03), (shape, memory)
+
+
+def _conv_case(rng: random.Random, seed: int):
+    """A random convolution descriptor on a WS staging device (None when no chunk fits)."""
+    conv = random_conv(np.random.default_rng([seed, rng.randint(0, 1 << 30)]),
+                       rng.choice([1, 3, 5]))  # fmt: skip
+    config = ArrayConfig("ws", rng.randint(2, 5), rng.randint(2, 5), a_depth=rng.randint(64, 512),
+                         b_depth=rng.randint(64, 512), c_depth=rng.randint(64, 512),
+                         stage_depth=512, requant=rng.random() < 0.5)  # fmt: skip
+    try:
+        d = place(config, *device_gemm(conv, config.rows), conv=conv, requant=config.requant,
+                  order=rng.choice(LOOP_ORDERS))  # fmt: skip
+    except ValueError:
+        return None
+    memory = Dram(Fraction(rng.randint(1, 64), rng.randint(1, 4)), rng.randint(10, 200), 64)
+    return config, d, memory
+
+
+def test_convolutions_exact_counters_and_cycles_within_the_same_bounds(seed):
+    """A convolution descriptor (staged and expanded A): every counter but the timing equal to
+    the exact model's, the cycles within the GEMMs' bounds above."""
+    rng = random.Random(seed)
+    print(f"seed {seed}")
+    errors = []
+    while len(errors) < 30:
+        case = _conv_case(rng, seed)
+        if case is None:
+            continue
+        config, d, memory = case
+        exact, fast = predict_device(config, d, memory), predict_pipeline(config, d, memory)
+        where = f"{config.name} {d.conv} {d.chunk} {d.order} {memory}"
+        assert {k: v for k, v in fast.items() if k not in TIMING} == {
+            k: v for k, v in exact.items() if k not in TIMING}, where  # fmt: skip
+        assert fast["cycles"] >= exact["compute_cycles"], where
+        errors.append(abs(fast["cycles"] - exact["cycles"]) / exact["cycles"])
+    errors.sort()
+    print(f"convolutions, pipeline vs exact cycles: median {statistics.median(errors):.2%}, "
+          f"90th percentile {errors[int(0.9 * len(errors))]:.2%}, worst {errors[-1]:.2%}")
+    at_most(statistics.median(errors), MEDIAN, "median |pipeline - exact| / exact cycles")
+    at_most(errors[int(0.9 * len(errors))], P90, "90th percentile of the same")
+    at_most(errors[-1], WORST, "worst of the same")
