@@ -125,8 +125,10 @@ def test_convolutions_exact_counters_and_cycles_within_the_same_bounds(seed):
         assert fast["cycles"] >= exact["compute_cycles"], where
         errors.append(abs(fast["cycles"] - exact["cycles"]) / exact["cycles"])
     errors.sort()
-    print(f"convolutions, pipeline vs exact cycles: median {statistics.median(errors):.2%}, "
-          f"90th percentile {errors[int(0.9 * len(errors))]:.2%}, worst {errors[-1]:.2%}")
+    print(
+        f"convolutions, pipeline vs exact cycles: median {statistics.median(errors):.2%}, "
+        f"90th percentile {errors[int(0.9 * len(errors))]:.2%}, worst {errors[-1]:.2%}"
+    )
     at_most(statistics.median(errors), MEDIAN, "median |pipeline - exact| / exact cycles")
     at_most(errors[int(0.9 * len(errors))], P90, "90th percentile of the same")
     at_most(errors[-1], WORST, "worst of the same")
