@@ -395,11 +395,15 @@ def energy(
     source: str = "toggles",
     dram: DramEnergy | None = None,
     shape: tuple[int, int, int] | None = None,
+    expanded: int = 0,
 ) -> EnergyReport:
     """Price one GEMM (see the module docstring). ``toggles`` maps ``(component, traffic)`` to
     bit flips while busy, as :func:`sim.simulate.run_gemm` (``activity=True``) returns them;
     ``dram`` prices the off-chip bits (default: the default memory's device); the GEMM's
-    ``shape`` gives its PEs' flag flips (:func:`models.toggles.flag_flips`; none without)."""
+    ``shape`` gives its PEs' flag flips (:func:`models.toggles.flag_flips`; none without). A
+    convolution descriptor's A words come through the staging buffer: ``expanded`` A words
+    written into the A buffer, each read from the staging buffer, which the off-chip A words
+    were written into (0: a GEMM, its off-chip A words written into the A buffer)."""
     co = coefficients or load_coefficients()
     dram = dram or dram_energy(None)
     comp = dict.fromkeys(ENERGY_COMPONENTS, 0.0)
@@ -420,8 +424,12 @@ def energy(
     read = {b: macros[b].read_pj for b in "abc"}
     write = {b: macros[b].write_pj for b in "abc"}
     c_final = offchip_words.get("c", 0)  # each finished C word is written once, read once
+    a_in, staging = offchip_words.get("a", 0), 0.0
+    if expanded:  # off-chip words into the staging buffer, expanded words out of it into A
+        staging = a_in * macros["staging"].write_pj + expanded * macros["staging"].read_pj
+        a_in = expanded
     accesses = [
-        ("activation", counters["a_reads"] * read["a"] + offchip_words.get("a", 0) * write["a"]),
+        ("activation", counters["a_reads"] * read["a"] + a_in * write["a"] + staging),
         ("weight", counters["b_reads"] * read["b"] + offchip_words.get("b", 0) * write["b"]),
         ("psum", counters["c_reads"] * read["c"] + (counters["c_writes"] - c_final) * write["c"]),
         ("output", c_final * (write["c"] + read["c"])),
@@ -444,11 +452,12 @@ def energy(
 
 def figures_energy(
     fig, toggles: dict[tuple[str, str], int], coefficients: Coefficients | None = None, *,
-    source: str, dram: DramEnergy | None = None,
+    source: str, dram: DramEnergy | None = None, expanded: int = 0,
 ) -> EnergyReport:  # fmt: skip
-    """:func:`energy` of a :class:`contract.figures.GemmFigures` (a prediction or an RTL result)."""
+    """:func:`energy` of a :class:`contract.figures.GemmFigures` (a prediction or an RTL result;
+    ``expanded``: a convolution descriptor's A words expanded, as :func:`energy` takes)."""
     return energy(fig.config, fig.counters, fig.offchip_words, toggles, fig.macs, coefficients,
-                  source=source, dram=dram, shape=fig.shape)  # fmt: skip
+                  source=source, dram=dram, shape=fig.shape, expanded=expanded)  # fmt: skip
 
 
 def model_energy(

@@ -52,7 +52,8 @@ from . import timeline
 from .cycles import command_counters
 from .device import DevicePrediction
 
-__all__ = ["chunk_cycles", "pipeline_counters", "predict_pipeline", "table_words"]
+__all__ = ["chunk_cycles", "expanded_words", "pipeline_counters", "predict_pipeline",
+           "table_words"]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -79,6 +80,16 @@ def _predict(config: ArrayConfig, d: Descriptor, dram: Dram) -> tuple[tuple[str,
         return tuple(dict.fromkeys(DEVICE_COUNTERS, 0).items())
     return pipeline_counters(config, (d.m, d.k, d.n), d.chunk, d.order, bool(d.accumulate),
                              table_words(config, d), dram, d.conv)  # fmt: skip
+
+
+def expanded_words(config: ArrayConfig, d: Descriptor, dram: Dram) -> int:
+    """The A words a convolution descriptor's expander writes into the A buffer (0 for a GEMM):
+    the A words its GEMM twin (the same chunks, A a matrix in DRAM) loads."""
+    if d.conv is None or check_descriptor(config, d)[0] is not Refusal.NONE:
+        return 0
+    twin = dict(pipeline_counters(config, (d.m, d.k, d.n), d.chunk, d.order, bool(d.accumulate),
+                                  table_words(config, d), dram))  # fmt: skip
+    return twin["dram_read_bytes_a"] // containers(config)["a"]
 
 
 def table_words(config: ArrayConfig, d: Descriptor) -> int:

@@ -153,9 +153,10 @@ def memory_macro(memory: Sram, node_nm: int) -> SramMacro:
 
 
 def buffer_macros(config: ArrayConfig, node_nm: int) -> dict[str, SramMacro]:
-    """The macro of one bank of each buffer (``a``, ``b``, ``c``, and ``q`` with requantization):
-    an access reads or writes one bank."""
+    """The macro of one bank of each buffer (``a``, ``b``, ``c``, ``q`` with requantization,
+    ``staging`` with a convolution staging buffer): an access reads or writes one bank."""
     found: dict[str, SramMacro] = {}
     for memory in memories(config):
-        found.setdefault(memory.path[0], memory_macro(memory, node_nm))
+        key = "staging" if memory.path.startswith("expander.") else memory.path[0]
+        found.setdefault(key, memory_macro(memory, node_nm))
     return found

@@ -20,9 +20,11 @@ from typing import NamedTuple
 
 import numpy as np
 from systolic.contract.config import ArrayConfig
+from systolic.contract.conv import Conv, device_gemm
 from systolic.contract.dma import containers, place, tile_rows, word_layout
 from systolic.contract.host import Host
 from systolic.contract.interface import DIM_BITS
+from systolic.contract.lowering import lower_conv
 from systolic.contract.memory import Dram, DramEnergy, Memory
 from systolic.contract.refusal import Refusal
 from systolic.contract.vector import VectorDescriptor, check_vector, for_tensor
@@ -50,7 +52,7 @@ from systolic.models.inference import (
     vector_pj,
     where_counts,
 )
-from systolic.models.pipeline import predict_pipeline
+from systolic.models.pipeline import expanded_words, predict_pipeline
 from systolic.models.technology import dram_energy
 from systolic.models.toggles import estimate_toggles
 from systolic.models.uncertainty import energy_range
@@ -69,41 +71,78 @@ __all__ = [
 ]
 
 
-def driver_workload(workload: Workload) -> Workload:
-    """The GEMMs as the driver posts them: a layer whose M or N exceeds a descriptor's field
-    (:data:`contract.interface.DIM_BITS`) runs as several descriptors, equal pieces with their
+def driver_workload(workload: Workload, config: ArrayConfig | None = None) -> Workload:
+    """The GEMMs as the driver posts them on ``config``: each convolution as
+    :func:`contract.lowering.lower_conv` runs it (without a configuration, or where it stays an
+    im2col GEMM, the GEMM as given; a posted GEMM's ``conv`` is the convolution descriptor it
+    is, else None); a layer whose M or N exceeds a descriptor's field
+    (:data:`contract.interface.DIM_BITS`) as several descriptors, equal pieces with their
     ``count`` multiplied (ResNet-50's first convolution at batch 8 has M = 100,352). A K that
     large would need its pieces accumulated; no workload has one, and it is refused."""
-    top = (1 << DIM_BITS) - 1
+    workload = _rewrite(workload, lambda g: _lowered(config, g))
+    return _rewrite(workload, functools.partial(_split, workload.name))
+
+
+def _rewrite(workload: Workload, pieces_of) -> Workload:
+    """``workload`` with each GEMM ``g`` replaced by ``pieces_of(g)``: a GEMM to take its place
+    (same name and runs), or ``[(piece, times, per)]``, the piece running ``times`` times per
+    ``per`` runs of ``g`` (its ``count`` already so multiplied); the schedule follows."""
     gemms = []
-    renamed: dict[str, list[tuple[str, int]]] = {}  # a split GEMM's pieces, runs each a run
+    renamed: dict[str, list[tuple[str, int, int]]] = {}
     for g in workload.gemms:
-        if g.k > top:
-            raise ValueError(f"{workload.name}: {g.name} has K = {g.k}, past the descriptor's "
-                             f"{top}; the driver splits M and N only")  # fmt: skip
-        pieces = [(g.m, g.n, 1)]
-        for axis in (0, 1):
-            split = []
-            for m, n, times in pieces:
-                size = (m, n)[axis]
-                parts = -(-size // top)
-                base, extra = divmod(size, parts)  # `extra` pieces one longer
-                for length, count in ((base + 1, extra), (base, parts - extra)):
-                    if count:
-                        split.append((length, n, times * count) if axis == 0 else
-                                     (m, length, times * count))  # fmt: skip
-            pieces = split
-        if len(pieces) == 1 and pieces[0][2] == 1:
-            gemms.append(g)
+        pieces = pieces_of(g)
+        if isinstance(pieces, Gemm):
+            gemms.append(pieces)
             continue
-        total = sum(times for _, _, times in pieces)
-        for m, n, times in pieces:
-            name = f"{g.name} ({times} of {total} descriptors, {m}x{g.k}x{n})"
-            gemms.append(replace(g, name=name, m=m, n=n, count=g.count * times))
-            renamed.setdefault(g.name, []).append((name, times))
-    schedule = tuple((piece, runs * times) for name, runs in workload.schedule
-                     for piece, times in renamed.get(name, [(name, 1)]))  # fmt: skip
+        total = sum(times for _, times, _ in pieces)
+        for piece, times, per in pieces:
+            m, k, n = piece.shape
+            name = f"{g.name} ({times} of {total} descriptors, {m}x{k}x{n})"
+            gemms.append(replace(piece, name=name))
+            renamed.setdefault(g.name, []).append((name, times, per))
+    schedule = tuple((piece, runs // per * times) for name, runs in workload.schedule
+                     for piece, times, per in renamed.get(name, [(name, 1, 1)]))  # fmt: skip
     return replace(workload, gemms=tuple(gemms), schedule=schedule)
+
+
+def _lowered(config: ArrayConfig | None, g: Gemm) -> Gemm | list:
+    """A convolution's GEMM as the driver runs it on ``config`` (none: im2col): the GEMM with
+    no ``conv`` where it runs as given, else pieces whose ``conv`` is the convolution
+    descriptor each is (None: a GEMM) and ``shape`` its useful work."""
+    if g.conv is None or config is None:
+        return replace(g, conv=None)
+    pieces = lower_conv(config, g.conv, requant=config.requant)
+    if len(pieces) == 1 and pieces[0].conv is None and pieces[0].gemm == g.shape:
+        return replace(g, conv=None)  # im2col, or the GEMM on the input: the GEMM as given
+    runs = g.count // g.conv.groups  # runs of the whole convolution
+    return [(replace(g, m=p.useful[0], k=p.useful[1], n=p.useful[2], count=runs * p.times,
+                     conv=p.conv), p.times, g.conv.groups) for p in pieces]  # fmt: skip
+
+
+def _split(workload_name: str, g: Gemm) -> Gemm | list:
+    """A GEMM past a descriptor's M or N field as equal pieces (itself: it fits)."""
+    top = (1 << DIM_BITS) - 1
+    if g.k > top:
+        raise ValueError(f"{workload_name}: {g.name} has K = {g.k}, past the descriptor's "
+                         f"{top}; the driver splits M and N only")  # fmt: skip
+    if g.conv is not None:
+        return g  # a convolution descriptor (the lowering checked its fields)
+    pieces = [(g.m, g.n, 1)]
+    for axis in (0, 1):
+        split = []
+        for m, n, times in pieces:
+            size = (m, n)[axis]
+            parts = -(-size // top)
+            base, extra = divmod(size, parts)  # `extra` pieces one longer
+            for length, count in ((base + 1, extra), (base, parts - extra)):
+                if count:
+                    split.append((length, n, times * count) if axis == 0 else
+                                 (m, length, times * count))  # fmt: skip
+        pieces = split
+    if len(pieces) == 1 and pieces[0][2] == 1:
+        return g
+    return [(replace(g, m=m, n=n, count=g.count * times), times, 1)
+            for m, n, times in pieces]  # fmt: skip
 
 
 def point_id(config: ArrayConfig, workload: Workload, memory: Memory,
@@ -462,10 +501,10 @@ def model_record(
     (:func:`models.pipeline.predict_pipeline`), energy from toggles estimated for ``data``, at
     ``clock_mhz`` (default: the coefficients' clock), the whole inference beside ``host``."""
     clock_mhz = clock_mhz or coefficients.clock_mhz
-    workload = driver_workload(workload)
+    workload = driver_workload(workload, config)
     dram = memory.at(clock_mhz)
     bits = dram_energy(memory)
-    parts = [_model_part(config, g.shape, dram, coefficients, bits, data, seed)
+    parts = [_model_part(config, g.shape, g.conv, dram, coefficients, bits, data, seed)
              for g in workload.gemms]  # fmt: skip
     ranges = coefficients.ranges(bits, config)
     record = summarize(config, workload, memory, parts, clock_mhz, ranges, host, coefficients)
@@ -473,13 +512,18 @@ def model_record(
 
 
 @functools.lru_cache(maxsize=8192)  # workloads share layer shapes (BERT at b1 s512 and b4 s128)
-def _model_part(config: ArrayConfig, shape: tuple[int, int, int], dram: Dram,
+def _model_part(config: ArrayConfig, shape: tuple[int, int, int], conv: Conv | None, dram: Dram,
                 coefficients: Coefficients, bits: DramEnergy, data: str,
                 seed: int) -> GemmPart:  # fmt: skip
-    d = place(config, *shape, chunk=gemm_chunk(config, shape, dram), requant=config.requant)
+    """A GEMM's part, or a convolution descriptor's (``conv``; ``shape`` its useful work)."""
+    if conv is None:
+        d = place(config, *shape, chunk=gemm_chunk(config, shape, dram), requant=config.requant)
+    else:  # the driver's chunks (contract.plan.conv_chunk_sizes), the array's whole GEMM
+        d = place(config, *device_gemm(conv, config.rows), conv=conv, requant=config.requant)
     fig = DeviceFigures(config, shape, d, dict(predict_pipeline(config, d, dram)))
-    toggles = estimate_toggles(config, *shape, data=data, seed=seed)
-    report = figures_energy(fig, toggles, coefficients, source="model", dram=bits)
+    toggles = estimate_toggles(config, d.m, d.k, d.n, data=data, seed=seed)
+    report = figures_energy(fig, toggles, coefficients, source="model", dram=bits,
+                            expanded=expanded_words(config, d, dram))  # fmt: skip
     return gemm_part(config, shape, fig, report, dram)
 
 

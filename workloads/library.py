@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from systolic.contract.checks import is_integer
+from systolic.contract.conv import Conv
 
 __all__ = [
     "CNNS",
@@ -34,7 +35,10 @@ class WorkloadError(ValueError):
 
 @dataclass(frozen=True)
 class Gemm:
-    """One layer as a GEMM, run ``count`` times per inference of the workload's batch."""
+    """One layer as a GEMM, run ``count`` times per inference of the workload's batch. A
+    convolution's GEMM is its im2col GEMM (one group's, ``count`` counting the groups) and
+    ``conv`` its geometry, from which the driver chooses how it runs on a configuration
+    (:func:`contract.lowering.lower_conv`)."""
 
     name: str
     m: int
@@ -42,6 +46,14 @@ class Gemm:
     n: int
     count: int = 1
     weights: bool = True  # B holds trained weights (False: attention's activation x activation)
+    conv: Conv | None = None
+
+    def to_dict(self) -> dict:
+        """The fields; ``conv`` only where there is one (GEMM lists keep their old form)."""
+        out = asdict(self)
+        if self.conv is None:
+            del out["conv"]
+        return out
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -131,7 +143,7 @@ class Workload:
         return out
 
     def to_dict(self) -> dict:
-        out = self.summary() | {"gemms": [asdict(g) for g in self.gemms]}
+        out = self.summary() | {"gemms": [g.to_dict() for g in self.gemms]}
         if self.operators:  # only where there are any: GEMM lists keep their old form
             out |= {"operators": [asdict(o) for o in self.operators],
                     "schedule": [list(step) for step in self.schedule]}  # fmt: skip
@@ -238,60 +250,71 @@ def _block_operators(p: dict, batch: int, rows: int, queries: int, keys: int):
 @dataclass(frozen=True)
 class _Conv:
     name: str
-    out: int  # output height = width
+    out: int  # output height = width (the input's is ``out * stride``, pads ``kernel // 2``)
     cin: int
     cout: int
     kernel: int
     count: int = 1
     depthwise: bool = False
+    stride: int = 1
+
+    def geometry(self, batch: int) -> Conv:
+        size, k = self.out * self.stride, self.kernel
+        conv = Conv(batch, size, size, self.cin, self.cout, (k, k), (self.stride,) * 2,
+                    (k // 2,) * 4, groups=self.cin if self.depthwise else 1)  # fmt: skip
+        assert conv.out == (self.out, self.out), (self, conv.out)
+        return conv
 
 
 # He et al., "Deep Residual Learning", CVPR 2016, table 1 (50-layer), in the torchvision v1.5
 # form (stride on the 3x3 convolution), 224 x 224 input. Identical convolutions are counted.
 _RESNET50 = [
-    _Conv("conv1", 112, 3, 64, 7),
+    _Conv("conv1", 112, 3, 64, 7, stride=2),
     _Conv("l1_reduce_first", 56, 64, 64, 1),
     _Conv("l1_reduce", 56, 256, 64, 1, 2),
     _Conv("l1_3x3", 56, 64, 64, 3, 3),
     _Conv("l1_expand", 56, 64, 256, 1, 3),
     _Conv("l1_down", 56, 64, 256, 1),
     _Conv("l2_reduce_first", 56, 256, 128, 1),
+    _Conv("l2_3x3_first", 28, 128, 128, 3, stride=2),
     _Conv("l2_reduce", 28, 512, 128, 1, 3),
-    _Conv("l2_3x3", 28, 128, 128, 3, 4),
+    _Conv("l2_3x3", 28, 128, 128, 3, 3),
     _Conv("l2_expand", 28, 128, 512, 1, 4),
-    _Conv("l2_down", 28, 256, 512, 1),
+    _Conv("l2_down", 28, 256, 512, 1, stride=2),
     _Conv("l3_reduce_first", 28, 512, 256, 1),
+    _Conv("l3_3x3_first", 14, 256, 256, 3, stride=2),
     _Conv("l3_reduce", 14, 1024, 256, 1, 5),
-    _Conv("l3_3x3", 14, 256, 256, 3, 6),
+    _Conv("l3_3x3", 14, 256, 256, 3, 5),
     _Conv("l3_expand", 14, 256, 1024, 1, 6),
-    _Conv("l3_down", 14, 512, 1024, 1),
+    _Conv("l3_down", 14, 512, 1024, 1, stride=2),
     _Conv("l4_reduce_first", 14, 1024, 512, 1),
+    _Conv("l4_3x3_first", 7, 512, 512, 3, stride=2),
     _Conv("l4_reduce", 7, 2048, 512, 1, 2),
-    _Conv("l4_3x3", 7, 512, 512, 3, 3),
+    _Conv("l4_3x3", 7, 512, 512, 3, 2),
     _Conv("l4_expand", 7, 512, 2048, 1, 3),
-    _Conv("l4_down", 7, 1024, 2048, 1),
+    _Conv("l4_down", 7, 1024, 2048, 1, stride=2),
     _Conv("fc", 1, 2048, 1000, 1),
 ]
 
 # Howard et al., "MobileNets", 2017, table 1: 224 x 224 input, width multiplier 1. Each
-# depthwise 3x3 convolution is one GEMM per channel (K = 9, N = 1).
+# depthwise 3x3 convolution's im2col is one GEMM per channel (K = 9, N = 1).
 _MOBILENET_V1 = [
-    _Conv("conv1", 112, 3, 32, 3),
+    _Conv("conv1", 112, 3, 32, 3, stride=2),
     _Conv("dw1", 112, 32, 32, 3, depthwise=True),
     _Conv("pw1", 112, 32, 64, 1),
-    _Conv("dw2", 56, 64, 64, 3, depthwise=True),
+    _Conv("dw2", 56, 64, 64, 3, depthwise=True, stride=2),
     _Conv("pw2", 56, 64, 128, 1),
     _Conv("dw3", 56, 128, 128, 3, depthwise=True),
     _Conv("pw3", 56, 128, 128, 1),
-    _Conv("dw4", 28, 128, 128, 3, depthwise=True),
+    _Conv("dw4", 28, 128, 128, 3, depthwise=True, stride=2),
     _Conv("pw4", 28, 128, 256, 1),
     _Conv("dw5", 28, 256, 256, 3, depthwise=True),
     _Conv("pw5", 28, 256, 256, 1),
-    _Conv("dw6", 14, 256, 256, 3, depthwise=True),
+    _Conv("dw6", 14, 256, 256, 3, depthwise=True, stride=2),
     _Conv("pw6", 14, 256, 512, 1),
     _Conv("dw7", 14, 512, 512, 3, 5, depthwise=True),
     _Conv("pw7", 14, 512, 512, 1, 5),
-    _Conv("dw8", 7, 512, 512, 3, depthwise=True),
+    _Conv("dw8", 7, 512, 512, 3, depthwise=True, stride=2),
     _Conv("pw8", 7, 512, 1024, 1),
     _Conv("dw9", 7, 1024, 1024, 3, depthwise=True),
     _Conv("pw9", 7, 1024, 1024, 1),
@@ -302,11 +325,10 @@ CNNS = {"resnet50": _RESNET50, "mobilenet-v1": _MOBILENET_V1}
 
 
 def _conv_gemm(c: _Conv, batch: int) -> Gemm:
-    """im2col: one row per output pixel of the batch, one column per filter tap x channel."""
-    m = batch * c.out * c.out
-    if c.depthwise:
-        return Gemm(c.name, m, c.kernel * c.kernel, 1, c.count * c.cin)
-    return Gemm(c.name, m, c.kernel * c.kernel * c.cin, c.cout, c.count)
+    """im2col: one row per output pixel of the batch, one column per filter tap x channel (a
+    depthwise convolution's: a GEMM per channel), with the convolution's geometry."""
+    conv = c.geometry(batch)
+    return Gemm(c.name, *conv.gemm, c.count * conv.groups, conv=conv)
 
 
 def cnn(model: str, batch: int) -> Workload:
@@ -376,7 +398,8 @@ def _resnet_schedule(convs: dict, batch: int):
     for stage, blocks in (("l1", 3), ("l2", 4), ("l3", 6), ("l4", 3)):
         for i in range(blocks):
             g.conv(f"{stage}_reduce_first" if i == 0 else f"{stage}_reduce", "Relu")
-            g.conv(f"{stage}_3x3", "Relu")
+            opening = f"{stage}_3x3_first"  # the stride-2 3x3 opening a stage (not l1)
+            g.conv(opening if i == 0 and opening in convs else f"{stage}_3x3", "Relu")
             out = g.conv(f"{stage}_expand", None)
             if i == 0:
                 g.conv(f"{stage}_down", None)
