@@ -61,8 +61,10 @@ def lower_conv(config: ArrayConfig, conv: Conv, requant: bool = False) -> tuple[
         out: list[Piece] = []
         for images, times in ((base + 1, extra), (base, parts - extra)):
             if times:
-                out += [replace(p, times=p.times * times)
-                        for p in lower_conv(config, replace(conv, batch=images), requant)]
+                out += [
+                    replace(p, times=p.times * times)
+                    for p in lower_conv(config, replace(conv, batch=images), requant)
+                ]
         return tuple(out)
     tile = config.rows
     if conv.groups == conv.channels == conv.out_channels and conv.groups > 1:

@@ -52,8 +52,7 @@ from . import timeline
 from .cycles import command_counters
 from .device import DevicePrediction
 
-__all__ = ["chunk_cycles", "expanded_words", "pipeline_counters", "predict_pipeline",
-           "table_words"]
+__all__ = ["chunk_cycles", "expanded_words", "pipeline_counters", "predict_pipeline", "table_words"]
 
 
 @functools.lru_cache(maxsize=1024)
