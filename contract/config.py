@@ -329,15 +329,17 @@ class ArrayConfig:
 
     # -- serialization --
 
+    #: The fields :meth:`to_dict` leaves out at these values.
+    OMITTED = {"vector": False, "stage_depth": 0}
+
     def to_dict(self) -> dict[str, Any]:
         """The fields by name; ``vector`` and ``stage_depth`` only when set, so a configuration
         without them keeps the JSON, ``CONFIG_HASH`` and sweep point ids it had before them."""
         d = dataclasses.asdict(self)
         d["dataflow"] = self.dataflow.value
-        if not self.vector:
-            del d["vector"]
-        if not self.stage_depth:
-            del d["stage_depth"]
+        for name, value in self.OMITTED.items():
+            if d[name] == value:
+                del d[name]
         return d
 
     @classmethod

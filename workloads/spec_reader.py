@@ -58,7 +58,7 @@ _MEMORY_KEYS = (
 #: A memory's own energy: what it must give (or none of), and what it may.
 _ENERGY_KEYS = ("read_pj_per_bit", "write_pj_per_bit", "energy_source")
 _ENERGY_RANGE = ("low_pj_per_bit", "high_pj_per_bit")
-_CONFIG_KEYS = ("dataflow", "array", "precision", "depth", "requant", "vector")
+_CONFIG_KEYS = ("dataflow", "array", "precision", "depth", "requant", "vector", "stage_depth")
 
 
 class SpecError(ValueError):
@@ -134,7 +134,7 @@ def parse_configs(doc: SpecDoc, raw) -> list[ArrayConfig]:
     axes = {}
     for key in _CONFIG_KEYS:
         default = {"precision": ["int8"], "depth": [DEFAULT_DEPTH], "requant": [False],
-                   "vector": [False]}.get(key)  # fmt: skip
+                   "vector": [False], "stage_depth": [0]}.get(key)  # fmt: skip
         axes[key] = as_list(doc, raw.get(key, default), (*path, key))
     arrays = []
     for i, text in enumerate(axes["array"]):
@@ -152,14 +152,17 @@ def parse_configs(doc: SpecDoc, raw) -> list[ArrayConfig]:
         for value in axes[key]:
             if not isinstance(value, bool):
                 raise doc.error((*path, key), f"must list true or false, not {value!r}")
+    for i, value in enumerate(axes["stage_depth"]):
+        integer(doc, value, (*path, "stage_depth", i), lo=0)
     configs = []
-    for dataflow, (rows, cols), precision, depth, requant, vector in itertools.product(
+    for dataflow, (rows, cols), precision, depth, requant, vector, stage in itertools.product(
         axes["dataflow"],
         arrays,
         axes["precision"],
         axes["depth"],
         dict.fromkeys(axes["requant"]),
         dict.fromkeys(axes["vector"]),
+        dict.fromkeys(axes["stage_depth"]),
     ):
         if precision == "bf16":
             arith = {"number": "bf16"}
@@ -177,6 +180,11 @@ def parse_configs(doc: SpecDoc, raw) -> list[ArrayConfig]:
             arith["vector"] = True
         elif vector and False in axes["vector"]:
             continue
+        # the convolution staging buffer is built for WS: kept without it (once) elsewhere
+        if stage and dataflow != "ws" and 0 in axes["stage_depth"]:
+            continue
+        if stage:
+            arith["stage_depth"] = stage
         try:
             configs.append(
                 ArrayConfig(
@@ -185,7 +193,8 @@ def parse_configs(doc: SpecDoc, raw) -> list[ArrayConfig]:
             )
         except (ValueError, TypeError) as e:
             text = str(e)
-            axis = next((a for a, words in (("array", ("rows", "cols")), ("depth", ("depth",)),
+            axis = next((a for a, words in (("stage_depth", ("stage_depth",)),
+                                            ("array", ("rows", "cols")), ("depth", ("depth",)),
                                             ("dataflow", ("dataflow",)))
                          if any(w in text for w in words)), None)  # fmt: skip
             raise doc.error((*path, axis) if axis else path, text) from None

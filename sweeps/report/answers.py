@@ -9,6 +9,7 @@ import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
+from systolic.contract.config import ArrayConfig
 from systolic.models.uncertainty import FIT, margin_range
 
 __all__ = [
@@ -125,7 +126,8 @@ _PLACED = ("dataflow", "rows", "cols")
 def _axes(p: dict) -> dict:
     """Every value of a point that could tell it from another in the same cell and dataflow:
     its configuration (beyond the array and dataflow) and its clock."""
-    return {k: v for k, v in p["config"].items() if k not in _PLACED} | {
+    config = ArrayConfig.OMITTED | p["config"]  # a field left out is at its default
+    return {k: v for k, v in config.items() if k not in _PLACED} | {
         "clock_mhz": p["clock_mhz"]}  # fmt: skip
 
 

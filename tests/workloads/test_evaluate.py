@@ -120,3 +120,48 @@ def test_a_vector_device_runs_resnets_adds_and_pools_at_the_exact_models_cycles(
     assert inference["latency_split_s"]["vector"] == pytest.approx(ns / 1e9, rel=1e-12)
     # the device leaks while the unit runs: at least that, plus the unit's traffic and logic
     assert inference["energy_split_pj"]["vector"] > cycles * leakage_pj_per_cycle(config, co)
+
+
+def test_convolutions_run_as_the_driver_lowers_them():
+    """MobileNet v1 at batch 2 on a staging device: the posted workload keeps every MAC and
+    every run of the schedule (depthwise slices stand for their channels); the record's MACs
+    are the convolutions' own (not the block-diagonal array's); staging moves fewer DRAM bytes
+    and costs less DRAM energy than the same device running im2col; each convolution
+    descriptor's A bytes are what its chunks stage (contract.dma.staging over its jobs)."""
+    from systolic.contract.conv import device_gemm
+    from systolic.contract.dma import containers, jobs, place, staging
+
+    memory, co = Memory.preset("lpddr4x-4266-x16"), load_coefficients()
+    plain = ArrayConfig("ws", 8, 8, requant=True, a_depth=1024, b_depth=1024, c_depth=1024)
+    staged = ArrayConfig("ws", 8, 8, requant=True, a_depth=1024, b_depth=1024, c_depth=1024,
+                         stage_depth=4096)  # fmt: skip
+    work = cnn("mobilenet-v1", 2)
+    posted = driver_workload(work, staged)
+    assert posted.macs == work.macs
+    assert sum(runs for g, runs in posted.steps() if isinstance(g, Gemm)) > 0  # names resolve
+    convs = [g for g in posted.gemms if g.conv is not None]
+    assert {g.name.split(" ")[0] for g in convs} >= {"dw1", "dw9"}
+    records = {c.stage_depth: model_record(c, work, memory, co, "random", 0)
+               for c in (plain, staged)}  # fmt: skip
+    assert records[0]["macs"] == records[4096]["macs"] == work.macs
+    assert records[4096]["dram_bytes"] < 0.5 * records[0]["dram_bytes"]
+    assert records[4096]["energy_terms_pj"]["dram"] < records[0]["energy_terms_pj"]["dram"]
+    by_name = {g["name"]: g for g in records[4096]["gemms"]}
+    for g in convs[:3]:
+        d = place(staged, *device_gemm(g.conv, 8), conv=g.conv, requant=True)
+        words = sum(staging(staged, d, j).words for j in jobs(staged, d) if j.load_a)
+        assert by_name[g.name]["read_bytes"]["a"] == words * containers(staged)["a"], g.name
+
+
+def test_without_a_staging_buffer_a_convolution_is_its_im2col_gemm():
+    """The geometry a CNN's GEMMs carry changes nothing on a device without staging: the record
+    equals the one of the same GEMMs with no geometry (the sweeps' figures stay as they were)."""
+    from dataclasses import replace
+
+    memory, co = Memory.preset("lpddr4x-4266-x16"), load_coefficients()
+    config = ArrayConfig("ws", 8, 8, requant=True)
+    work = cnn("mobilenet-v1", 1)
+    bare = replace(work, gemms=tuple(replace(g, conv=None) for g in work.gemms))
+    got, want = (model_record(config, w, memory, co, "random", 0) for w in (work, bare))
+    assert got["gemms"] == want["gemms"]
+    assert got["cycles"] == want["cycles"] and got["energy_pj"] == want["energy_pj"]
