@@ -9,7 +9,9 @@ shapes from the graph, and every other operator listed, never dropped.
 - **Conv** (1-D, 2-D, 3-D): im2col, one row per output pixel, with strides, padding (explicit
   or ``auto_pad``), dilations and groups: ``group`` GEMMs of ``K = Cin/group x kernel``,
   ``N = Cout/group``; depthwise (``group = Cin``) is ``Cin`` GEMMs of ``N`` = the channel
-  multiplier, as the workload library lowers MobileNet. Its bias is not array work.
+  multiplier, as the workload library lowers MobileNet. Its bias is not array work. A 2-D
+  Conv's GEMM carries its geometry (``Gemm.conv``, ``auto_pad`` made explicit), so a device
+  with a staging buffer runs it as the driver lowers it (:func:`contract.lowering.lower_conv`).
 
 Symbolic dimensions (``dim_param``) of the graph's inputs take values from ``dims``; the
 common names of the batch and sequence dimensions take ``batch`` and ``seq``, and so does the
@@ -43,6 +45,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import numpy_helper, shape_inference
+from systolic.contract.conv import Conv
 from systolic.workloads.library import Gemm, Operator, Workload, WorkloadError
 
 __all__ = [
@@ -268,6 +271,28 @@ def conv_output(size: int, kernel: int, stride: int, dilation: int, pads: tuple[
     return (size + pads[0] + pads[1] - dilation * (kernel - 1) - 1) // stride + 1
 
 
+def _geometry(batch, spatial, cin, cout, kernel, strides, dilations, pads, auto_pad, group,
+              out) -> Conv | None:  # fmt: skip
+    """A 2-D Conv's geometry (:class:`contract.conv.Conv`; ONNX's NCHW read as the device's
+    NHWC), its ``auto_pad`` made explicit; None for 1-D and 3-D convolutions (im2col only)."""
+    if len(spatial) != 2:
+        return None
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        pads = []
+        for i in range(2):
+            total = max((out[i] - 1) * strides[i] + dilations[i] * (kernel[i] - 1) + 1
+                        - spatial[i], 0)  # fmt: skip
+            small, large = total // 2, total - total // 2
+            pads.append((small, large) if auto_pad == "SAME_UPPER" else (large, small))
+        pads = (pads[0][0], pads[1][0], pads[0][1], pads[1][1])
+    elif auto_pad == "VALID":
+        pads = (0, 0, 0, 0)
+    conv = Conv(batch, spatial[0], spatial[1], cin, cout, tuple(kernel), tuple(strides),
+                tuple(pads), tuple(dilations), group)  # fmt: skip
+    assert conv.out == tuple(out), (conv, out)
+    return conv
+
+
 def _conv(node, shapes, weights, path) -> tuple[Gemm, np.ndarray | None, dict]:
     at = _attrs(node)
     x = _known(shapes.get(node.input[0]), node, "input X", path)
@@ -289,7 +314,9 @@ def _conv(node, shapes, weights, path) -> tuple[Gemm, np.ndarray | None, dict]:
     if min(out) < 1:
         raise WorkloadError(f"{path}: Conv {node.name!r}: kernel {kernel} with dilation "
                             f"{dilations} does not fit input {spatial}, pads {pads}")  # fmt: skip
-    gemm = Gemm(node.name, batch * math.prod(out), cin_g * math.prod(kernel), cout // group, group)
+    gemm = Gemm(node.name, batch * math.prod(out), cin_g * math.prod(kernel), cout // group, group,
+                conv=_geometry(batch, spatial, cin, cout, kernel, strides, dilations, pads,
+                               auto_pad, group, out))  # fmt: skip
     attrs = {"strides": strides, "dilations": dilations, "pads": pads, "auto_pad": auto_pad,
              "group": group, "out": out}  # fmt: skip
     return gemm, weights.get(node.input[1]), attrs

@@ -223,3 +223,37 @@ def test_bad_logic_files_are_named(tmp_path, old, new, message):
 def test_missing_coefficients_file(tmp_path):
     with pytest.raises(CoefficientsError, match="cannot read"):
         load_coefficients(tmp_path / "nope.toml")
+
+
+def test_a_convolution_pays_its_staging_buffer():
+    """A convolution descriptor's A words go through the staging buffer: the off-chip words
+    written into it, the expanded words read from it and written into the A buffer. Priced
+    here from the SRAM model's macros (models.sram.memory_macro of the staging SRAM and of an
+    A bank, as contract.memories declares them), the activation SRAM energy grows by exactly
+    that, and nothing else changes."""
+    from systolic.contract.conv import Conv, device_gemm
+    from systolic.contract.dma import place
+    from systolic.contract.memories import memories
+    from systolic.contract.memory import DEFAULT_MEMORY
+    from systolic.models.device import DeviceFigures
+    from systolic.models.pipeline import expanded_words, predict_pipeline
+    from systolic.models.sram import memory_macro
+    from systolic.models.toggles import estimate_toggles
+
+    config = ArrayConfig("ws", 4, 4, stage_depth=256)
+    conv = Conv(1, 12, 12, 8, 8, (3, 3), pads=(1, 1, 1, 1))
+    d = place(config, *device_gemm(conv, 4), conv=conv)
+    fig = DeviceFigures(config, conv.gemm, d, dict(predict_pipeline(config, d, DEFAULT_MEMORY)))
+    co = load_coefficients()
+    expanded = expanded_words(config, d, DEFAULT_MEMORY)
+    staged = fig.offchip_words["a"]
+    assert expanded > staged > 0  # a 3x3's windows overlap: fewer staged words than expanded
+    toggles = estimate_toggles(config, d.m, d.k, d.n, data="random", seed=0)
+    plain = figures_energy(fig, toggles, co, source="model")
+    conv_e = figures_energy(fig, toggles, co, source="model", expanded=expanded)
+    macro = {m.path: memory_macro(m, co.node_nm) for m in memories(config)}
+    st, a = macro["expander.staging"], macro["a_buffer.bank0"]
+    want = staged * st.write_pj + expanded * st.read_pj + (expanded - staged) * a.write_pj
+    assert conv_e.traffic["activation"]["buffer"] - plain.traffic["activation"]["buffer"] == (
+        pytest.approx(want, rel=1e-9))  # fmt: skip
+    assert conv_e.total - plain.total == pytest.approx(want, rel=1e-9)
