@@ -333,6 +333,7 @@ DEFAULTS = {
     ("configs", "depth"): ("sweep", lambda s: [c.a_depth for c in s.configs]),
     ("configs", "requant"): ("sweep", lambda s: [c.requant for c in s.configs]),
     ("configs", "vector"): ("sweep", lambda s: [c.vector for c in s.configs]),
+    ("configs", "stage_depth"): ("sweep", lambda s: [c.stage_depth for c in s.configs]),
     ("sweep.evaluate", "rtl"): ("sweep", lambda s: s.rtl),
     ("sweep.evaluate", "sample"): ("sweep", lambda s: s.sample),
     ("sweep.evaluate", "max_macs"): ("sweep", lambda s: s.max_macs),
@@ -392,7 +393,7 @@ def _expected(documented: str, scope: str, key: str):
     value = yaml.safe_load(documented)
     if (scope, key) in {("sweep", "memory"), ("configs", "precision"), ("configs", "depth"),
                         ("configs", "requant"), ("configs", "vector"),
-                        ("serving", "replicas")}:  # fmt: skip
+                        ("configs", "stage_depth"), ("serving", "replicas")}:  # fmt: skip
         return [value]
     return value
 
