@@ -1,5 +1,6 @@
 """RTL against the analytical model, point by point: every device counter and the off-chip
-words, at each of several DRAM settings.
+words, at each of several DRAM settings. A point is a GEMM's shape or a convolution
+(:class:`contract.conv.Conv`, run as a convolution descriptor).
 
 Points sharing a configuration and a memory run in one simulator process; C is checked
 bit-exact as well.
@@ -13,14 +14,16 @@ from pathlib import Path
 
 import numpy as np
 from systolic.contract.config import ArrayConfig, Dataflow
+from systolic.contract.conv import Conv
 from systolic.contract.dma import offchip_words
 from systolic.contract.interface import DEVICE_COUNTERS
 from systolic.contract.memory import DEFAULT_MEMORY, Dram
+from systolic.golden.conv import conv_reference
 from systolic.golden.data import random_operands
 from systolic.golden.reference import reference
 from systolic.models.device import predict_device
 from systolic.models.energy import Coefficients, EnergyReport, figures_energy, model_energy
-from systolic.sim.simulate import run_gemms
+from systolic.sim.simulate import run_convs, run_gemms
 from systolic.verify.scalesim import scalesim_cycles
 
 __all__ = ["DEFAULT_MEMORIES", "Comparison", "compare", "default_points", "read_shapes"]
@@ -84,6 +87,7 @@ class Comparison:
     scalesim_cycles: int | None = None  # SCALE-Sim's total cycles, when asked for
     energy_rtl: EnergyReport | None = None  # from the RTL's toggles, when asked for
     energy_model: EnergyReport | None = None  # from toggles predicted from the operands
+    conv: Conv | None = None  # the convolution, for a convolution descriptor (shape: its GEMM)
 
     @property
     def energy_error(self) -> float:
@@ -121,11 +125,13 @@ def compare(
     scalesim: bool = False, progress=None, energy: bool = False,
     coefficients: Coefficients | None = None,
 ) -> list[Comparison]:  # fmt: skip
-    """Run every ``(config, (m, k, n))`` point behind each of ``memories`` on the RTL and the
-    model (and on SCALE-Sim); ``energy`` runs the activity builds and prices measured and
-    predicted toggles."""
+    """Run every ``(config, (m, k, n))`` or ``(config, conv)`` point behind each of ``memories``
+    on the RTL and the model (and, GEMMs only, on SCALE-Sim); ``energy`` (GEMMs only) runs the
+    activity builds and prices measured and predicted toggles."""
     groups = defaultdict(list)
     for config, shape in points:
+        if isinstance(shape, Conv) and (energy or scalesim):
+            raise ValueError("energy and SCALE-Sim comparisons take GEMMs, not convolutions")
         groups[config].append(shape)
     out = []
     for memory in memories:
@@ -137,10 +143,14 @@ def compare(
 
 def _compare_group(config, shapes, memory, order, seed, scalesim, progress, energy,
                    coefficients) -> list[Comparison]:  # fmt: skip
+    convs = [s for s in shapes if isinstance(s, Conv)]
+    out = _compare_convs(config, convs, memory, order, seed, progress) if convs else []
+    shapes = [s for s in shapes if not isinstance(s, Conv)]
+    if not shapes:
+        return out
     rng = np.random.default_rng(seed)
     operands = random_operands(rng, config, shapes)
     results = run_gemms(config, operands, memory=memory, order=order, activity=energy)
-    out = []
     for (a, b), res in zip(operands, results, strict=True):
         pred = predict_device(config, res.descriptor, memory)
         row = Comparison(
@@ -156,6 +166,35 @@ def _compare_group(config, shapes, memory, order, seed, scalesim, progress, ener
             row.energy_model = model_energy(config, a, b, coefficients)
         if scalesim:
             row.scalesim_cycles = scalesim_cycles(config, *res.shape)
+        out.append(row)
+        if progress:
+            progress(row)
+    return out
+
+
+def _compare_convs(config, convs, memory, order, seed, progress) -> list[Comparison]:
+    """Convolution points: random NHWC inputs and weights, one simulator process."""
+    rng = np.random.default_rng(seed)
+    data = []
+    for conv in convs:  # operands drawn as a GEMM's, reshaped: input pixels x C, O x taps
+        kk = conv.kernel[0] * conv.kernel[1]
+        pixels = conv.batch * conv.height * conv.width
+        ((a, b),) = random_operands(rng, config, [(pixels, conv.channels, conv.out_channels * kk)])
+        x = a.reshape(conv.batch, conv.height, conv.width, conv.channels)
+        data.append((conv, x, b.T.reshape(conv.out_channels, *conv.kernel, conv.channels)))
+    results = run_convs(config, data, memory=memory, order=order)
+    out = []
+    for (conv, x, w), res in zip(data, results, strict=True):
+        pred = predict_device(config, res.descriptor, memory)
+        row = Comparison(
+            config,
+            res.shape,
+            memory,
+            bool(np.array_equal(res.c, conv_reference(config, conv, x, w))) and res.errors == 0,
+            _flat(res.counters, res.offchip_words),
+            _flat(pred, offchip_words(config, res.descriptor, pred)),
+            conv=conv,
+        )
         out.append(row)
         if progress:
             progress(row)

@@ -7,16 +7,20 @@ import json
 from pathlib import Path
 
 from systolic.contract.config import check_buildable
+from systolic.contract.conv import device_gemm
+from systolic.contract.dma import place
 from systolic.contract.plan import chunk_sizes
 
 from .options import (
     UsageError,
     add_config_options,
+    add_conv_options,
     add_energy_options,
     add_memory_options,
     add_seed_option,
     add_shape_options,
     config_from_args,
+    conv_from_args,
     energy_coefficients,
     memory_from_args,
     seed_of,
@@ -32,10 +36,12 @@ def add_parser(sub) -> None:
         "the off-chip words. With no shape options it runs a default list of 60 points (three "
         "dataflows, four arrays, ragged shapes, GEMMs larger than the buffers); with no memory "
         "options, at two DRAM settings (16 B/cycle, latency 20, 64 requests; 5/2 B/cycle, "
-        "latency 100, 4 requests).",
+        "latency 100, 4 requests). --conv compares a convolution descriptor instead (a device "
+        "with --stage-depth).",
     )
     add_config_options(p, rtl=True)
     add_shape_options(p, required=False)
+    add_conv_options(p)
     add_memory_options(p)
     p.add_argument(
         "--shapes",
@@ -85,14 +91,25 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _points(args: argparse.Namespace) -> list:
-    """The given configuration on ``--shapes`` or ``--m --k --n``, or the default points."""
+    """The given configuration on ``--shapes``, ``--m --k --n`` or ``--conv``, or the default
+    points."""
     from systolic.verify.compare import default_points, read_shapes
 
     given = [args.m, args.k, args.n]
-    if args.shapes is None and all(v is None for v in given):
+    if args.shapes is None and args.conv is None and all(v is None for v in given):
         return default_points()
     config = config_from_args(args)
     check_buildable(config)
+    if args.conv is not None:
+        if args.energy or args.scalesim or args.shapes is not None:
+            raise UsageError("systolic compare: --conv compares one convolution's counters: "
+                             "without --energy, --scalesim or --shapes")  # fmt: skip
+        conv = conv_from_args(args, config, "compare")
+        try:
+            place(config, *device_gemm(conv, config.rows), conv=conv)
+        except ValueError as e:  # no chunk fits: a clear error before any build
+            raise UsageError(f"systolic compare: --conv: {e}") from None
+        return [(config, conv)]
     if args.shapes is not None:
         try:
             shapes = read_shapes(args.shapes)
@@ -121,7 +138,7 @@ def _print_header(args: argparse.Namespace) -> None:
 
 
 def _print_row(row, args: argparse.Namespace) -> None:
-    m, k, n = row.shape
+    m, k, n = row.shape  # a convolution's: its implicit GEMM on the device
     diff = row.differences
     verdict = "equal" if not diff else "DIFFER: " + ", ".join(
         f"{name} {row.rtl[name]} vs {row.model[name]}" for name in diff

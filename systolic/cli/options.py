@@ -482,6 +482,52 @@ def add_data_option(p: argparse.ArgumentParser, data_help: str) -> None:
     )
 
 
+def add_conv_options(p: argparse.ArgumentParser) -> None:
+    """``--conv N,H,W,C,O,K`` with ``--stride``, ``--pad``, ``--dilation``: a convolution in
+    place of ``--m --k --n`` (:func:`conv_from_args`)."""
+    p.add_argument("--conv", type=_conv, metavar="N,H,W,C,O,K",
+                   help="a convolution instead of --m --k --n: N images of H x W x C (NHWC), "
+                   "O output channels, a K x K kernel, as a convolution descriptor (needs "
+                   "--stage-depth); with --stride, --pad, --dilation")  # fmt: skip
+    for name, default, what in (("stride", 1, "stride"), ("pad", 0, "padding on every side"),
+                                ("dilation", 1, "dilation")):  # fmt: skip
+        p.add_argument(f"--{name}", type=int, default=default, metavar="S",
+                       help=f"the convolution's {what} (default {default})")  # fmt: skip
+
+
+def _conv(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        values = ()
+    if len(values) != 6 or min(values) < 1:
+        msg = f"--conv takes N,H,W,C,O,K (six positive integers), not {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return values
+
+
+def conv_from_args(args: argparse.Namespace, config, command: str):
+    """The convolution of ``--conv`` (None for a GEMM: then ``--m --k --n`` are required), or a
+    clear error naming ``systolic COMMAND``."""
+    from systolic.contract.conv import Conv
+
+    if args.conv is None:
+        missing = [f"--{d}" for d in "mkn" if getattr(args, d) is None]
+        if missing:
+            raise UsageError(f"systolic {command}: give {', '.join(missing)} (a GEMM) or --conv "
+                             "(a convolution)")  # fmt: skip
+        return None
+    if not config.stage_depth:
+        raise UsageError(f"systolic {command}: --conv needs a staging buffer: give --stage-depth "
+                         "WORDS (ws)")  # fmt: skip
+    n, h, w, c, o, k = args.conv
+    try:
+        return Conv(n, h, w, c, o, (k, k), (args.stride,) * 2, (args.pad,) * 4,
+                    (args.dilation,) * 2)  # fmt: skip
+    except ValueError as e:
+        raise UsageError(f"systolic {command}: --conv: {e}") from None
+
+
 def add_shape_options(p: argparse.ArgumentParser, *, required: bool) -> None:
     """``--m --k --n``: the GEMM ``C[M,N] = A[M,K] @ B[K,N]``."""
     p.add_argument("--m", type=positive, required=required, help="rows of A and C")

@@ -12,8 +12,8 @@ from systolic.contract.plan import chunk_sizes
 from systolic.contract.trace import trace_order
 
 from .options import (
-    UsageError,
     add_config_options,
+    add_conv_options,
     add_data_option,
     add_energy_options,
     add_memory_options,
@@ -21,6 +21,7 @@ from .options import (
     add_shape_options,
     chunk_from_args,
     config_from_args,
+    conv_from_args,
     dram_energy_from_args,
     energy_coefficients,
     memory_from_args,
@@ -42,14 +43,7 @@ def add_parser(sub) -> None:
     )
     add_config_options(p, rtl=True)
     add_shape_options(p, required=False)
-    p.add_argument("--conv", type=_conv, metavar="N,H,W,C,O,K",
-                   help="a convolution instead of --m --k --n: N images of H x W x C (NHWC), "
-                   "O output channels, a K x K kernel, as a convolution descriptor (needs "
-                   "--stage-depth); with --stride, --pad, --dilation")  # fmt: skip
-    for name, default, what in (("stride", 1, "stride"), ("pad", 0, "padding on every side"),
-                                ("dilation", 1, "dilation")):  # fmt: skip
-        p.add_argument(f"--{name}", type=int, default=default, metavar="S",
-                       help=f"the convolution's {what} (default {default})")  # fmt: skip
+    add_conv_options(p)
     add_seed_option(p, "the operands")
     p.add_argument("--waves", type=output_file, metavar="FILE",
                    help="write the waveform of the run: FILE.fst (compact) or FILE.vcd; open "
@@ -89,17 +83,6 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _conv(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(x) for x in text.split(","))
-    except ValueError:
-        values = ()
-    if len(values) != 6 or min(values) < 1:
-        msg = f"--conv takes N,H,W,C,O,K (six positive integers), not {text!r}"
-        raise argparse.ArgumentTypeError(msg)
-    return values
-
-
 def _clamp(text: str) -> tuple[int, int]:
     try:
         lo, hi = (int(x) for x in text.split(","))
@@ -123,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     check_buildable(config)  # before anything is generated or built
-    conv = _conv_of(args, config)
+    conv = conv_from_args(args, config, "sim")
     if conv is None:  # buffers too small: a clear error, before building
         chunk_sizes(config, args.m, args.k, args.n)
     check_zero_points(config, args.a_zero, args.b_zero)
@@ -213,27 +196,6 @@ def run(args: argparse.Namespace) -> int:
         if report is not None:
             print_energy(report)
     return 0 if mismatches == 0 and result.errors == 0 and not differences else 1
-
-
-def _conv_of(args: argparse.Namespace, config):
-    """The convolution of ``--conv`` (None for a GEMM: then --m --k --n are required)."""
-    from systolic.contract.conv import Conv
-
-    if args.conv is None:
-        missing = [f"--{d}" for d in "mkn" if getattr(args, d) is None]
-        if missing:
-            raise UsageError(f"systolic sim: give {', '.join(missing)} (a GEMM) or --conv (a "
-                             "convolution)")  # fmt: skip
-        return None
-    if not config.stage_depth:
-        raise UsageError("systolic sim: --conv needs a staging buffer: give --stage-depth WORDS "
-                         "(ws)")  # fmt: skip
-    n, h, w, c, o, k = args.conv
-    try:
-        return Conv(n, h, w, c, o, (k, k), (args.stride,) * 2, (args.pad,) * 4,
-                    (args.dilation,) * 2)  # fmt: skip
-    except ValueError as e:
-        raise UsageError(f"systolic sim: --conv: {e}") from None
 
 
 def _print_sim(s: dict, mismatches: int, size: int) -> None:

@@ -44,3 +44,58 @@ def test_compare_rejects_malformed_shapes(tmp_path):
     ]
     r = run_cli("compare", "--dataflow", "os", "--rows", "2", "--cols", "2", "--m", "3")
     assert r.returncode == 2 and "give all of --m, --k and --n" in r.stderr
+
+
+CONV_DEVICE = [
+    "--dataflow",
+    "ws",
+    "--rows",
+    "3",
+    "--cols",
+    "2",
+    "--a-depth",
+    "128",
+    "--b-depth",
+    "128",
+    "--c-depth",
+    "128",
+    "--stage-depth",
+    "128",
+    "--zero-points",
+    "--requant",
+]  # fmt: skip  (tests/sim/test_conv.py's device: one build for both)
+
+
+def test_compare_takes_a_convolution(monkeypatch, capsys):
+    """``--conv``: a strided, padded 3x3 convolution on two images at both default DRAM
+    settings: bit-exact and every counter equal; a model a stage row short is caught."""
+    from systolic.verify import compare as compare_module
+
+    from systolic.cli import main
+
+    args = ["compare", *CONV_DEVICE, "--conv", "2,7,6,5,3,3", "--pad", "1", "--stride", "2"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "24x54x3" in out  # 2 images of 4x3 outputs; K = 9 taps x 2 slices of 3 channels
+    assert "2 points (2 DRAM setting(s))" in out and "0 point(s) with differences" in out
+    real = compare_module.predict_device
+
+    def short(config, d, memory):
+        pred = real(config, d, memory)
+        pred["dram_read_bytes_a"] -= 4
+        return pred
+
+    monkeypatch.setattr(compare_module, "predict_device", short)
+    assert main(args) == 1
+    assert "DIFFER: dram_read_bytes_a" in capsys.readouterr().out
+
+
+def test_compare_convolution_options_are_checked():
+    for extra, message in (
+        (["--energy"], "--conv compares one convolution's counters: without --energy"),
+        (["--stage-depth", "8"], "--conv: no chunk of"),
+    ):
+        r = run_cli("compare", *CONV_DEVICE, "--conv", "1,6,6,4,3,3", *extra)
+        assert r.returncode == 2, r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and message in lines[0], r.stderr
