@@ -246,9 +246,6 @@ class ArrayConfig:
                 f"requantized outputs, a byte an element), not requant = {self.requant}, "
                 f"out_width = {self.out_width}"
             )
-        if self.stage_depth and dataflow is not Dataflow.WS:
-            raise ValueError(f"stage_depth (convolutions) is built for the ws dataflow so far, "
-                             f"not {dataflow.value}: give stage_depth = 0")  # fmt: skip
         if self.requant and self.acc_width > REQUANT_MAX_ACC:
             raise ValueError(
                 f"requant takes an accumulator of at most {REQUANT_MAX_ACC} bits (int32, as the "

@@ -22,7 +22,7 @@ from .checks import is_integer
 from .config import ArrayConfig, value_range
 from .conv import CONV_LIMITS, Conv, check_conv, stage
 from .interface import DIM_BITS
-from .layouts import BufferWord, footprint, from_words, layouts, to_words
+from .layouts import BufferWord, footprint, from_words, input_word, layouts, to_words
 from .memory import container_bytes
 from .plan import Chunk, chunk_sizes, conv_chunk_sizes, granularity
 from .refusal import Refusal
@@ -487,7 +487,9 @@ def place(config: ArrayConfig, m: int, k: int, n: int, *, order: str = "nmk",
     fmt = {"a": "a", "b": "b", "c": "c" if (config.requant and requant) else "p", "p": "p"}
     a_shape = (m, k) if conv is None else (conv.batch * conv.height * conv.width, conv.channels)
     for kind, shape in (("a", a_shape), ("b", (k, n)), ("c", (m, n)), ("p", (m, n))):
-        tiles, lines = tile_rows(word_layout(config, fmt[kind]), shape)
+        word = input_word(config) if kind == "a" and conv is not None else (
+            word_layout(config, fmt[kind]))  # fmt: skip
+        tiles, lines = tile_rows(word, shape)
         stride = (lines + pad) * cont[fmt[kind]]
         regions[kind] = Region(base, stride)
         base = _up(base + tiles * stride)

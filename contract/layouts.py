@@ -15,7 +15,7 @@ import numpy as np
 
 from .config import ArrayConfig, Dataflow
 
-__all__ = ["BufferWord", "footprint", "from_words", "layouts", "to_words"]
+__all__ = ["BufferWord", "footprint", "from_words", "input_word", "layouts", "to_words"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,14 @@ def _layouts(config: ArrayConfig) -> tuple[tuple[str, BufferWord], ...]:
         (name, BufferWord(tile, rowwise, width, signed))
         for name, (tile, rowwise), (width, signed) in zip("abc", tiles, elements, strict=True)
     )
+
+
+def input_word(config: ArrayConfig) -> BufferWord:
+    """The words of a convolution's input in DRAM and in the staging buffer (contract.conv):
+    one slice of an A word's ``tile`` channels of one pixel, whatever the dataflow (WS's A word
+    itself; OS and IS expand them into A words of ``tile`` pixels of one channel)."""
+    a = layouts(config)["a"]
+    return BufferWord(a.tile, True, a.width, a.signed)
 
 
 def to_words(mat: np.ndarray, layout: BufferWord) -> np.ndarray:

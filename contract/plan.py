@@ -96,8 +96,9 @@ def chunk_sizes(config: ArrayConfig, m: int, k: int, n: int) -> dict[str, int]:
 def conv_chunk_sizes(config: ArrayConfig, conv: Conv) -> dict[str, int]:
     """The chunk sizes of a convolution on the device (loop order ``nmk``): among those the
     device takes (:func:`contract.conv.check_conv`: whole output rows tiling the images, whole
-    slices) that fit the banks and the staging buffer, the one that moves the fewest DRAM bytes
-    (larger chunks on a tie)."""
+    slices; multiples of the tiles, :func:`granularity`, unless a whole dimension) that fit the
+    banks and the staging buffer, the one that moves the fewest DRAM bytes (larger chunks on a
+    tie)."""
     tile = layouts(config)["a"].tile
     m, k, n = device_gemm(conv, tile)
     oh, ow = conv.out
@@ -111,6 +112,8 @@ def conv_chunk_sizes(config: ArrayConfig, conv: Conv) -> dict[str, int]:
     best = None
     for r in rows:
         mc = r * ow
+        if mc % g["m"] and mc < m:
+            continue
         staged = sum(stage(conv, tile, m0, min(m, m0 + mc), 0, k)[3]
                      - stage(conv, tile, m0, min(m, m0 + mc), 0, k)[2]
                      for m0 in range(0, m, mc))  # fmt: skip
@@ -118,6 +121,8 @@ def conv_chunk_sizes(config: ArrayConfig, conv: Conv) -> dict[str, int]:
             kc = j * per_slice
             if stage_bound(conv, tile, mc, kc) > config.stage_depth:
                 break
+            if kc % g["k"] and kc < k:
+                continue
             for nc in ncs:
                 need = footprint(config, min(mc, m), kc, nc)
                 if any(need[b] > depth[b] for b in "abc"):

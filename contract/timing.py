@@ -20,6 +20,7 @@ __all__ = [
     "DESCRIPTOR_SLOTS",
     "DONE_DELAY",
     "EXPAND_LATENCY",
+    "expansion_cycles",
     "READ_LATENCY",
     "MeshTiming",
     "bank_release",
@@ -65,6 +66,17 @@ CONV_SETUP_CYCLES = 2
 #: chunk's first A word (a staging read, then the write): its last word ``EXPAND_LATENCY +
 #: words - 1`` cycles after, the cycle the bank counts as full.
 EXPAND_LATENCY = 2
+
+
+def expansion_cycles(transposed: bool, tile: int, pixels: int, words: int) -> int:
+    """Cycles from the staging load's last word to the cycle the expander writes the chunk's
+    last A word (the bank full) for ``words`` A words of a chunk of ``pixels`` output pixels.
+    WS writes one a cycle from :data:`EXPAND_LATENCY` on. OS and IS (``transposed``: A words of
+    ``tile`` pixels of one channel) first gather a block of ``tile`` pixels' slices (fewer in a
+    chunk of fewer pixels), a read a cycle, then write its ``tile`` words, a word a cycle, while
+    the next block gathers: the first block's pixels later."""
+    return EXPAND_LATENCY + words - 1 + (min(tile, pixels) if transposed else 0)
+
 
 #: ``busy`` stays high this many cycles after the cycle in which the last result reached the C
 #: buffer (the controller's ``finishing`` register), so the counters see the final update.

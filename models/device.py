@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from systolic.contract.config import ArrayConfig
+from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.contract.dma import (
     WRITE_BUFFER_WORDS,
     Descriptor,
@@ -34,6 +34,7 @@ from systolic.contract.dma import (
     q_transfer,
     reads_what_writes,
     transfers,
+    word_layout,
 )
 from systolic.contract.figures import GemmFigures
 from systolic.contract.interface import COUNTERS, DEVICE_COUNTERS
@@ -42,7 +43,7 @@ from systolic.contract.timing import (
     CHECK_CYCLES,
     CONV_SETUP_CYCLES,
     DESCRIPTOR_LATENCY,
-    EXPAND_LATENCY,
+    expansion_cycles,
 )
 
 from .cycles import command_counters
@@ -68,8 +69,16 @@ def _fmt(config: ArrayConfig, d: Descriptor, kind: str, store: bool) -> str:
     return "p" if kind in "cp" else kind
 
 
+def _expansion(config: ArrayConfig, pixels: int, words: int) -> int:
+    """A load's cycles from its last staged word to its bank full (0: not a convolution's)."""
+    if not words:
+        return 0
+    tile = word_layout(config, "a").tile
+    return expansion_cycles(config.dataflow is not Dataflow.WS, tile, pixels, words)
+
+
 def _moves(config: ArrayConfig, d: Descriptor) -> tuple[list, list, list]:
-    """Per job, its loads ``(buffer, bank, bursts, from partial sums, words expanded)`` and its
+    """Per job, its loads ``(buffer, bank, bursts, from partial sums, expansion cycles)`` and its
     stores ``(bank, bursts, words, beat bytes, container bytes)``, and the table's load; a
     burst is ``(address, beats, beat bytes)``."""
     cont = containers(config)
@@ -85,9 +94,10 @@ def _moves(config: ArrayConfig, d: Descriptor) -> tuple[list, list, list]:
     loads, stores = [], []
     for job in jobs(config, d):
         ls, ss = transfers(config, d, job)
+        pixels = job.chunk.m1 - job.chunk.m0
         loads.append([("c" if t.kind in "cp" else t.kind, t.bank,
-                       burst_list(t, _fmt(config, d, t.kind, False)), t.kind == "p", t.expand)
-                      for t in ls])  # fmt: skip
+                       burst_list(t, _fmt(config, d, t.kind, False)), t.kind == "p",
+                       _expansion(config, pixels, t.expand)) for t in ls])  # fmt: skip
         stores.append([(t.bank, burst_list(t, f), t.words, beat_bytes(config, f), cont[f])
                        for t in ss for f in [_fmt(config, d, t.kind, True)]])  # fmt: skip
     q = []
@@ -142,7 +152,7 @@ class _Reader:
     requantization table first; and the read engine's bursts, at most ``max_reads`` in
     flight (rtl/dma.py's ReadEngine). A convolution's A load first sets the expander up (once
     the bank is free and the expander done with the load before), then stages, then expands
-    (rtl/expander.py; contract.timing.CONV_SETUP_CYCLES, EXPAND_LATENCY)."""
+    (rtl/expander.py; contract.timing.CONV_SETUP_CYCLES, expansion_cycles)."""
 
     __slots__ = ("active", "beat", "cmd", "expand", "expanded_at", "inflight", "issued", "job",
                  "loads", "max_reads", "q_cmd", "q_loaded", "q_pending", "setup",
@@ -245,7 +255,7 @@ class _Reader:
         if kind == "q":
             self.q_loaded = True
         elif expand:
-            self.expanded_at = t + EXPAND_LATENCY + expand - 1
+            self.expanded_at = t + expand
             return False
         else:
             state[kind][bank] = LOADED if kind == "c" else FULL

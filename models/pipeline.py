@@ -33,7 +33,7 @@ from collections.abc import Callable
 
 import numpy as np
 from systolic.contract.axi import MAX_BURST_BYTES
-from systolic.contract.config import ArrayConfig
+from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.contract.conv import Conv, stage
 from systolic.contract.dma import (
     Descriptor,
@@ -46,7 +46,7 @@ from systolic.contract.dma import (
 )
 from systolic.contract.interface import COUNTERS, DEVICE_COUNTERS
 from systolic.contract.memory import Dram
-from systolic.contract.timing import CONV_SETUP_CYCLES, EXPAND_LATENCY
+from systolic.contract.timing import CONV_SETUP_CYCLES, expansion_cycles
 
 from . import timeline
 from .cycles import command_counters
@@ -139,7 +139,7 @@ _PLAIN = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(4, np.int64),
 def _staging(config: ArrayConfig, conv: Conv | None, total: tuple, chunk: tuple) -> tuple:
     """:func:`models.timeline.walk`'s ``staged, slices, expand, expander`` for a convolution's
     A loads (:func:`contract.dma.staging`): per M chunk the words each slice stages, per K chunk
-    its slices, the A words a chunk expands per raggedness."""
+    its slices, the expansion's cycles per raggedness (:func:`contract.timing.expansion_cycles`)."""
     if conv is None:
         return _PLAIN
     word = word_layout(config, "a")
@@ -149,9 +149,14 @@ def _staging(config: ArrayConfig, conv: Conv | None, total: tuple, chunk: tuple)
     slices = [(lambda s: s[1] - s[0])(stage(conv, word.tile, 0, mc, k0, min(k, k0 + kc)))
               for k0 in range(0, k, kc)]  # fmt: skip
     last_m, last_k = m - (len(staged) - 1) * mc, k - (len(slices) - 1) * kc
-    expand = [word.words((last_m if r & 1 else mc, last_k if r & 2 else kc)) for r in range(4)]
+    transposed = config.dataflow is not Dataflow.WS
+    expand = []
+    for r in range(4):  # cycles from the last staged word to the bank full, per raggedness
+        pixels = last_m if r & 1 else mc
+        words = word.words((pixels, last_k if r & 2 else kc))
+        expand.append(expansion_cycles(transposed, word.tile, pixels, words))
     return (np.array(staged, np.int64), np.array(slices, np.int64), np.array(expand, np.int64),
-            np.array([CONV_SETUP_CYCLES, EXPAND_LATENCY], np.int64))  # fmt: skip
+            np.array([CONV_SETUP_CYCLES, 0], np.int64))  # fmt: skip
 
 
 def _shape(total: tuple, chunk: tuple, accumulate: bool) -> tuple[list, tuple, tuple]:

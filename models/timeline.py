@@ -60,8 +60,9 @@ def walk(counts, dims, chunk, total, accumulate, compute, formats, bus, table, r
 
     A convolution's A loads stage and expand (:func:`contract.dma.staging`): ``staged`` holds
     per M chunk the words each slice stages, ``slices`` per K chunk its slices, ``expand`` the
-    A words a chunk expands per raggedness (bit 0: M, 1: K), ``expander`` the cycles of the
-    expander's setup and its latency; ``staged`` is empty for a GEMM.
+    cycles from a chunk's last staged word to its bank full per raggedness (bit 0: M, 1: K,
+    :func:`contract.timing.expansion_cycles`), ``expander`` the cycles of the expander's setup
+    and any further latency; ``staged`` is empty for a GEMM.
 
     Returns the words each transfer moved, the chunks of each class, and the cycles and the
     array's and the read engine's waits (see :func:`timeline`).
@@ -121,7 +122,7 @@ def walk(counts, dims, chunk, total, accumulate, compute, formats, bus, table, r
     words = np.zeros(5, np.int64)
     buses = np.zeros((5, jobs))
     spans = np.zeros((5, jobs))
-    expanded = np.zeros(jobs)  # the A words a convolution's chunk expands (0: a plain load)
+    expanded = np.zeros(jobs)  # a convolution's chunk's expansion cycles (0: a plain load)
     for t in range(5):
         for j in range(jobs):
             if t == A and moves[t, j] and staged.shape[0] > 0:
@@ -155,7 +156,7 @@ def timeline(busy, buses, spans, store_bus, store_span, loads, new_c, partial, l
     the reads already requested (at most ``read_window`` cycles of them); the reads behind it
     move back by its bus time. A convolution's A load (``expanded[j]`` words) waits for the
     expander to finish the one before, sets it up (``expander[0]`` cycles), stages, and fills
-    its bank ``expander[1] + expanded[j] - 1`` cycles after its last staged word.
+    its bank ``expander[1] + expanded[j]`` cycles after its last staged word.
     """
     jobs = busy.shape[0]
     bank_of = np.empty((3, jobs), np.int64)  # the bank each load goes to
@@ -233,6 +234,6 @@ def _load(j, first, stop, loads, free, bank_of, partial, buses, spans, ready, st
         state[0] = max(gate + latency + spans[i, j], state[0] + buses[i, j])
         ready[j] = max(ready[j], state[0])
         if conv:
-            state[4] = state[0] + expander[1] + expanded[j] - 1
+            state[4] = state[0] + expander[1] + expanded[j]
             ready[j] = max(ready[j], state[4])
         state[1] = max(gate, state[0] - latency)

@@ -19,7 +19,7 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from systolic.contract.axi import ADDR_BITS
-from systolic.contract.config import ArrayConfig
+from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.contract.dma import containers
 from systolic.contract.interface import DIM_BITS
 from systolic.contract.layouts import layouts
@@ -78,6 +78,7 @@ class Expander(wiring.Component):
             raise ValueError("an Expander needs a staging buffer (stage_depth > 0)")
         self._config = config
         self._word = layouts(config)["a"]
+        self._transposed = config.dataflow is not Dataflow.WS
         bits = self._word.bits
         super().__init__({
             "geo": In(geometry_layout(config)),
@@ -229,10 +230,19 @@ class Expander(wiring.Component):
             m.d.sync += restart(-g.top, 0)
         valid = Signal(name="exp_valid")
         m.d.comb += valid.eq((iy >= 0) & (iy < g.height) & (ix >= 0) & (ix < width))
-        m.d.comb += [r_en.eq(expanding & valid), r_addr.eq(row + ix)]
+        go = Signal(name="exp_go")  # the walk reads this cycle
         last_i = i + 1 == ch.mlen
-        last = expanding & last_i & (t + 1 == tlen)
-        with m.If(expanding):
+        last = go & last_i & (t + 1 == tlen)
+        zero = Const(0, word.bits)
+        if cfg.zero_points:
+            zero = Cat(*[Value.cast(g.a_zero)[: word.width]] * word.tile)
+        if self._transposed:
+            m.d.comb += go.eq(expanding & self._transpose(m, ch, go, begin, last_i, last, valid,
+                                                          r_data, zero))  # fmt: skip
+        else:
+            m.d.comb += go.eq(expanding)
+        m.d.comb += [r_en.eq(go & valid), r_addr.eq(row + ix)]
+        with m.If(go):
             m.d.sync += out.eq(out + 1)
             with m.If(~last_i):
                 m.d.sync += i.eq(i + 1)
@@ -258,15 +268,14 @@ class Expander(wiring.Component):
                     with m.Else():
                         m.d.sync += [ky.eq(0), iy_k.eq(-g.top), slot.eq(slot + lines)]
                         m.d.sync += restart(-g.top, slot + lines)
+        if self._transposed:
+            return last
         # the word read this cycle goes to the bank the next (the zero point where padding)
         w_valid = Signal(name="exp_w_valid")
         w_pad = Signal(name="exp_w_pad")
         w_addr = Signal.like(out, name="exp_w_addr")
         w_last = Signal(name="exp_w_last")
-        m.d.sync += [w_valid.eq(expanding), w_pad.eq(~valid), w_addr.eq(out), w_last.eq(last)]
-        zero = Const(0, word.bits)
-        if cfg.zero_points:
-            zero = Cat(*[Value.cast(g.a_zero)[: word.width]] * word.tile)
+        m.d.sync += [w_valid.eq(go), w_pad.eq(~valid), w_addr.eq(out), w_last.eq(last)]
         m.d.comb += [
             self.write.valid.eq(w_valid),
             self.write.payload.bank.eq(ch.bank),
@@ -275,3 +284,73 @@ class Expander(wiring.Component):
             self.expanded.eq(w_valid & w_last),
         ]
         return last
+
+    def _transpose(self, m: Module, ch, go, begin, last_i, last, valid, r_data, zero):
+        """OS and IS: the walk's words (a slice of ``tile`` channels of one pixel) gather into
+        a block of ``tile`` pixels, then leave as ``tile`` A words (``tile`` pixels of one
+        channel), a word a cycle, while the next block gathers into the other of two blocks;
+        pixels past the chunk's are 0. Returns whether the walk may read this cycle (the block
+        it gathers into is empty, or writing its last word)."""
+        word = self._word
+        tile, width = word.tile, word.width
+        blocks = [[Signal(word.bits, name=f"exp_blk{b}_{p}") for p in range(tile)] for b in (0, 1)]
+        full = [Signal(name=f"exp_full{b}") for b in (0, 1)]
+        count = [Signal(range(tile + 1), name=f"exp_count{b}") for b in (0, 1)]
+        base = [Signal(_DIM, name=f"exp_base{b}") for b in (0, 1)]
+        ends = [Signal(name=f"exp_ends{b}") for b in (0, 1)]  # holds the chunk's last pixel
+        gather, pos = Signal(name="exp_gather"), Signal(range(tile), name="exp_pos")
+        emit, col = Signal(name="exp_emit"), Signal(range(tile), name="exp_col")
+        block = Signal(_DIM, name="exp_block")  # the gathering block's first A word
+        kword = Signal(_DIM, name="exp_kword")  # the walk's K word times tile
+        # -- gathering: the walk's reads, stored the cycle after --------------------------------
+        done = last_i | (pos == tile - 1)  # the block ends with this pixel
+        with m.If(begin):
+            m.d.sync += [gather.eq(0), pos.eq(0), block.eq(0), kword.eq(0), emit.eq(0),
+                         col.eq(0), full[0].eq(0), full[1].eq(0)]  # fmt: skip
+        with m.Elif(go):
+            with m.If(done):
+                m.d.sync += [pos.eq(0), gather.eq(~gather)]
+                with m.If(last_i):  # the next K word: its first block
+                    m.d.sync += [kword.eq(kword + tile), block.eq(kword + tile)]
+                with m.Else():
+                    m.d.sync += block.eq(block + ch.klen)
+            with m.Else():
+                m.d.sync += pos.eq(pos + 1)
+        s_valid, s_pad, s_done, s_last = (Signal(name=f"exp_s_{n}")
+                                          for n in ("valid", "pad", "done", "last"))  # fmt: skip
+        s_buf, s_pos = Signal(name="exp_s_buf"), Signal(range(tile), name="exp_s_pos")
+        s_base = Signal(_DIM, name="exp_s_base")
+        m.d.sync += [s_valid.eq(go), s_pad.eq(~valid), s_done.eq(done), s_last.eq(last),
+                     s_buf.eq(gather), s_pos.eq(pos), s_base.eq(block)]  # fmt: skip
+        got = Mux(s_pad, zero, r_data)
+        for b in (0, 1):
+            with m.If(s_valid & (s_buf == b)):
+                for p in range(tile):
+                    with m.If(s_pos == p):
+                        m.d.sync += blocks[b][p].eq(got)
+                with m.If(s_done):
+                    m.d.sync += [full[b].eq(1), count[b].eq(s_pos + 1), base[b].eq(s_base),
+                                 ends[b].eq(s_last)]  # fmt: skip
+        # -- writing: the full blocks in order, a channel's word a cycle ------------------------
+        busy = Mux(emit, full[1], full[0])
+        lanes = []
+        for p in range(tile):
+            held = Mux(emit, blocks[1][p], blocks[0][p]).word_select(col, width)
+            lanes.append(Mux(p < Mux(emit, count[1], count[0]), held, 0))
+        freeing = busy & (col == tile - 1)
+        m.d.comb += [
+            self.write.valid.eq(busy),
+            self.write.payload.bank.eq(ch.bank),
+            self.write.payload.addr.eq(Mux(emit, base[1], base[0]) + col),
+            self.write.payload.data.eq(Cat(*lanes)),
+            self.expanded.eq(freeing & Mux(emit, ends[1], ends[0])),
+        ]
+        with m.If(busy & ~begin):
+            m.d.sync += col.eq(Mux(freeing, 0, col + 1))
+            with m.If(freeing):
+                m.d.sync += emit.eq(~emit)
+                for b in (0, 1):
+                    with m.If(emit == b):
+                        m.d.sync += full[b].eq(0)
+        gathering_full = Mux(gather, full[1], full[0])
+        return ~gathering_full | (freeing & (emit == gather))

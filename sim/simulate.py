@@ -42,6 +42,7 @@ from systolic.contract.dma import (
     word_layout,
 )
 from systolic.contract.figures import GemmFigures
+from systolic.contract.layouts import input_word
 from systolic.contract.memory import DEFAULT_MEMORY, Dram
 from systolic.contract.trace import parse_log
 from systolic.golden.reference import check_operands, check_zero_points
@@ -212,7 +213,8 @@ def _job(config, i, a, b, d, quant, acc, memory, run_dir) -> tuple[dict, str | N
         hex_path.write_text(image_lines(config.bus_width, {}))
         return job, None
     cont = containers(config)
-    regions = {d.a.addr: image(a, word_layout(config, "a"), cont["a"], d.a.stride),
+    a_word = word_layout(config, "a") if d.conv is None else input_word(config)  # its input
+    regions = {d.a.addr: image(a, a_word, cont["a"], d.a.stride),
                d.b.addr: image(b, word_layout(config, "b"), cont["b"], d.b.stride)}  # fmt: skip
     if acc is not None:
         regions[d.c.addr] = image(acc, word_layout(config, "p"), cont["p"], d.c.stride)

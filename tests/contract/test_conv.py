@@ -148,5 +148,3 @@ def test_the_device_refuses_what_it_cannot_run():
     )
     grouped = Conv(1, 8, 8, 8, 4, (3, 3), groups=2)
     assert why(c=grouped, g=device_gemm(grouped, 4), chunk=(6, 36, 2))[1].startswith("groups = 2")
-    with pytest.raises(ValueError, match="stage_depth .* ws dataflow so far, not os"):
-        ArrayConfig("os", 4, 4, stage_depth=64)
