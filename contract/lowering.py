@@ -12,8 +12,8 @@ the experiments read this one rule.
   and a convolution no chunk fits stay im2col GEMMs.
 - Without a staging buffer every convolution is an im2col GEMM (its A built by the host in
   DRAM).
-- Depthwise (``groups == channels == out_channels``): a descriptor per slice of ``rows``
-  channels with block-diagonal weights (the array does ``rows`` times the useful MACs; the
+- Depthwise (``groups == channels == out_channels``): a descriptor per slice of A's tile
+  of channels with block-diagonal weights (the array does the tile times the useful MACs; the
   input is read once), or, im2col, a GEMM per channel (``K = kh * kw``, ``N = 1``). Other groups:
   each group as its own groups-1 convolution.
 - A convolution whose M (the batch's output pixels) is past a descriptor's field
@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 
 from .config import ArrayConfig
 from .conv import Conv, device_gemm
-from .dma import Refusal, check_descriptor, place
+from .dma import Refusal, check_descriptor, place, word_layout
 from .interface import DIM_BITS
 
 __all__ = ["Piece", "lower_conv"]
@@ -66,7 +66,7 @@ def lower_conv(config: ArrayConfig, conv: Conv, requant: bool = False) -> tuple[
                     for p in lower_conv(config, replace(conv, batch=images), requant)
                 ]
         return tuple(out)
-    tile = config.rows
+    tile = word_layout(config, "a").tile
     if conv.groups == conv.channels == conv.out_channels and conv.groups > 1:
         kk = conv.kernel[0] * conv.kernel[1]
         pieces = []
@@ -100,7 +100,9 @@ def _stages(config: ArrayConfig, conv: Conv, requant: bool) -> bool:
     if not config.stage_depth:
         return False
     try:
-        d = place(config, *device_gemm(conv, config.rows), conv=conv, requant=requant)
+        d = place(
+            config, *device_gemm(conv, word_layout(config, "a").tile), conv=conv, requant=requant
+        )
     except ValueError:  # no chunk fits the banks and the staging buffer
         return False
     return check_descriptor(config, d)[0] is Refusal.NONE

@@ -37,7 +37,14 @@ from systolic.contract.conv import (
     input_matrix,
     slices,
 )
-from systolic.contract.dma import LOOP_ORDERS, Descriptor, Refusal, check_descriptor, place
+from systolic.contract.dma import (
+    LOOP_ORDERS,
+    Descriptor,
+    Refusal,
+    check_descriptor,
+    place,
+    word_layout,
+)
 from systolic.contract.interface import DEVICE_COUNTERS
 from systolic.contract.memory import Dram
 from systolic.contract.plan import chunk_sizes, granularity
@@ -93,7 +100,7 @@ class Case:
         if self.conv is None:
             return self.a, self.b
         zb = self.quant.b_zero if self.quant else 0
-        return input_matrix(self.conv, self.a), device_weights(self.conv, self.b, config.rows, zb)
+        return input_matrix(self.conv, self.a), device_weights(self.conv, self.b, _tile(config), zb)
 
     def describe(self) -> str:
         m, k, n = self.shape
@@ -212,7 +219,7 @@ def case(config: ArrayConfig, seed: int, index: int, pauses: bool = True) -> Cas
 
 def _conv_case(config: ArrayConfig, rng, index: int, pauses: bool) -> Case:
     """A random convolution and a random chunk of it the device takes (see the module)."""
-    tile = config.rows
+    tile, g = _tile(config), granularity(config)
     for _ in range(200):
         kernel = int(rng.choice([1, 3, 5, 7]))
         stride, dilation = (tuple(int(v) for v in rng.integers(1, 3, 2)) for _ in range(2))
@@ -224,9 +231,13 @@ def _conv_case(config: ArrayConfig, rng, index: int, pauses: bool) -> Case:
         m, k, n = device_gemm(conv, tile)
         oh, ow = conv.out
         per_slice = kernel * kernel * tile
-        rows = [r for r in range(1, m // ow + 1) if chunk_rows(conv, r * ow)]
-        chunk = (int(rng.choice(rows)) * ow,
-                 int(rng.integers(1, slices(conv, tile) + 1)) * per_slice,
+        rows = [r for r in range(1, m // ow + 1) if chunk_rows(conv, r * ow)
+                and (r * ow % g["m"] == 0 or r * ow >= m)]  # fmt: skip
+        kcs = [j * per_slice for j in range(1, slices(conv, tile) + 1)
+               if j * per_slice % g["k"] == 0 or j * per_slice >= k]  # fmt: skip
+        if not rows:
+            continue
+        chunk = (int(rng.choice(rows)) * ow, int(rng.choice(kcs)),
                  int(rng.integers(1, n + 1)))  # fmt: skip
         quant = _quant(rng, config, n)
         order = LOOP_ORDERS[int(rng.integers(len(LOOP_ORDERS)))]
@@ -245,11 +256,16 @@ def _conv_case(config: ArrayConfig, rng, index: int, pauses: bool) -> Case:
     return Case(index, "random", x, w, order, d.chunk, quant, memory, pause, conv, d)
 
 
+def _tile(config: ArrayConfig) -> int:
+    """A convolution's slice: A's tile (channels of a pixel in the input's words)."""
+    return word_layout(config, "a").tile
+
+
 def _conv_descriptor(config: ArrayConfig, c: Case) -> Descriptor:
     """A convolution case's descriptor, as the driver places it."""
     zeros = (c.quant.a_zero, c.quant.b_zero) if c.quant else (0, 0)
     params = c.quant.params if c.quant else None
-    return place(config, *device_gemm(c.conv, config.rows), conv=c.conv, order=c.order,
+    return place(config, *device_gemm(c.conv, _tile(config)), conv=c.conv, order=c.order,
                  zeros=zeros,
                  requant=params is not None, out_zero=params.out_zero if params else 0,
                  clamp=params.bounds(config) if params else None, chunk=c.chunk)  # fmt: skip

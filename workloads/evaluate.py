@@ -519,7 +519,8 @@ def _model_part(config: ArrayConfig, shape: tuple[int, int, int], conv: Conv | N
     if conv is None:
         d = place(config, *shape, chunk=gemm_chunk(config, shape, dram), requant=config.requant)
     else:  # the driver's chunks (contract.plan.conv_chunk_sizes), the array's whole GEMM
-        d = place(config, *device_gemm(conv, config.rows), conv=conv, requant=config.requant)
+        tile = word_layout(config, "a").tile
+        d = place(config, *device_gemm(conv, tile), conv=conv, requant=config.requant)
     fig = DeviceFigures(config, shape, d, dict(predict_pipeline(config, d, dram)))
     toggles = estimate_toggles(config, d.m, d.k, d.n, data=data, seed=seed)
     report = figures_energy(fig, toggles, coefficients, source="model", dram=bits,

@@ -2,8 +2,8 @@
 convolutions (strides 1-2, pads 0-2, dilations 1-2, 1x1 to 7x7 kernels, ragged channel counts,
 chunks of one or more output rows or whole images and one or more slices, every loop order)
 bit-exact against
-golden.conv, every counter equal to the exact model's, with zero points and requantization;
-and queued behind one another and between GEMMs."""
+golden.conv, every counter equal to the exact model's, with zero points and requantization, in
+all three dataflows; and (WS) queued behind one another and between GEMMs."""
 
 from __future__ import annotations
 
@@ -20,7 +20,14 @@ from systolic.contract.conv import (
     slices,
     stage_bound,
 )
-from systolic.contract.dma import LOOP_ORDERS, Refusal, check_descriptor, next_base, place
+from systolic.contract.dma import (
+    LOOP_ORDERS,
+    Refusal,
+    check_descriptor,
+    next_base,
+    place,
+    word_layout,
+)
 from systolic.contract.memory import DEFAULT_MEMORY, Dram
 from systolic.contract.plan import conv_chunk_sizes
 from systolic.golden.conv import conv_reference
@@ -38,6 +45,11 @@ from tests.helpers import direct_conv, random_conv
 CONFIGS = {
     "ws-3x2-zp-rq": ArrayConfig("ws", 3, 2, zero_points=True, requant=True, a_depth=128,
                                 b_depth=128, c_depth=128, stage_depth=128),
+    # OS and IS transpose the staged slices into A words of pixels (3 and 2 a word here)
+    "os-3x2-zp-rq": ArrayConfig("os", 3, 2, zero_points=True, requant=True, a_depth=256,
+                                b_depth=128, c_depth=128, stage_depth=128),
+    "is-3x2-zp-rq": ArrayConfig("is", 3, 2, zero_points=True, requant=True, a_depth=256,
+                                b_depth=256, c_depth=128, stage_depth=128),
 }  # fmt: skip
 CONFIG = CONFIGS["ws-3x2-zp-rq"]
 
@@ -45,7 +57,7 @@ CONFIG = CONFIGS["ws-3x2-zp-rq"]
 def _chunk(rng, config: ArrayConfig, conv: Conv):
     """A random chunk the device takes (whole output rows tiling the images, whole slices),
     fitting the banks and the staging buffer; None when none does."""
-    tile = config.rows
+    tile = word_layout(config, "a").tile
     m, k, n = device_gemm(conv, tile)
     oh, ow = conv.out
     per_slice = conv.kernel[0] * conv.kernel[1] * tile
@@ -78,7 +90,8 @@ def _draws(rng, config: ArrayConfig, count: int) -> list:
                                    rng.integers(-500, 500, n))  # fmt: skip
             q = Quantization(int(rng.integers(-10, 10)), int(rng.integers(-10, 10)), params)
         out.append(((conv, x, w), q, chunk, LOOP_ORDERS[int(rng.integers(len(LOOP_ORDERS)))]))
-        assert stage_bound(conv, config.rows, chunk[0], chunk[1]) <= config.stage_depth
+        tile = word_layout(config, "a").tile
+        assert stage_bound(conv, tile, chunk[0], chunk[1]) <= config.stage_depth
     return out
 
 
