@@ -9,12 +9,13 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
+import pytest
 from systolic.contract.config import ArrayConfig
 from systolic.verify.regress import CONV_EVERY, case, run_regression
 
 from ..configs import DEPTHS
 from ..helpers import run_faulty
-from ..sim.test_conv import CONFIG as CONV_CONFIG
+from ..sim.test_conv import CONFIGS as CONV_CONFIGS
 
 CONFIG = ArrayConfig(
     "is",
@@ -94,10 +95,12 @@ def test_a_malformed_config_file_is_a_clear_error(tmp_path):
     assert r.returncode == 2 and "rows" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_a_configuration_with_a_staging_buffer_regresses_convolutions_too(seed):
+@pytest.mark.parametrize("name", sorted(CONV_CONFIGS))
+def test_a_configuration_with_a_staging_buffer_regresses_convolutions_too(name, seed):
     """Every third case of a configuration with a staging buffer is a convolution (random
-    geometry and chunks): drawn, run and judged like the GEMMs around it, all passing."""
-    config = CONV_CONFIG  # tests/sim/test_conv.py's device
+    geometry and chunks): drawn, run and judged like the GEMMs around it, all passing, on each
+    dataflow."""
+    config = CONV_CONFIGS[name]  # tests/sim/test_conv.py's devices
     drawn = [case(config, seed, i, pauses=False) for i in range(2 * CONV_EVERY)]
     assert [c.conv is not None for c in drawn] == [i % CONV_EVERY == CONV_EVERY - 1
                                                    for i in range(2 * CONV_EVERY)]  # fmt: skip
