@@ -289,6 +289,13 @@ def _matrix(d: Descriptor, kind: str) -> tuple[int, int]:
     return _shape(kind, d.m, d.k, d.n)
 
 
+def _rows(config: ArrayConfig, d: Descriptor, kind: str, fmt: str) -> tuple[int, int]:
+    """``(tile rows, words per tile row)`` of ``kind``'s matrix in DRAM in words of ``fmt``
+    (a convolution's input in :func:`contract.layouts.input_word`)."""
+    word = input_word(config) if kind == "a" and d.conv is not None else word_layout(config, fmt)
+    return tile_rows(word, _matrix(d, kind))
+
+
 def tile_rows(word: BufferWord, shape: tuple[int, int]) -> tuple[int, int]:
     """``(tile rows, words per tile row)`` of a matrix of ``shape`` in words of ``word``."""
     rows, cols = shape
@@ -342,7 +349,7 @@ def check_descriptor(config: ArrayConfig, d: Descriptor) -> tuple[Refusal, str]:
     for kind, region in used.items():
         fmt = c_format(config, d) if kind == "c" else kind
         size = cont[fmt]
-        tiles, lines = tile_rows(word_layout(config, fmt), _matrix(d, kind))
+        tiles, lines = _rows(config, d, kind, fmt)
         if not is_integer(region.addr) or not 0 <= region.addr < 1 << ADDR_BITS or (
                 region.addr % size):  # fmt: skip
             return Refusal.ALIGNMENT, (f"{kind}_addr = {region.addr!r} must be a multiple of "
@@ -376,7 +383,7 @@ def spans(config: ArrayConfig, d: Descriptor) -> dict[str, tuple[int, int]]:
             continue
         fmt = c_format(config, d) if kind == "c" else kind
         region = getattr(d, kind)
-        tiles, lines = tile_rows(word_layout(config, fmt), _matrix(d, kind))
+        tiles, lines = _rows(config, d, kind, fmt)
         out[kind] = (region.addr, region.addr + (tiles - 1) * region.stride + lines * cont[fmt])
     if config.requant and d.requant:
         out["q"] = (d.q_addr, d.q_addr + math.ceil(d.n / config.cols) * cont["q"])

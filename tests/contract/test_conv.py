@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from numpy.lib.stride_tricks import sliding_window_view
+from systolic.contract.config import ArrayConfig
 from systolic.contract.conv import Conv, compulsory_bytes, implicit_a, staged_bytes, staged_rows
 
 from tests.helpers import random_conv
@@ -148,3 +149,19 @@ def test_the_device_refuses_what_it_cannot_run():
     )
     grouped = Conv(1, 8, 8, 8, 4, (3, 3), groups=2)
     assert why(c=grouped, g=device_gemm(grouped, 4), chunk=(6, 36, 2))[1].startswith("groups = 2")
+
+
+@pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
+def test_a_convolution_input_is_checked_in_its_own_words(dataflow):
+    """The input's region holds slices of a pixel's channels on every dataflow (OS and IS A
+    words hold pixels): a 2x2 input of 10 channels has 4 pixels a tile row, whatever A's
+    words are, so the driver's placement is accepted and its span is the input's."""
+    from systolic.contract.conv import device_gemm
+    from systolic.contract.dma import Refusal, check_descriptor, containers, place, spans
+
+    config = ArrayConfig(dataflow, 4, 4, stage_depth=64)
+    conv = Conv(1, 2, 2, 10, 4, (1, 1), pads=(1, 1, 1, 1))
+    d = place(config, *device_gemm(conv, 4), conv=conv)
+    assert check_descriptor(config, d)[0] is Refusal.NONE
+    first, past = spans(config, d)["a"]
+    assert past - first == 2 * d.a.stride + 4 * containers(config)["a"]  # 3 slices of 4 pixels

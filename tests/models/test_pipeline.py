@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from systolic.contract.config import ArrayConfig
 from systolic.contract.conv import device_gemm
-from systolic.contract.dma import LOOP_ORDERS, place
+from systolic.contract.dma import LOOP_ORDERS, place, word_layout
 from systolic.contract.memory import Dram
 from systolic.models.device import predict_device
 from systolic.models.pipeline import predict_pipeline
@@ -92,14 +92,16 @@ def test_one_chunk_and_memory_bound_extremes(order):
 
 
 def _conv_case(rng: random.Random, seed: int):
-    """A random convolution descriptor on a WS staging device (None when no chunk fits)."""
+    """A random convolution descriptor on a staging device (None when no chunk fits)."""
     conv = random_conv(np.random.default_rng([seed, rng.randint(0, 1 << 30)]),
                        rng.choice([1, 3, 5]))  # fmt: skip
-    config = ArrayConfig("ws", rng.randint(2, 5), rng.randint(2, 5), a_depth=rng.randint(64, 512),
+    config = ArrayConfig(rng.choice(["ws", "os", "is"]), rng.randint(2, 5), rng.randint(2, 5),
+                         a_depth=rng.randint(64, 512),
                          b_depth=rng.randint(64, 512), c_depth=rng.randint(64, 512),
                          stage_depth=512, requant=rng.random() < 0.5)  # fmt: skip
     try:
-        d = place(config, *device_gemm(conv, config.rows), conv=conv, requant=config.requant,
+        tile = word_layout(config, "a").tile
+        d = place(config, *device_gemm(conv, tile), conv=conv, requant=config.requant,
                   order=rng.choice(LOOP_ORDERS))  # fmt: skip
     except ValueError:
         return None
