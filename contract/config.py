@@ -177,7 +177,6 @@ class ArrayConfig:
     stage_depth : int
         Words (of A's width) of the staging buffer that convolution descriptors stage input rows
         in (:mod:`contract.conv`); 0, the default, builds none and the device takes GEMMs only.
-        WS only, so far.
     """
 
     dataflow: Dataflow

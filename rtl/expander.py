@@ -2,13 +2,16 @@
 works out which input rows the chunk's windows read, hands the read engine that staging load
 (every slice's run of those rows, each row once) into its staging buffer, then writes the
 chunk's A words into the A bank from the staged rows, one a cycle, padding with the input's
-zero point (WS only: a word of A is one slice of one input pixel).
+zero point. On WS a word of A is one slice of one input pixel, a staged word; on OS and IS a
+word of A holds ``tile`` pixels of one channel, so the staged words gather into blocks of
+``tile`` pixels that leave transposed (:meth:`Expander._transpose`).
 
 Setup takes :data:`contract.timing.CONV_SETUP_CYCLES`: the first cycle steps the chunk's first
 output row and slice on from the load before (an M chunk is whole output rows that tile each
 image, or whole images; a K chunk whole slices: contract.conv.check_conv), the second registers
 the staging command. The staging load's last word starts the expansion, whose first A word is
-written :data:`contract.timing.EXPAND_LATENCY` cycles later; ``expanded`` marks the last. The
+written :data:`contract.timing.EXPAND_LATENCY` cycles later (OS and IS: a block later,
+:func:`contract.timing.expansion_cycles`); ``expanded`` marks the last. The
 walk over (slice, kernel row, kernel column) and, inside it, over the chunk's output pixels
 keeps its input coordinates and staging address as running sums, so no step multiplies.
 """

@@ -8,7 +8,7 @@ Validated whole before anything runs; every error names the file, the line and t
       array: [8x8, 16x16]       # ROWSxCOLS
       precision: [int8, bf16]   # int4, int8, int16 (accumulators 16, 32, 48 bits) or bf16
       depth: [4096]             # words of each buffer
-      stage_depth: [0, 8192]    # words of the convolution staging buffer (ws; 0: none, the
+      stage_depth: [0, 8192]    # words of the convolution staging buffer (0: none, the
                                 # default): convolutions then run as convolution descriptors
     workloads:
       - transformer: bert-base  # bert-base, bert-large, gpt2-small

@@ -180,9 +180,6 @@ def parse_configs(doc: SpecDoc, raw) -> list[ArrayConfig]:
             arith["vector"] = True
         elif vector and False in axes["vector"]:
             continue
-        # the convolution staging buffer is built for WS: kept without it (once) elsewhere
-        if stage and dataflow != "ws" and 0 in axes["stage_depth"]:
-            continue
         if stage:
             arith["stage_depth"] = stage
         try:
