@@ -16,6 +16,8 @@ from tests.helpers import random_conv
 
 STAGING = ArrayConfig("ws", 4, 4, a_depth=512, b_depth=512, c_depth=512, stage_depth=512)
 PLAIN = ArrayConfig("ws", 4, 4, a_depth=512, b_depth=512, c_depth=512)
+TRANSPOSED = [ArrayConfig(d, 3, 2, a_depth=512, b_depth=512, c_depth=512, stage_depth=512)
+              for d in ("os", "is")]  # A's tile: 3 and 2 channels a slice  # fmt: skip
 
 
 def _macs(conv: Conv) -> int:
@@ -40,7 +42,7 @@ def test_random_convolutions_lower_to_descriptors_the_device_takes(seed):
     print(f"seed {seed}")
     for _ in range(20):
         conv = random_conv(rng, int(rng.choice([1, 3, 5, 7])))
-        for config in (STAGING, PLAIN):
+        for config in (STAGING, PLAIN, *TRANSPOSED):
             pieces = _check(config, conv)
             if not config.stage_depth:
                 assert all(p.conv is None for p in pieces)
