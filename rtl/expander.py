@@ -298,30 +298,31 @@ class Expander(wiring.Component):
         tile, width = word.tile, word.width
         blocks = [[Signal(word.bits, name=f"exp_blk{b}_{p}") for p in range(tile)] for b in (0, 1)]
         full = [Signal(name=f"exp_full{b}") for b in (0, 1)]
-        count = [Signal(range(tile + 1), name=f"exp_count{b}") for b in (0, 1)]
+        lanes_in = [Signal(tile, name=f"exp_lanes{b}") for b in (0, 1)]  # pixels it holds
         base = [Signal(_DIM, name=f"exp_base{b}") for b in (0, 1)]
         ends = [Signal(name=f"exp_ends{b}") for b in (0, 1)]  # holds the chunk's last pixel
-        gather, pos = Signal(name="exp_gather"), Signal(range(tile), name="exp_pos")
+        gather = Signal(name="exp_gather")
+        pos = Signal(tile, name="exp_pos", init=1)  # the gathering pixel's place, one-hot
         emit, col = Signal(name="exp_emit"), Signal(range(tile), name="exp_col")
         block = Signal(_DIM, name="exp_block")  # the gathering block's first A word
         kword = Signal(_DIM, name="exp_kword")  # the walk's K word times tile
         # -- gathering: the walk's reads, stored the cycle after --------------------------------
-        done = last_i | (pos == tile - 1)  # the block ends with this pixel
+        done = last_i | pos[-1]  # the block ends with this pixel
         with m.If(begin):
-            m.d.sync += [gather.eq(0), pos.eq(0), block.eq(0), kword.eq(0), emit.eq(0),
+            m.d.sync += [gather.eq(0), pos.eq(1), block.eq(0), kword.eq(0), emit.eq(0),
                          col.eq(0), full[0].eq(0), full[1].eq(0)]  # fmt: skip
         with m.Elif(go):
             with m.If(done):
-                m.d.sync += [pos.eq(0), gather.eq(~gather)]
+                m.d.sync += [pos.eq(1), gather.eq(~gather)]
                 with m.If(last_i):  # the next K word: its first block
                     m.d.sync += [kword.eq(kword + tile), block.eq(kword + tile)]
                 with m.Else():
                     m.d.sync += block.eq(block + ch.klen)
             with m.Else():
-                m.d.sync += pos.eq(pos + 1)
+                m.d.sync += pos.eq(Cat(Const(0, 1), pos[:-1]))
         s_valid, s_pad, s_done, s_last = (Signal(name=f"exp_s_{n}")
                                           for n in ("valid", "pad", "done", "last"))  # fmt: skip
-        s_buf, s_pos = Signal(name="exp_s_buf"), Signal(range(tile), name="exp_s_pos")
+        s_buf, s_pos = Signal(name="exp_s_buf"), Signal(tile, name="exp_s_pos")
         s_base = Signal(_DIM, name="exp_s_base")
         m.d.sync += [s_valid.eq(go), s_pad.eq(~valid), s_done.eq(done), s_last.eq(last),
                      s_buf.eq(gather), s_pos.eq(pos), s_base.eq(block)]  # fmt: skip
@@ -329,17 +330,23 @@ class Expander(wiring.Component):
         for b in (0, 1):
             with m.If(s_valid & (s_buf == b)):
                 for p in range(tile):
-                    with m.If(s_pos == p):
+                    with m.If(s_pos[p]):
                         m.d.sync += blocks[b][p].eq(got)
-                with m.If(s_done):
-                    m.d.sync += [full[b].eq(1), count[b].eq(s_pos + 1), base[b].eq(s_base),
+                with m.If(s_done):  # pixel p is in the block where the last is p or past it
+                    inside = Cat(*[s_pos[p:].any() for p in range(tile)])
+                    m.d.sync += [full[b].eq(1), lanes_in[b].eq(inside), base[b].eq(s_base),
                                  ends[b].eq(s_last)]  # fmt: skip
         # -- writing: the full blocks in order, a channel's word a cycle ------------------------
         busy = Mux(emit, full[1], full[0])
         lanes = []
         for p in range(tile):
-            held = Mux(emit, blocks[1][p], blocks[0][p]).word_select(col, width)
-            lanes.append(Mux(p < Mux(emit, count[1], count[0]), held, 0))
+            held = Signal(width, name=f"exp_lane{p}")  # channel `col` of the block's pixel p
+            pixel = Mux(emit, blocks[1][p], blocks[0][p])
+            with m.Switch(col):
+                for c in range(tile):
+                    with m.Case(c) if c < tile - 1 else m.Default():
+                        m.d.comb += held.eq(pixel[c * width : (c + 1) * width])
+            lanes.append(Mux(Mux(emit, lanes_in[1], lanes_in[0])[p], held, 0))
         freeing = busy & (col == tile - 1)
         m.d.comb += [
             self.write.valid.eq(busy),
