@@ -166,22 +166,24 @@ def test_convolutions_and_gemms_queued_together(seed):
     assert runs[-1].counters == predicted.registers
 
 
-def test_a_depthwise_convolution_runs_a_slice_at_a_time(seed):
+@pytest.mark.parametrize("name", CONFIGS)
+def test_a_depthwise_convolution_runs_a_slice_at_a_time(name, seed):
     """Depthwise (groups = channels), lowered to one convolution a slice with block-diagonal
     weights (contract.conv.depthwise_slices): the slices' outputs side by side are the
     depthwise convolution by its definition, zero points included; each slice's counters the
-    model's."""
-    config = CONFIG
+    model's; on every dataflow (a slice is A's tile: 3 channels on WS and OS, 2 on IS)."""
+    config = CONFIGS[name]
+    tile = word_layout(config, "a").tile
     rng = np.random.default_rng([seed, 6])
     print(f"seed {seed}")
     while True:  # a convolution whose slices have a chunk that fits
         base = random_conv(rng, int(rng.choice([3, 5])))
-        channels = int(rng.integers(4, 9))  # two or three slices of 3, the last ragged
+        channels = int(rng.integers(tile + 1, 3 * tile + 1))  # two or three slices
         conv = Conv(base.batch, base.height, base.width, channels, channels, base.kernel,
                     base.stride, base.pads, base.dilation, channels)  # fmt: skip
         try:
-            conv_chunk_sizes(config, Conv(conv.batch, conv.height, conv.width, config.rows,
-                                          config.rows, conv.kernel, conv.stride, conv.pads,
+            conv_chunk_sizes(config, Conv(conv.batch, conv.height, conv.width, tile,
+                                          tile, conv.kernel, conv.stride, conv.pads,
                                           conv.dilation))  # fmt: skip
         except ValueError:
             continue
@@ -189,7 +191,7 @@ def test_a_depthwise_convolution_runs_a_slice_at_a_time(seed):
     x = rng.integers(-128, 128, (conv.batch, conv.height, conv.width, channels))
     w = rng.integers(-128, 128, (channels, *conv.kernel, 1))
     za, zb = (int(v) for v in rng.integers(-10, 10, 2))
-    parts = depthwise_slices(conv, x, w, config.rows, zb)
+    parts = depthwise_slices(conv, x, w, tile, zb)
     q = Quantization(za, zb)
     results = run_convs(config, parts, quant=[q] * len(parts), name="depthwise")
     got = np.concatenate([r.c for r in results], axis=1)
