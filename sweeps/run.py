@@ -31,9 +31,10 @@ from systolic.models.energy import Coefficients, load_coefficients
 from systolic.sim.simulate import SimulationError, run_gemms
 from systolic.workloads.evaluate import (
     driver_workload,
-    gemm_chunk,
     model_record,
     point_id,
+    rtl_descriptor,
+    rtl_inputs,
     rtl_operands,
     rtl_record,
 )
@@ -201,13 +202,16 @@ def _rtl_group(
     of their model records; their records (a failed one for each point the simulation could not
     finish)."""
     dram = sweep.memories[0].at(next(iter(models.values()))["clock_mhz"])
-    posted = {p.id: driver_workload(p.workload) for p in points}  # as the driver posts them
-    operands, owner, chunks = [], [], []
+    # as the driver posts them: convolutions lowered as in the model's record
+    posted = {p.id: driver_workload(p.workload, config) for p in points}
+    operands, owner, inputs, descriptors = [], [], [], []
     for p in points:
         ops = rtl_operands(config, posted[p.id], sweep.data, sweep.seed)
         operands += ops
         owner += [p] * len(ops)
-        chunks += [gemm_chunk(config, g.shape, dram) for g in posted[p.id].gemms]
+        for g, (a, b) in zip(posted[p.id].gemms, ops, strict=True):
+            inputs.append(rtl_inputs(config, g, a, b))
+            descriptors.append(rtl_descriptor(config, g, dram))
     start = {p.id: owner.index(p) for p in points}
     done: dict[int, object] = {}
     recorded: dict[str, dict] = {}
@@ -239,9 +243,9 @@ def _rtl_group(
     try:
         run_gemms(
             config,
-            operands,
+            inputs,
             memory=dram,
-            chunk=chunks,
+            descriptors=descriptors,
             name="sweep",
             activity=True,
             on_result=finish,

@@ -20,14 +20,15 @@ from typing import NamedTuple
 
 import numpy as np
 from systolic.contract.config import ArrayConfig
-from systolic.contract.conv import Conv, device_gemm
-from systolic.contract.dma import containers, place, tile_rows, word_layout
+from systolic.contract.conv import Conv, device_gemm, device_weights, input_matrix
+from systolic.contract.dma import Descriptor, containers, place, tile_rows, word_layout
 from systolic.contract.host import Host
 from systolic.contract.interface import DIM_BITS
 from systolic.contract.lowering import lower_conv
 from systolic.contract.memory import Dram, DramEnergy, Memory
 from systolic.contract.refusal import Refusal
 from systolic.contract.vector import VectorDescriptor, check_vector, for_tensor
+from systolic.golden.conv import conv_reference
 from systolic.golden.data import DataKind
 from systolic.golden.reference import reference
 from systolic.models.chunking import choose_chunk
@@ -66,6 +67,8 @@ __all__ = [
     "gemm_chunk",
     "model_record",
     "point_id",
+    "rtl_descriptor",
+    "rtl_inputs",
     "rtl_operands",
     "summarize",
 ]
@@ -91,6 +94,8 @@ def _rewrite(workload: Workload, pieces_of) -> Workload:
     renamed: dict[str, list[tuple[str, int, int]]] = {}
     for g in workload.gemms:
         pieces = pieces_of(g)
+        if isinstance(pieces, list) and len(pieces) == 1 and pieces[0][1] == pieces[0][2]:
+            pieces = replace(pieces[0][0], name=g.name)  # one descriptor a run: the GEMM's own
         if isinstance(pieces, Gemm):
             gemms.append(pieces)
             continue
@@ -538,20 +543,43 @@ def gemm_chunk(config: ArrayConfig, shape: tuple[int, int, int], dram: Dram) -> 
 def rtl_operands(
     config: ArrayConfig, workload: Workload, data: str, seed: int
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The operands an RTL evaluation simulates: one pair per distinct GEMM, from a generator
-    seeded by the sweep seed, the configuration and the workload, so a resumed sweep simulates
-    the same data."""
+    """The operands an RTL evaluation simulates: one pair per distinct GEMM of the posted
+    ``workload`` (:func:`driver_workload`; a convolution descriptor's: its NHWC input and its
+    ``O x kh x kw x C`` weights), from a generator seeded by the sweep seed, the configuration
+    and the workload, so a resumed sweep simulates the same data."""
     text = json.dumps([config.to_dict(), workload.to_dict()], sort_keys=True)
     key = int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
     rng = np.random.default_rng([seed, key])
     kind = DataKind(data)
-    return [
-        (
-            kind.matrix(rng, (g.m, g.k), config.a_width, config.a_signed),
-            kind.matrix(rng, (g.k, g.n), config.b_width, config.b_signed),
-        )
-        for g in workload.gemms
-    ]
+    out = []
+    for g in workload.gemms:
+        c = g.conv
+        a_shape = (g.m, g.k) if c is None else (c.batch, c.height, c.width, c.channels)
+        b_shape = (g.k, g.n) if c is None else (c.out_channels, *c.kernel, c.channels)
+        out.append((kind.matrix(rng, a_shape, config.a_width, config.a_signed),
+                    kind.matrix(rng, b_shape, config.b_width, config.b_signed)))  # fmt: skip
+    return out
+
+
+def rtl_descriptor(config: ArrayConfig, g: Gemm, dram: Dram) -> Descriptor:
+    """The descriptor an RTL evaluation posts for a GEMM of the posted workload: the chunks
+    :func:`gemm_chunk` picks, or a convolution descriptor's (the driver's)."""
+    if g.conv is None:
+        return place(config, *g.shape, chunk=gemm_chunk(config, g.shape, dram))
+    return place(config, *device_gemm(g.conv, word_layout(config, "a").tile), conv=g.conv)
+
+
+def rtl_inputs(config: ArrayConfig, g: Gemm, a: np.ndarray, b: np.ndarray) -> tuple:
+    """The operand matrices the device reads for :func:`rtl_operands`' pair: a convolution's
+    input as its pixels-by-channels matrix and its weights as the device's B."""
+    if g.conv is None:
+        return a, b
+    tile = word_layout(config, "a").tile
+    return input_matrix(g.conv, a), device_weights(g.conv, b, tile)
+
+
+def _golden(config: ArrayConfig, g: Gemm, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return reference(config, a, b) if g.conv is None else conv_reference(config, g.conv, a, b)
 
 
 def rtl_record(
@@ -569,15 +597,19 @@ def rtl_record(
     clock_mhz = model["clock_mhz"]
     dram = memory.at(clock_mhz)
     bits = dram_energy(memory)
-    parts = [gemm_part(config, g.shape, r, figures_energy(r, r.toggles, coefficients,
-                                                          source="toggles", dram=bits), dram)
-             for g, r in zip(workload.gemms, results, strict=True)]  # fmt: skip
+    parts = []
+    for g, r in zip(workload.gemms, results, strict=True):
+        # a convolution descriptor's figures count its useful MACs (as the model's record)
+        fig = r if g.conv is None else DeviceFigures(config, g.shape, r.descriptor, r.counters)
+        report = figures_energy(fig, r.toggles, coefficients, source="toggles", dram=bits,
+                                expanded=expanded_words(config, r.descriptor, dram))  # fmt: skip
+        parts.append(gemm_part(config, g.shape, fig, report, dram))
     ranges = coefficients.ranges(bits, config)
     record = summarize(config, workload, memory, parts, clock_mhz, ranges, host, coefficients)
     record |= priced_by(coefficients, bits)
     exact = all(
-        np.array_equal(r.c, reference(config, a, b)) and r.errors == 0
-        for r, (a, b) in zip(results, operands, strict=True)
+        np.array_equal(r.c, _golden(config, g, a, b)) and r.errors == 0
+        for r, (a, b), g in zip(results, operands, workload.gemms, strict=True)
     )
     record["bit_exact"] = exact
     record["scaled_by_count"] = any(g.count > 1 for g in workload.gemms)
