@@ -136,8 +136,11 @@ def conv_chunk_sizes(config: ArrayConfig, conv: Conv) -> dict[str, int]:
                     best = (key, {"m": min(mc, m), "k": kc, "n": nc})
     if best is None:
         raise ValueError(f"no chunk of {conv} fits the banks and stage_depth = "
-                         f"{config.stage_depth} (one output row of one slice needs "
-                         f"{stage_bound(conv, tile, ow, per_slice)} words)")  # fmt: skip
+                         f"{config.stage_depth}: an M chunk is whole output rows of {ow} pixels "
+                         f"dividing the image's {oh} rows (or whole images), a multiple of "
+                         f"{g['m']} pixels unless all of M, and a K chunk whole slices of "
+                         f"{per_slice}; one output row of one slice stages "
+                         f"{stage_bound(conv, tile, ow, per_slice)} words")  # fmt: skip
     return best[1]
 
 

@@ -202,16 +202,18 @@ def _rtl_group(
     of their model records; their records (a failed one for each point the simulation could not
     finish)."""
     dram = sweep.memories[0].at(next(iter(models.values()))["clock_mhz"])
-    # as the driver posts them: convolutions lowered as in the model's record
-    posted = {p.id: driver_workload(p.workload, config) for p in points}
-    operands, owner, inputs, descriptors = [], [], [], []
-    for p in points:
-        ops = rtl_operands(config, posted[p.id], sweep.data, sweep.seed)
-        operands += ops
-        owner += [p] * len(ops)
-        for g, (a, b) in zip(posted[p.id].gemms, ops, strict=True):
-            inputs.append(rtl_inputs(config, g, a, b))
-            descriptors.append(rtl_descriptor(config, g, dram))
+    try:  # as the driver posts them: convolutions lowered as in the model's record
+        posted = {p.id: driver_workload(p.workload, config) for p in points}
+        operands, owner, inputs, descriptors = [], [], [], []
+        for p in points:
+            ops = rtl_operands(config, posted[p.id], sweep.data, sweep.seed)
+            operands += ops
+            owner += [p] * len(ops)
+            for g, (a, b) in zip(posted[p.id].gemms, ops, strict=True):
+                inputs.append(rtl_inputs(config, g, a, b))
+                descriptors.append(rtl_descriptor(config, g, dram))
+    except ValueError as e:  # a point the driver cannot post: every point fails, with why
+        return [_failed(p, "rtl", f"{type(e).__name__}: {e}") for p in points]
     start = {p.id: owner.index(p) for p in points}
     done: dict[int, object] = {}
     recorded: dict[str, dict] = {}

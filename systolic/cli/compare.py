@@ -8,7 +8,7 @@ from pathlib import Path
 
 from systolic.contract.config import check_buildable
 from systolic.contract.conv import device_gemm
-from systolic.contract.dma import place
+from systolic.contract.dma import place, word_layout
 from systolic.contract.plan import chunk_sizes
 
 from .options import (
@@ -106,7 +106,7 @@ def _points(args: argparse.Namespace) -> list:
                              "without --energy, --scalesim or --shapes")  # fmt: skip
         conv = conv_from_args(args, config, "compare")
         try:
-            place(config, *device_gemm(conv, config.rows), conv=conv)
+            place(config, *device_gemm(conv, word_layout(config, "a").tile), conv=conv)
         except ValueError as e:  # no chunk fits: a clear error before any build
             raise UsageError(f"systolic compare: --conv: {e}") from None
         return [(config, conv)]

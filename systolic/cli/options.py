@@ -519,7 +519,7 @@ def conv_from_args(args: argparse.Namespace, config, command: str):
         return None
     if not config.stage_depth:
         raise UsageError(f"systolic {command}: --conv needs a staging buffer: give --stage-depth "
-                         "WORDS (ws)")  # fmt: skip
+                         "WORDS")  # fmt: skip
     n, h, w, c, o, k = args.conv
     try:
         return Conv(n, h, w, c, o, (k, k), (args.stride,) * 2, (args.pad,) * 4,

@@ -96,11 +96,13 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from systolic.contract.conv import device_gemm
+    from systolic.contract.dma import word_layout
     from systolic.golden.conv import conv_reference
     from systolic.golden.data import random_operands
     from systolic.golden.reference import check_zero_points, reference
     from systolic.models.device import predict_device, trace_device
     from systolic.models.energy import figures_energy
+    from systolic.models.pipeline import expanded_words
     from systolic.quant.calibrate import output_params
     from systolic.sim.simulate import Quantization, run_conv, run_gemm
 
@@ -123,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
         a = a.reshape(conv.batch, conv.height, conv.width, conv.channels)
         b = b.T.reshape(conv.out_channels, *conv.kernel, conv.channels)
         expected = conv_reference(config, conv, a, b, args.a_zero, args.b_zero)
-        args.m, args.k, args.n = device_gemm(conv, config.rows)
+        args.m, args.k, args.n = device_gemm(conv, word_layout(config, "a").tile)
     coefficients = energy_coefficients(args) if args.energy else None
     params = None
     if not config.requant and (args.bias or args.clamp or args.relu):
@@ -187,7 +189,9 @@ def run(args: argparse.Namespace) -> int:
     report = None
     if args.energy:
         report = figures_energy(result, result.toggles, coefficients, source="toggles",
-                                dram=dram_energy_from_args(args))  # fmt: skip
+                                dram=dram_energy_from_args(args),
+                                expanded=expanded_words(config, result.descriptor,
+                                                        memory))  # fmt: skip
         summary["energy"] = report.to_dict()
     if args.json:
         print(json.dumps(summary, indent=2))

@@ -159,9 +159,12 @@ def test_a_convolution_input_is_checked_in_its_own_words(dataflow):
     from systolic.contract.conv import device_gemm
     from systolic.contract.dma import Refusal, check_descriptor, containers, place, spans
 
-    config = ArrayConfig(dataflow, 4, 4, stage_depth=64)
+    rows, cols = (4, 2) if dataflow == "is" else (4, 5)  # a slice: 4 channels (IS: cols, 2)
+    config = ArrayConfig(dataflow, rows, cols, stage_depth=64)
+    tile = 2 if dataflow == "is" else 4
     conv = Conv(1, 2, 2, 10, 4, (1, 1), pads=(1, 1, 1, 1))
-    d = place(config, *device_gemm(conv, 4), conv=conv)
+    d = place(config, *device_gemm(conv, tile), conv=conv)
     assert check_descriptor(config, d)[0] is Refusal.NONE
     first, past = spans(config, d)["a"]
-    assert past - first == 2 * d.a.stride + 4 * containers(config)["a"]  # 3 slices of 4 pixels
+    slices = -(-10 // tile)  # each a tile row of the 4 pixels
+    assert past - first == (slices - 1) * d.a.stride + 4 * containers(config)["a"]
