@@ -148,10 +148,11 @@ def test_rtl_points_run_convolutions_as_the_driver_lowers_them(tmp_path):
     spec = ("name: convs\nconfigs:\n  dataflow: [ws]\n  array: [4x4]\n  depth: [256]\n"
             "  stage_depth: [128]\nworkloads:\n  - onnx: two_convs.onnx\nevaluate:\n"
             "  rtl: all\n")  # fmt: skip
-    out = tmp_path / "out"
-    r = run_cli("sweep", str(write_spec(tmp_path, spec)), "--out", str(out))
-    assert r.returncode == 0, r.stderr
-    records = {rec["kind"]: rec for rec in load_results(out / "results.jsonl")}
+    from systolic.sweeps.run import run_sweep
+
+    out = tmp_path / "out"  # in process, one worker, no report (the tiny sweep draws one)
+    results = run_sweep(load_spec(write_spec(tmp_path, spec)), out, jobs=1, progress=False)
+    records = {rec["kind"]: rec for rec in load_results(results)}
     rtl, model = records["rtl"], records["model"]
     assert rtl["status"] == "ok" and rtl["bit_exact"], rtl.get("error")
     assert rtl["model_diff"]["cycles"] == 0
