@@ -67,6 +67,9 @@ def pytest_generate_tests(metafunc):
 
 def pytest_collection_modifyitems(config, items):
     if not config.getoption("--seeds"):
+        # the longest tests first (the order stays otherwise the same): run last, one of them
+        # keeps a worker busy while the other has nothing left (the worksteal scheduler)
+        items.sort(key=lambda item: item.get_closest_marker("long") is None)
         return
     excluded = set()
     if config.getoption("--seeds-exclude"):

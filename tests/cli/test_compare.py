@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ..helpers import run_cli
 
 
+@pytest.mark.long
 def test_compare_shapes_file_and_exit_status(tmp_path, monkeypatch, capsys):
     from systolic.verify import compare as compare_module
 
@@ -66,6 +69,7 @@ CONV_DEVICE = [
 ]  # fmt: skip  (tests/sim/test_conv.py's device: one build for both)
 
 
+@pytest.mark.long
 def test_compare_takes_a_convolution(monkeypatch, capsys):
     """``--conv``: a strided, padded 3x3 convolution on two images at both default DRAM
     settings: bit-exact and every counter equal; a model a stage row short is caught."""

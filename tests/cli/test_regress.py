@@ -53,6 +53,7 @@ def test_cases_cover_the_modes_and_replay_identically(seed):
     assert (again.a == drawn[5].a).all() and again.describe() == drawn[5].describe()
 
 
+@pytest.mark.long
 def test_a_regression_of_a_generated_configuration_passes_with_junit_xml(tmp_path, seed):
     (tmp_path / "c.json").write_text(CONFIG.to_json())
     gen = _systolic(["generate", "--config", "c.json", "--out", "rtl"], tmp_path)
@@ -66,6 +67,7 @@ def test_a_regression_of_a_generated_configuration_passes_with_junit_xml(tmp_pat
     assert len(suite.findall("testcase")) == 8
 
 
+@pytest.mark.long
 def test_a_broken_model_fails_with_a_replay_that_reproduces_it_and_writes_waves(tmp_path, seed):
     # the smallest device, whose plain and traced builds tests/rtl/test_gemms.py and
     # tests/sim/test_waves.py make too

@@ -102,6 +102,7 @@ def _queue_of_three(config, shape, dram, chunk, order) -> int:
     return last.accepted + last.measured_cycles
 
 
+@pytest.mark.long
 def test_stream_chunks_are_valid_and_never_slower_queued(seed):
     """Random small GEMMs queued three at a time: the ``stream`` chunks are a descriptor the
     device accepts and, on the exact model, never slower as a queue than the ``tuned`` ones."""

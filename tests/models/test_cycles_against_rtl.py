@@ -7,6 +7,7 @@ import os
 from fractions import Fraction
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
@@ -42,6 +43,7 @@ def configs_and_shapes(draw):
     return config, memory, draw(st.sampled_from(LOOP_ORDERS)), batch
 
 
+@pytest.mark.long
 @hypothesis_seed(SEED)  # replayable with SYSTOLIC_SEED, like every randomized test here
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow])  # fmt: skip

@@ -3,7 +3,10 @@ golden/."""
 
 from __future__ import annotations
 
+import pytest
 
+
+@pytest.mark.long
 def test_accuracy_retention_through_the_rtl():
     from systolic.quant.accuracy import run_accuracy
 

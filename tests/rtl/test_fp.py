@@ -25,6 +25,7 @@ def _run(config, operands):
     return run_gemms(config, operands, activity=config.dataflow.value in ACTIVITY)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
 def test_bf16_gemm_bit_exact(config, seed):
     rng = np.random.default_rng(seed)

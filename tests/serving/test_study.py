@@ -215,6 +215,7 @@ def test_an_sla_below_the_unloaded_latency_names_its_key(tmp_path):
         run_study(load_serving_spec(write_spec(tmp_path, text)))
 
 
+@pytest.mark.long
 def test_synthesis_caps_the_clocks_at_each_configurations_fmax(tmp_path):
     """The 2x2 device synthesizes to about 100 MHz at 0.18 um, about 650 MHz scaled to 45 nm:
     of 1000, 500 and 250 MHz, the study keeps the last two."""

@@ -7,6 +7,7 @@ chain, and every counter equals the models' (models/device.py, models/vector.py)
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from systolic.contract.vector import place_vector
 from systolic.golden.reference import reference, requantized_reference
 from systolic.golden.requant import RequantParams
@@ -24,6 +25,7 @@ from systolic.sim.vector import run_stream
 CONFIG = layer_config("int8", 4, vector=True)
 
 
+@pytest.mark.long
 def test_the_digits_cnn_runs_on_the_device_bit_exact(seed):
     """The deployed pipeline's three layers (golden/ computes the chain, run_integer) streamed
     on one device, each from the input golden gave it: every layer's output as golden's, every

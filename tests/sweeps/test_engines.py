@@ -81,6 +81,7 @@ def cluster(tmp_path):
             log.close()
 
 
+@pytest.mark.long
 def test_a_dask_sweep_survives_a_killed_worker_and_equals_the_local_run(tmp_path, cluster):
     address, marker, workers = cluster
     spec = write_spec(tmp_path, TINY)

@@ -31,6 +31,7 @@ evaluate:
 """
 
 
+@pytest.mark.long
 def test_a_synthesized_sweep_runs_each_configuration_at_its_own_clock(tmp_path):
     out = tmp_path / "out"
     spec = write_spec(tmp_path, SPEC)

@@ -86,6 +86,7 @@ def test_mesh_area_grows_with_rows_times_columns():
     assert big.flops > 3.5 * small.flops
 
 
+@pytest.mark.long
 def test_the_device_synthesizes_with_its_srams_as_timed_macros():
     config = ArrayConfig("ws", 2, 2)
     report = synthesize(config, clock_ns=CLOCK_NS)

@@ -30,6 +30,7 @@ def runs():
     return gate_energy(CONFIG, [(a, b), (zero_a, zero_b)]), a, b
 
 
+@pytest.mark.long
 def test_the_per_net_build_counts_what_the_grouped_build_counts(runs):
     """Two builds of different counters, one GEMM: the per-net counts summed by group are the
     grouped build's toggles, group for group."""
