@@ -20,7 +20,7 @@ and P in SMALL_BATCHES behind a memory that is not the limit (64 B/cycle, 1 cycl
 model's cycles from acceptance to done (equal to the RTL's, tests/sim/test_device.py) against
 the larger of the compute bound (MACs over PEs) and the port's (the compulsory bytes, A and B
 read once and C written once, over the bus's bytes a cycle: one data bus serves both), for one
-descriptor alone (the driver's ``tuned`` chunks) and for a queue of 16 posted at once, each
+descriptor alone (the driver's ``exact`` chunks) and for a queue of 16 posted at once, each
 placed after the one before (they overlap on the device: docs/memory.md), with the driver's
 ``stream`` chunks (models/chunking.py).
 """
@@ -211,7 +211,7 @@ def roofline(size: int, edge: int) -> int:
         bus = config.bus_width // 8
         for p in SMALL_BATCHES:
             shape = (edge, edge, p) if dataflow is Dataflow.IS else (p, edge, edge)
-            chunk = choose_chunk(config, *shape, FAST_MEMORY)
+            chunk = choose_chunk(config, *shape, FAST_MEMORY, chunking="exact")
             queued = choose_chunk(config, *shape, FAST_MEMORY, chunking="stream")
             queue = [place(config, *shape, chunk=queued)]
             while len(queue) < STREAM:

@@ -10,7 +10,14 @@ the descriptor carries, so RTL and models see the same descriptor.
 
 On small GEMMs the pipeline model errs by up to tens of percents (tests/models/test_pipeline.py),
 more than the gains it finds, so there the tuned chunks are checked on the exact device model
-(cheap at that size) and kept only if they are faster than the largest.
+(cheap at that size) and kept only if they are faster than the largest. A driver with a GEMM
+alone to run and the time to choose (``chunking="exact"``) goes further, on GEMMs of up to
+:data:`EXACT_PICK_MACS`: it times the pipeline model's few fastest halvings, its tuned chunk and
+the largest on the exact model, and keeps the fastest there (WS 16x16, 16x256x256 behind a
+memory that is not the limit: the tuned 16x128x128 takes 6,304 cycles, the pipeline model's
+third-ranked 16x64x128 5,840). Sweeps keep ``tuned``: timing candidates exactly made a sweep's
+points 12 times slower on average (``sweeps/bench_model.py``'s per-point timing, 4
+configurations: 12 ms to 149 ms a point).
 
 A driver that queues a batch of GEMMs back to back (``chunking="stream"``) wants another chunk:
 the queue hides one descriptor's first loads and last store behind its neighbours'
@@ -53,8 +60,9 @@ from .pipeline import chunk_cycles, table_words
 __all__ = ["CHUNKINGS", "choose_chunk"]
 
 #: How the driver sizes chunks: ``fit`` the largest that fits the banks, ``tuned`` the
-#: pipeline model's choice, ``stream`` the fastest for identical GEMMs queued back to back.
-CHUNKINGS = ("fit", "tuned", "stream")
+#: pipeline model's choice, ``exact`` the exact model's among the pipeline model's best,
+#: ``stream`` the fastest for identical GEMMs queued back to back.
+CHUNKINGS = ("fit", "tuned", "exact", "stream")
 
 #: GEMMs of at most this many multiply-accumulates have their ``stream`` chunks timed on the
 #: exact model (a queue of three); larger ones take the ``tuned`` chunk.
@@ -77,6 +85,12 @@ MIN_GAIN = 0.01
 #: model (see the module).
 EXACT_CHECK_MACS = 1 << 18
 
+#: ``exact``: GEMMs of at most this many multiply-accumulates have the pipeline model's
+#: :data:`EXACT_CANDIDATES` fastest halvings, the tuned chunk and the largest timed on the exact
+#: model; larger ones take the ``tuned`` chunk.
+EXACT_PICK_MACS = 1 << 22
+EXACT_CANDIDATES = 4
+
 
 def choose_chunk(config: ArrayConfig, m: int, k: int, n: int, dram: Dram, *,
                  order: str = "nmk", chunking: str = "tuned", requant: bool = False,
@@ -85,8 +99,9 @@ def choose_chunk(config: ArrayConfig, m: int, k: int, n: int, dram: Dram, *,
     behind ``dram`` (``requant``: outputs requantized, with the table to load; ``accumulate``:
     into a C read first): the largest that fit (``chunking="fit"``) or the pipeline model's
     fastest among their successive halvings (``"tuned"``; a gain under :data:`MIN_GAIN` keeps
-    the larger chunk, which moves fewer bytes), or the fastest for a queue of such GEMMs
-    (``"stream"``, see the module)."""
+    the larger chunk, which moves fewer bytes), or the exact model's fastest of the pipeline
+    model's best (``"exact"``), or the fastest for a queue of such GEMMs (``"stream"``, see the
+    module)."""
     if not isinstance(config, ArrayConfig):
         raise TypeError(f"config must be a contract.config.ArrayConfig, not "
                         f"{type(config).__name__}")  # fmt: skip
@@ -111,6 +126,11 @@ def _choose(config: ArrayConfig, m: int, k: int, n: int, dram: Dram, order: str,
         else:
             tuned = _choose(config, m, k, n, dram, order, "tuned", requant, accumulate)
             return _stream(config, (m, k, n), dram, order, requant, accumulate, best, tuned)
+    if chunking == "exact":
+        tuned = _choose(config, m, k, n, dram, order, "tuned", requant, accumulate)
+        if m * k * n > EXACT_PICK_MACS:
+            return tuned
+        return _exact_pick(config, (m, k, n), dram, order, requant, accumulate, best, tuned)
     if chunking == "fit" or dram.max_requests < config.max_reads + config.max_writes:
         return best  # a DRAM that holds fewer requests than the engines issue: see the module
 
@@ -142,12 +162,9 @@ def _choose(config: ArrayConfig, m: int, k: int, n: int, dram: Dram, order: str,
     return best
 
 
-def _stream(config: ArrayConfig, shape: tuple, dram: Dram, order: str, requant: bool,
-            accumulate: bool, largest: tuple, tuned: tuple) -> tuple[int, int, int]:  # fmt: skip
-    """The ``stream`` chunk: among the halvings of ``largest`` along each dimension, the best
-    :data:`STREAM_CANDIDATES` by steady rate (compute, or the traffic over the port and the
-    DRAM, whichever is larger; fewer bytes first on a tie) within :data:`STREAM_SLACK` of the
-    best, and the ``tuned`` chunk: the one fastest as a queue of three."""
+def _halvings(config: ArrayConfig, largest: tuple) -> list[tuple[int, int, int]]:
+    """Every chunk whose sizes are successive halvings of ``largest``'s (down to the tiles'
+    granularity), the largest first."""
     g = granularity(config)
     sizes = []
     for dim, top in zip("mkn", largest, strict=True):
@@ -155,9 +172,38 @@ def _stream(config: ArrayConfig, shape: tuple, dram: Dram, order: str, requant: 
         while options[-1] > g[dim]:
             options.append(max(g[dim], -(-options[-1] // 2 // g[dim]) * g[dim]))
         sizes.append(options)
+    return list(itertools.product(*sizes))
+
+
+def _exact_pick(config: ArrayConfig, shape: tuple, dram: Dram, order: str, requant: bool,
+                accumulate: bool, largest: tuple, tuned: tuple) -> tuple:  # fmt: skip
+    """The ``exact`` chunk: of the pipeline model's :data:`EXACT_CANDIDATES` fastest halvings,
+    the tuned chunk and the largest, the fastest on the exact model; of those within
+    :data:`MIN_GAIN` of it, the one holding the most (fewer bytes moved), then the faster."""
+    d = place(config, *shape, order=order, chunk=largest, requant=requant, accumulate=accumulate)
+    if check_descriptor(config, d)[0] is not Refusal.NONE:
+        return tuned  # refused whatever its chunks (they fit): nothing to time
+    cycles = chunk_cycles(config, shape, order, accumulate, table_words(config, d), dram)
+    ranked = sorted(_halvings(config, largest), key=lambda c: (cycles(c), tuple(-x for x in c)))
+    timed = []
+    for chunk in dict.fromkeys([*ranked[:EXACT_CANDIDATES], tuned, largest]):
+        d = place(config, *shape, order=order, chunk=chunk, requant=requant,
+                  accumulate=accumulate)  # fmt: skip
+        timed.append((predict_device(config, d, dram)["cycles"], chunk))
+    fastest = min(t for t, _ in timed)
+    near = [(c[0] * c[1] * c[2], -t, c) for t, c in timed if t * (1 - MIN_GAIN) <= fastest]
+    return max(near)[2]
+
+
+def _stream(config: ArrayConfig, shape: tuple, dram: Dram, order: str, requant: bool,
+            accumulate: bool, largest: tuple, tuned: tuple) -> tuple[int, int, int]:  # fmt: skip
+    """The ``stream`` chunk: among the halvings of ``largest`` along each dimension, the best
+    :data:`STREAM_CANDIDATES` by steady rate (compute, or the traffic over the port and the
+    DRAM, whichever is larger; fewer bytes first on a tie) within :data:`STREAM_SLACK` of the
+    best, and the ``tuned`` chunk: the one fastest as a queue of three."""
     bus = config.bus_width // 8
     ranked = []
-    for chunk in itertools.product(*sizes):
+    for chunk in _halvings(config, largest):
         d = place(config, *shape, order=order, chunk=chunk, requant=requant,
                   accumulate=accumulate)  # fmt: skip
         if check_descriptor(config, d)[0] is not Refusal.NONE:

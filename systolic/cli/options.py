@@ -287,7 +287,8 @@ def add_memory_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--chunks", choices=CHUNKINGS, default="tuned",
                    help="chunk sizes: the largest that fit the banks (fit), or those the "
                    "pipeline model predicts fastest behind this DRAM (tuned, the default: "
-                   "smaller chunks hide more of the first loads and the last store), or those "
+                   "smaller chunks hide more of the first loads and the last store), or the "
+                   "exact model's fastest of the pipeline model's best (exact), or those "
                    "fastest for identical GEMMs queued back to back (stream)")  # fmt: skip
 
 
