@@ -40,13 +40,16 @@ class Piece:
     or ``"conv"``), the GEMM each computes (``gemm``), the convolution whose input it stages
     (``conv``; None when A is a matrix in DRAM), and ``useful``: a shape whose product is the
     convolution's multiply-accumulates the descriptor does (fewer than the GEMM's where
-    channels are padded to slices or the weights are block-diagonal)."""
+    channels are padded to slices or the weights are block-diagonal); ``diagonal``: its
+    weights are block-diagonal (a depthwise slice: ``B[k, o]`` is the weights' zero point
+    unless ``k % tile == o``, :func:`contract.conv.depthwise_slices`)."""
 
     way: str
     gemm: tuple[int, int, int]
     conv: Conv | None
     useful: tuple[int, int, int]
     times: int = 1
+    diagonal: bool = False
 
 
 @functools.lru_cache(maxsize=4096)  # a network's layers repeat, and every point asks
@@ -79,7 +82,8 @@ def lower_conv(config: ArrayConfig, conv: Conv, requant: bool = False) -> tuple[
             if pieces and pieces[-1].conv == part:
                 pieces[-1] = replace(pieces[-1], times=pieces[-1].times + 1)
             else:
-                pieces.append(Piece("conv", device_gemm(part, tile), part, useful))
+                pieces.append(Piece("conv", device_gemm(part, tile), part, useful,
+                                    diagonal=True))  # fmt: skip
         return tuple(pieces)
     if conv.groups > 1:
         one = replace(conv, channels=conv.channels // conv.groups,

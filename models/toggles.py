@@ -362,21 +362,31 @@ def _sample_shape(config: ArrayConfig, m: int, k: int, n: int) -> tuple[int, int
 
 
 def estimate_toggles(
-    config: ArrayConfig, m: int, k: int, n: int, data: str = "random", seed: int = 0
+    config: ArrayConfig,
+    m: int,
+    k: int,
+    n: int,
+    data: str = "random",
+    seed: int = 0,
+    diagonal: int = 0,
 ) -> dict[tuple[str, str], int]:
     """Bit flips of an ``m x k x n`` GEMM on operands of kind ``data`` (``random``, ``zeros``,
-    ``sparse:P``), without the operands: :func:`predict_toggles` on a sample of a few tiles
-    (:func:`_sample_shape`) of such data, each group scaled by the ratio of its events (streamed
-    vectors, preload cycles, C writes) in the whole GEMM to those in the sample; the control
-    estimate comes from the whole GEMM's counters. Exact prediction when the sample is the GEMM.
-    """
-    return dict(_estimate(config, m, k, n, data, seed))
+    ``sparse:P``), B block-diagonal with period ``diagonal`` where nonzero (``B[k, o]`` is 0
+    unless ``k % diagonal == o``: a depthwise convolution's slice, whose device GEMM's K runs
+    over kernel positions of a slice of channels), without the operands: :func:`predict_toggles`
+    on a sample of a few tiles (:func:`_sample_shape`) of such data, each group scaled by the
+    ratio of its events (streamed vectors, preload cycles, C writes) in the whole GEMM to those
+    in the sample; the control estimate comes from the whole GEMM's counters. Exact prediction
+    when the sample is the GEMM."""
+    return dict(_estimate(config, m, k, n, data, seed, diagonal))
 
 
 @functools.lru_cache(maxsize=8192)  # a sweep asks again for each memory behind a configuration
-def _estimate(config: ArrayConfig, m: int, k: int, n: int, data: str, seed: int):
+def _estimate(config: ArrayConfig, m: int, k: int, n: int, data: str, seed: int,
+              diagonal: int = 0):  # fmt: skip
     sample = _sample_shape(config, m, k, n)
-    toggles, part = _sample_toggles(_one_chunk_depths(config, sample), sample, data, seed)
+    toggles, part = _sample_toggles(_one_chunk_depths(config, sample), sample, data, seed,
+                                    diagonal)  # fmt: skip
     if sample == (m, k, n):
         return toggles
     whole = predict(config, m, k, n).counters
@@ -401,10 +411,13 @@ def _one_chunk_depths(config: ArrayConfig, sample: tuple[int, int, int]) -> Arra
 
 
 @functools.lru_cache(maxsize=4096)  # large GEMMs share their samples
-def _sample_toggles(config: ArrayConfig, sample: tuple[int, int, int], data: str, seed: int):
+def _sample_toggles(config: ArrayConfig, sample: tuple[int, int, int], data: str, seed: int,
+                    diagonal: int = 0):  # fmt: skip
     """The predicted flips of a sample of ``data`` and the sample's counters. (A sample that
     one chunk holds runs the same whatever the buffers' depths, so :func:`estimate_toggles`
     asks for it at one depth: configurations that differ in their buffers share it.)"""
     rng = np.random.default_rng(seed)
     ((a, b),) = random_operands(rng, config, [sample], DataKind(data))
+    if diagonal:  # the sample is the GEMM's first rows and columns: the same pattern
+        b = b * (np.arange(sample[1])[:, None] % diagonal == np.arange(sample[2])[None, :])
     return tuple(predict_toggles(config, a, b).items()), predict(config, *sample).counters

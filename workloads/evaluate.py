@@ -121,7 +121,8 @@ def _lowered(config: ArrayConfig | None, g: Gemm) -> Gemm | list:
         return replace(g, conv=None)  # im2col, or the GEMM on the input: the GEMM as given
     runs = g.count // g.conv.groups  # runs of the whole convolution
     return [(replace(g, m=p.useful[0], k=p.useful[1], n=p.useful[2], count=runs * p.times,
-                     conv=p.conv), p.times, g.conv.groups) for p in pieces]  # fmt: skip
+                     conv=p.conv, diagonal=p.diagonal), p.times, g.conv.groups)
+            for p in pieces]  # fmt: skip
 
 
 def _split(workload_name: str, g: Gemm) -> Gemm | list:
@@ -509,8 +510,8 @@ def model_record(
     workload = driver_workload(workload, config)
     dram = memory.at(clock_mhz)
     bits = dram_energy(memory)
-    parts = [_model_part(config, g.shape, g.conv, dram, coefficients, bits, data, seed)
-             for g in workload.gemms]  # fmt: skip
+    parts = [_model_part(config, g.shape, g.conv, dram, coefficients, bits, data, seed,
+                         g.diagonal) for g in workload.gemms]  # fmt: skip
     ranges = coefficients.ranges(bits, config)
     record = summarize(config, workload, memory, parts, clock_mhz, ranges, host, coefficients)
     return record | priced_by(coefficients, bits)
@@ -518,16 +519,19 @@ def model_record(
 
 @functools.lru_cache(maxsize=8192)  # workloads share layer shapes (BERT at b1 s512 and b4 s128)
 def _model_part(config: ArrayConfig, shape: tuple[int, int, int], conv: Conv | None, dram: Dram,
-                coefficients: Coefficients, bits: DramEnergy, data: str,
-                seed: int) -> GemmPart:  # fmt: skip
-    """A GEMM's part, or a convolution descriptor's (``conv``; ``shape`` its useful work)."""
+                coefficients: Coefficients, bits: DramEnergy, data: str, seed: int,
+                diagonal: bool = False) -> GemmPart:  # fmt: skip
+    """A GEMM's part, or a convolution descriptor's (``conv``; ``shape`` its useful work;
+    ``diagonal``: its weights block-diagonal, toggles counted on such weights)."""
     if conv is None:
         d = place(config, *shape, chunk=gemm_chunk(config, shape, dram), requant=config.requant)
     else:  # the driver's chunks (contract.plan.conv_chunk_sizes), the array's whole GEMM
         tile = word_layout(config, "a").tile
         d = place(config, *device_gemm(conv, tile), conv=conv, requant=config.requant)
     fig = DeviceFigures(config, shape, d, dict(predict_pipeline(config, d, dram)))
-    toggles = estimate_toggles(config, d.m, d.k, d.n, data=data, seed=seed)
+    tile = word_layout(config, "a").tile
+    toggles = estimate_toggles(config, d.m, d.k, d.n, data=data, seed=seed,
+                               diagonal=tile if diagonal else 0)  # fmt: skip
     report = figures_energy(fig, toggles, coefficients, source="model", dram=bits,
                             expanded=expanded_words(config, d, dram))  # fmt: skip
     return gemm_part(config, shape, fig, report, dram)
@@ -556,8 +560,11 @@ def rtl_operands(
         c = g.conv
         a_shape = (g.m, g.k) if c is None else (c.batch, c.height, c.width, c.channels)
         b_shape = (g.k, g.n) if c is None else (c.out_channels, *c.kernel, c.channels)
-        out.append((kind.matrix(rng, a_shape, config.a_width, config.a_signed),
-                    kind.matrix(rng, b_shape, config.b_width, config.b_signed)))  # fmt: skip
+        b = kind.matrix(rng, b_shape, config.b_width, config.b_signed)
+        if g.diagonal:  # a depthwise slice: each output channel reads its own input channel
+            b = b * (np.arange(c.out_channels)[:, None, None, None]
+                     == np.arange(c.channels)[None, None, None, :])  # fmt: skip
+        out.append((kind.matrix(rng, a_shape, config.a_width, config.a_signed), b))
     return out
 
 

@@ -38,7 +38,9 @@ class Gemm:
     """One layer as a GEMM, run ``count`` times per inference of the workload's batch. A
     convolution's GEMM is its im2col GEMM (one group's, ``count`` counting the groups) and
     ``conv`` its geometry, from which the driver chooses how it runs on a configuration
-    (:func:`contract.lowering.lower_conv`)."""
+    (:func:`contract.lowering.lower_conv`). ``diagonal``: the driver posts it with
+    block-diagonal weights (a depthwise convolution's slice, :class:`contract.lowering.Piece`).
+    """
 
     name: str
     m: int
@@ -47,12 +49,16 @@ class Gemm:
     count: int = 1
     weights: bool = True  # B holds trained weights (False: attention's activation x activation)
     conv: Conv | None = None
+    diagonal: bool = False
 
     def to_dict(self) -> dict:
-        """The fields; ``conv`` only where there is one (GEMM lists keep their old form)."""
+        """The fields; ``conv`` and ``diagonal`` only where set (GEMM lists keep their old
+        form)."""
         out = asdict(self)
         if self.conv is None:
             del out["conv"]
+        if not self.diagonal:
+            del out["diagonal"]
         return out
 
     @property

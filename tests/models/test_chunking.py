@@ -68,7 +68,8 @@ def test_fit_is_the_largest_chunk_and_bad_names_are_refused():
     config = ArrayConfig("ws", 4, 4)
     assert choose_chunk(config, 100, 200, 300, DEFAULT_MEMORY, chunking="fit") == tuple(
         chunk_sizes(config, 100, 200, 300).values())  # fmt: skip
-    with pytest.raises(ValueError, match="chunking must be one of fit, tuned, exact, stream, not 'best'"):
+    with pytest.raises(ValueError, match="chunking must be one of fit, tuned, exact, stream, "
+                                         "not 'best'"):  # fmt: skip
         choose_chunk(config, 8, 8, 8, DEFAULT_MEMORY, chunking="best")
     with pytest.raises(ValueError, match="order must be one of nmk, .*, not 'bad'"):
         choose_chunk(config, 8, 8, 8, DEFAULT_MEMORY, order="bad")

@@ -39,3 +39,26 @@ def test_model_predicts_datapath_toggles_exactly_without_stalls(config, shape, s
             assert predicted[key] == flips, key
         else:
             assert predicted[key] == pytest.approx(flips, rel=BOUNDS[key[0]]), key
+
+
+def test_a_depthwise_slice_is_estimated_on_its_block_diagonal_weights():
+    """A depthwise 1x2 slice of 4 channels on WS 4x4, small enough that the estimate's sample is
+    the whole GEMM: its flips are the exact model's on the weights the driver posts (a zero
+    weight wherever an output channel would read another channel: contract.conv's
+    depthwise_slices laid out as the device's B), and fewer than on dense weights."""
+    from systolic.contract.conv import Conv, depthwise_slices, device_gemm, device_weights
+    from systolic.models.toggles import estimate_toggles
+
+    config, seed = ArrayConfig("ws", 4, 4), 7
+    conv = Conv(1, 6, 7, 4, 4, (1, 2), groups=4)
+    ((part, _, ones),) = depthwise_slices(conv, np.zeros((1, 6, 7, 4)), np.ones((4, 1, 2, 1)), 4)
+    m, k, n = device_gemm(part, 4)
+    assert (m, k, n) == (36, 8, 4)
+    ((a, b),) = random_operands(np.random.default_rng(seed), config, [(m, k, n)])
+    posted = b * (device_weights(part, ones, 4) != 0)
+    want = predict_toggles(config, a, posted)
+    got = estimate_toggles(config, m, k, n, seed=seed, diagonal=4)
+    assert got == want
+    dense = estimate_toggles(config, m, k, n, seed=seed)
+    assert dense == predict_toggles(config, a, b)
+    assert sum(got.values()) < sum(dense.values())

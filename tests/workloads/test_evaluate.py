@@ -166,3 +166,45 @@ def test_without_a_staging_buffer_a_convolution_is_its_im2col_gemm():
     got, want = (model_record(config, w, memory, co, "random", 0) for w in (work, bare))
     assert got["gemms"] == want["gemms"]
     assert got["cycles"] == want["cycles"] and got["energy_pj"] == want["energy_pj"]
+
+
+def test_a_depthwise_slice_is_priced_and_simulated_on_block_diagonal_weights(monkeypatch):
+    """MobileNet v1's depthwise layers on a staging device run as slices with block-diagonal
+    weights (contract.lowering): the posted GEMMs say so; the record prices each on such
+    weights (less energy than the same slice on dense weights, the other GEMMs unchanged); and
+    a sweep's RTL point draws such weights (an output channel reads its own input channel)."""
+    from dataclasses import replace
+
+    import numpy as np
+    from systolic.workloads import evaluate
+
+    memory, co = Memory.preset("lpddr4x-4266-x16"), load_coefficients()
+    config = ArrayConfig("ws", 8, 8, requant=True, a_depth=1024, b_depth=1024, c_depth=1024,
+                         stage_depth=4096)  # fmt: skip
+    work = cnn("mobilenet-v1", 1)
+    posted = driver_workload(work, config)
+    slices = {g.name for g in posted.gemms if g.diagonal}
+    assert slices and all(g.name.startswith("dw") for g in posted.gemms if g.diagonal)
+    assert all(g.conv.groups == 1 for g in posted.gemms if g.diagonal)
+    got = model_record(config, work, memory, co, "random", 0)
+    real = evaluate.lower_conv
+
+    def dense(config, conv, requant=False):
+        return tuple(replace(p, diagonal=False) for p in real(config, conv, requant))
+
+    monkeypatch.setattr(evaluate, "lower_conv", dense)
+    want = model_record(config, work, memory, co, "random", 0)
+    for mine, theirs in zip(got["gemms"], want["gemms"], strict=True):
+        assert mine["name"] == theirs["name"]
+        if mine["name"] in slices:
+            assert mine["energy_pj"] < theirs["energy_pj"], mine["name"]
+        else:
+            assert mine == theirs
+    monkeypatch.undo()
+    operands = evaluate.rtl_operands(config, posted, "random", 0)
+    for g, (_, w) in zip(posted.gemms, operands, strict=True):
+        if g.diagonal:  # O x kh x kw x C: zero wherever o != c, random where o == c
+            o, c = np.meshgrid(np.arange(g.conv.out_channels), np.arange(g.conv.channels),
+                               indexing="ij")  # fmt: skip
+            assert not w.transpose(0, 3, 1, 2)[o != c].any()
+            assert w.transpose(0, 3, 1, 2)[o == c].any()
