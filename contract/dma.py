@@ -526,6 +526,7 @@ class Transfer:
     kind: str  # "a", "b", "c", "p" (C and partial sums move in either direction), "q"
     bank: int
     segments: tuple[tuple[int, int], ...]
+    fmt: str  # the format its words move in (a key of containers(): C at "p" width coming in)
     expand: int = 0
 
     @property
@@ -555,7 +556,7 @@ def transfers(config: ArrayConfig, d: Descriptor, job: Job) -> tuple[list, list]
         segments = tuple(
             (region.addr + (t0 + t) * region.stride + i0 * size, lines) for t in range(tiles)
         )
-        return Transfer(kind, bank, segments)
+        return Transfer(kind, bank, segments, fmt)
 
     loads = []
     if job.load_a and d.conv is not None:
@@ -581,12 +582,13 @@ def staging(config: ArrayConfig, d: Descriptor, job: Job) -> Transfer:
     s0, s1, p0, p1 = stage(d.conv, word.tile, ch.m0, ch.m1, ch.k0, ch.k1)
     size = containers(config)["a"]
     segments = tuple((d.a.addr + s * d.a.stride + p0 * size, p1 - p0) for s in range(s0, s1))
-    return Transfer("a", job.banks["a"], segments, word.words((ch.m1 - ch.m0, ch.k1 - ch.k0)))
+    return Transfer("a", job.banks["a"], segments, "a",
+                    word.words((ch.m1 - ch.m0, ch.k1 - ch.k0)))  # fmt: skip
 
 
 def q_transfer(config: ArrayConfig, d: Descriptor) -> Transfer:
     """The requantization table, loaded once before the first job."""
-    return Transfer("q", 0, ((d.q_addr, math.ceil(d.n / config.cols)),))
+    return Transfer("q", 0, ((d.q_addr, math.ceil(d.n / config.cols)),), "q")
 
 
 def q_image(config: ArrayConfig, multiplier, shift, bias=None) -> bytes:

@@ -36,10 +36,9 @@ def moved(config: ArrayConfig, d) -> dict[str, int]:
     for job in jobs(config, d):
         loads, stores = transfers(config, d, job)
         for t in loads:
-            out["a" if t.kind == "a" else "b" if t.kind == "b" else "c"] += t.words * cont[
-                "p" if t.kind in "cp" else t.kind]  # fmt: skip
+            out["c" if t.kind in "cp" else t.kind] += t.words * cont[t.fmt]
         for t in stores:
-            out["c"] += t.words * cont["c" if t.kind == "c" else "p"]
+            out["c"] += t.words * cont[t.fmt]
     return out
 
 

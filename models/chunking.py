@@ -42,7 +42,6 @@ from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import (
     LOOP_ORDERS,
     Refusal,
-    c_format,
     check_descriptor,
     containers,
     jobs,
@@ -210,7 +209,7 @@ def _stream(config: ArrayConfig, shape: tuple, dram: Dram, order: str, requant: 
             return largest  # refused whatever its chunks: nothing to tune
         compute = sum(command_counters(config, *j.chunk.shape, j.accumulate)["cycles"]
                       for j in jobs(config, d))  # fmt: skip
-        moved = sum(t.words * containers(config)[_format(config, d, t.kind)]
+        moved = sum(t.words * containers(config)[t.fmt]
                     for j in jobs(config, d) for side in transfers(config, d, j)
                     for t in side)  # fmt: skip
         rate = max(compute, moved / bus, moved / dram.bandwidth)
@@ -230,9 +229,3 @@ def _stream(config: ArrayConfig, shape: tuple, dram: Dram, order: str, requant: 
         last = predict_stream(config, [(q, 0) for q in queue], dram)[-1]
         timed.append((last.accepted + last.measured_cycles, tuple(-c for c in chunk), chunk))
     return min(timed)[2]
-
-
-def _format(config: ArrayConfig, d, kind: str) -> str:
-    """The DRAM format of a transfer of ``kind`` (C and partial sums at accumulator width, the
-    final C as :func:`contract.dma.c_format` says)."""
-    return {"c": c_format(config, d), "p": "p"}.get(kind, kind)

@@ -26,7 +26,6 @@ from systolic.contract.dma import (
     Refusal,
     beat_bytes,
     bursts,
-    c_format,
     check_descriptor,
     containers,
     jobs,
@@ -61,14 +60,6 @@ __all__ = [
 FREE, LOADING, FULL, LOADED, COMPUTE, STORING = range(6)
 
 
-def _fmt(config: ArrayConfig, d: Descriptor, kind: str, store: bool) -> str:
-    """The DRAM format a transfer moves: C and partial sums come in at accumulator width and
-    finished outputs leave as :func:`contract.dma.c_format` says."""
-    if store:
-        return c_format(config, d) if kind == "c" else "p"
-    return "p" if kind in "cp" else kind
-
-
 def _expansion(config: ArrayConfig, pixels: int, words: int) -> int:
     """A load's cycles from its last staged word to its bank full (0: not a convolution's)."""
     if not words:
@@ -83,11 +74,11 @@ def _moves(config: ArrayConfig, d: Descriptor) -> tuple[list, list, list]:
     burst is ``(address, beats, beat bytes)``."""
     cont = containers(config)
 
-    def burst_list(t, fmt):
-        beat = beat_bytes(config, fmt)
+    def burst_list(t):
+        beat = beat_bytes(config, t.fmt)
         out = []
         for address, words in t.segments:
-            out += [(a, n, beat) for a, n in bursts(address, words * cont[fmt], beat,
+            out += [(a, n, beat) for a, n in bursts(address, words * cont[t.fmt], beat,
                                                     config.max_burst)]  # fmt: skip
         return out
 
@@ -96,13 +87,13 @@ def _moves(config: ArrayConfig, d: Descriptor) -> tuple[list, list, list]:
         ls, ss = transfers(config, d, job)
         pixels = job.chunk.m1 - job.chunk.m0
         loads.append([("c" if t.kind in "cp" else t.kind, t.bank,
-                       burst_list(t, _fmt(config, d, t.kind, False)), t.kind == "p",
+                       burst_list(t), t.kind == "p",
                        _expansion(config, pixels, t.expand)) for t in ls])  # fmt: skip
-        stores.append([(t.bank, burst_list(t, f), t.words, beat_bytes(config, f), cont[f])
-                       for t in ss for f in [_fmt(config, d, t.kind, True)]])  # fmt: skip
+        stores.append([(t.bank, burst_list(t), t.words, beat_bytes(config, t.fmt), cont[t.fmt])
+                       for t in ss])  # fmt: skip
     q = []
     if d.requant and config.requant:
-        q = [("q", 0, burst_list(q_transfer(config, d), "q"), False, 0)]
+        q = [("q", 0, burst_list(q_transfer(config, d)), False, 0)]
     return loads, stores, q
 
 
