@@ -161,6 +161,15 @@ class Quantization:
             self.params.check(config, channels)
 
 
+def quant_fields(config: ArrayConfig, q: Quantization | None) -> dict:
+    """What :func:`contract.dma.place` takes of a GEMM's quantization (none: plain): the
+    driver's descriptor fields for its zero points, requantization, bias and clamp."""
+    rq = q.params if q else None
+    return {"zeros": (q.a_zero, q.b_zero) if q else (0, 0), "requant": rq is not None,
+            "out_zero": rq.out_zero if rq else 0, "bias": rq is not None and rq.bias is not None,
+            "clamp": rq.bounds(config) if rq else None}  # fmt: skip
+
+
 class SimulationError(RuntimeError):
     """The simulator failed (crash, timeout, a failed test) before finishing every GEMM; the
     results of those it finished are in ``finished`` and its log is at ``log``."""
@@ -390,13 +399,9 @@ def _check_gemms(config: ArrayConfig, operands, order, chunk, quant, c_in, pad,
         if descriptors:
             d = descriptors[i]
         else:
-            zeros = (q.a_zero, q.b_zero) if q else (0, 0)
-            rq = q.params if q else None
             d = place(config, m, k, n, order=orders[i], accumulate=acc is not None, pad=pad,
-                      zeros=zeros, requant=rq is not None, out_zero=rq.out_zero if rq else 0,
-                      bias=rq is not None and rq.bias is not None,
-                      clamp=rq.bounds(config) if rq else None,
-                      chunk=chunk[i] if chunk else None, base=base)  # fmt: skip
+                      chunk=chunk[i] if chunk else None, base=base,
+                      **quant_fields(config, q))  # fmt: skip
             if stacked:
                 base = next_base(config, d)
             code, why = check_descriptor(config, d)
@@ -443,15 +448,10 @@ def run_convs(config: ArrayConfig, convs: list, *, quant: list | None = None,
             raise ValueError(f"{what} has {len(given)} entries for {len(convs)} convolutions")
     operands, descriptors, base = [], [], 0
     for (conv, x, w), q, c, o in zip(convs, quant, chunk, orders, strict=True):
-        zeros = (q.a_zero, q.b_zero) if q else (0, 0)
-        rq = q.params if q else None
-        d = place(config, *device_gemm(conv, tile), conv=conv, order=o, zeros=zeros,
-                  requant=rq is not None, out_zero=rq.out_zero if rq else 0,
-                  bias=rq is not None and rq.bias is not None,
-                  clamp=rq.bounds(config) if rq else None, chunk=c,
-                  base=base if kwargs.get("queued") else 0)  # fmt: skip
+        d = place(config, *device_gemm(conv, tile), conv=conv, order=o, chunk=c,
+                  base=base if kwargs.get("queued") else 0, **quant_fields(config, q))  # fmt: skip
         base = next_base(config, d)
-        operands.append((input_matrix(conv, x), device_weights(conv, w, tile, zeros[1])))
+        operands.append((input_matrix(conv, x), device_weights(conv, w, tile, d.b_zero)))
         descriptors.append(d)
     return run_gemms(config, operands, descriptors=descriptors, quant=quant, **kwargs)
 

@@ -53,7 +53,7 @@ from systolic.golden.data import DataKind, corner_matrix
 from systolic.golden.reference import reference, requantized_reference
 from systolic.golden.requant import RequantParams
 from systolic.models.device import predict_device
-from systolic.sim.simulate import Quantization, SimResult, run_gemms
+from systolic.sim.simulate import Quantization, SimResult, quant_fields, run_gemms
 
 __all__ = ["Case", "Outcome", "case", "replay_command", "run_regression", "write_junit"]
 
@@ -262,13 +262,9 @@ def _tile(config: ArrayConfig) -> int:
 
 
 def _conv_descriptor(config: ArrayConfig, c: Case) -> Descriptor:
-    """A convolution case's descriptor, as the driver places it."""
-    zeros = (c.quant.a_zero, c.quant.b_zero) if c.quant else (0, 0)
-    params = c.quant.params if c.quant else None
+    """A convolution case's descriptor, as the driver places it (sim.simulate's placement)."""
     return place(config, *device_gemm(c.conv, _tile(config)), conv=c.conv, order=c.order,
-                 zeros=zeros,
-                 requant=params is not None, out_zero=params.out_zero if params else 0,
-                 clamp=params.bounds(config) if params else None, chunk=c.chunk)  # fmt: skip
+                 chunk=c.chunk, **quant_fields(config, c.quant))  # fmt: skip
 
 
 def _expected(config: ArrayConfig, c: Case) -> np.ndarray:
@@ -340,13 +336,9 @@ def run_regression(config: ArrayConfig, selected: list[Case], *, waves: Path | N
 
 def _gemm_descriptor(config: ArrayConfig, c: Case) -> Descriptor:
     """A GEMM case's descriptor, as the driver places it (sim.simulate's placement)."""
-    zeros = (c.quant.a_zero, c.quant.b_zero) if c.quant else (0, 0)
-    params = c.quant.params if c.quant else None
     m, k, n = c.shape
-    return place(config, m, k, n, order=c.order, chunk=c.chunk, zeros=zeros,
-                 requant=params is not None, out_zero=params.out_zero if params else 0,
-                 bias=params is not None and params.bias is not None,
-                 clamp=params.bounds(config) if params else None)  # fmt: skip
+    return place(config, m, k, n, order=c.order, chunk=c.chunk,
+                 **quant_fields(config, c.quant))  # fmt: skip
 
 
 def replay_command(config_path: Path, seed: int, index: int, pauses: bool) -> str:
