@@ -19,6 +19,14 @@ gemmlowp): an int32 accumulator ``x`` is scaled by a Q31 ``multiplier`` and a po
 A per-channel int32 bias, when given, is added to the accumulator first, wrapping in 32 bits (as
 the runtimes' ``acc += bias`` does on int32): the fused output path of TFLite's and ONNX's
 quantized convolutions and matrix products.
+
+onnxruntime requantizes in float instead (:func:`requantize_float`; its CPU kernels' one routine,
+MLAS's ``MlasRequantizeOutput``, behind QLinearConv, QLinearMatMul and QGemm, on x86-64 and
+ARM alike): the scale is one float32 per output channel, ``fl32(fl32(s_x * s_w) / s_y)``
+(:func:`float_scale`); the accumulator plus the bias (wrapping in 32 bits) becomes a float32
+(rounded to nearest even past 2**24), is multiplied by it in float32, clamped to the output
+range less the zero point, rounded half to even, and the zero point added. Read from
+onnxruntime's sources and checked against its ``InferenceSession`` (tests/golden/test_requant.py).
 """
 
 from __future__ import annotations
@@ -37,8 +45,10 @@ __all__ = [
     "ACTIVATIONS",
     "activation_bounds",
     "activation_clamp",
+    "float_scale",
     "quantize_multiplier",
     "requantize",
+    "requantize_float",
     "rounding_divide_by_pot",
     "srdhm",
 ]
@@ -138,6 +148,32 @@ def requantize(
     y = rounding_divide_by_pot(scaled, right) + out_zero
     bounds = activation_bounds(out_zero, out_width, out_signed, relu, clamp)
     lo, hi = bounds or value_range(out_width, out_signed)
+    return np.clip(y, lo, hi)
+
+
+def float_scale(x_scale, w_scale, y_scale) -> np.ndarray:
+    """onnxruntime's requantization scale per output channel: ``(x_scale * w_scale) / y_scale``,
+    each operation rounded to float32 (``w_scale`` one per channel, or one for the tensor)."""
+    x, w, y = (np.asarray(v, dtype=np.float32) for v in (x_scale, w_scale, y_scale))
+    return np.atleast_1d(((x * w).astype(np.float32) / y).astype(np.float32))
+
+
+def requantize_float(acc, scale, out_zero: int, out_width: int, out_signed: bool, bias=None,
+                     clamp: tuple[int, int] | None = None) -> np.ndarray:  # fmt: skip
+    """Requantize int32 accumulators as onnxruntime does (see module): ``scale`` (float32, see
+    :func:`float_scale`) and ``bias`` per output channel along the last axis of ``acc``; the
+    result clamped to ``clamp`` within the output range, or saturated to it."""
+    acc = _wrap32(np.asarray(acc, dtype=np.int64))
+    bias = np.zeros(1, np.int64) if bias is None else np.asarray(bias, dtype=np.int64)
+    x = _wrap32(acc + bias).astype(np.float32)  # int32 to float32: to nearest, ties to even
+    product = (x * np.asarray(scale, dtype=np.float32)).astype(np.float32)
+    lo, hi = value_range(out_width, out_signed)
+    # clamped before rounding, as the kernel does (the bounds are integers: the same result as
+    # after, without converting a float past int64)
+    product = np.clip(product, np.float32(lo - out_zero), np.float32(hi - out_zero))
+    y = np.rint(product).astype(np.int64) + int(out_zero)  # np.rint: ties to even
+    if clamp is not None:
+        lo, hi = max(lo, int(clamp[0])), min(hi, int(clamp[1]))
     return np.clip(y, lo, hi)
 
 

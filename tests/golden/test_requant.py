@@ -16,8 +16,10 @@ from systolic.golden.requant import (
     RequantParams,
     activation_bounds,
     activation_clamp,
+    float_scale,
     quantize_multiplier,
     requantize,
+    requantize_float,
     rounding_divide_by_pot,
     srdhm,
 )
@@ -155,3 +157,121 @@ def test_activation_bounds_round_half_away_from_zero_and_name_their_choices():
     config = ArrayConfig("ws", 2, 2, requant=True)
     with pytest.raises(ValueError, match=r"ReLU \(nothing below out_zero = 0\) and clamp"):
         RequantParams(ones, ones, relu=True, clamp=(-128, -10)).check(config, 2)
+
+
+# -- onnxruntime's float requantization, against onnxruntime itself --------------------------
+
+
+def _ort_run(nodes, inputs: dict, initializers: dict, output: str, out_type,
+             out_shape: tuple) -> np.ndarray:  # fmt: skip
+    """Run a graph of ``nodes`` on onnxruntime's CPU provider: ``inputs`` fed, ``initializers``
+    constants, one output of numpy type ``out_type`` and shape ``out_shape``."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import helper, numpy_helper
+
+    graph = helper.make_graph(
+        nodes, "requant",
+        [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+         for k, v in inputs.items()],
+        [helper.make_tensor_value_info(output, helper.np_dtype_to_tensor_dtype(
+            np.dtype(out_type)), out_shape)],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in initializers.items()],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=9)
+    onnx.checker.check_model(model)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run([output], inputs)[0]
+
+
+def _int8_config(signed_input: bool) -> ArrayConfig:
+    return ArrayConfig("ws", 4, 4, a_signed=signed_input, zero_points=True)
+
+
+#: Weights within +-64, as quantize_static's reduce_range draws them: onnxruntime's u8 x s8
+#: kernels on x86 CPUs without VNNI add pairs of raw products in 16 bits, saturating past
+#: +-32767 (2 x 255 x 64 stays under), so only within this range is onnxruntime's own
+#: arithmetic exact on every x86 machine.
+WEIGHT_RANGE = 64
+
+
+@pytest.mark.parametrize("signed_input", [False, True], ids=["u8", "s8"])
+@pytest.mark.parametrize("per_channel", [False, True], ids=["per-tensor", "per-channel"])
+def test_float_requantization_equals_onnxruntimes_qlinearmatmul(seed, signed_input, per_channel):
+    """A QLinearMatMul of random operands, zero points and scales: every output element of
+    onnxruntime equals golden's accumulators requantized by :func:`requantize_float`."""
+    rng = np.random.default_rng(seed)
+    m, k, n = 7, 45, 9
+    in_type, lo, hi = (np.int8, -128, 128) if signed_input else (np.uint8, 0, 256)
+    a = rng.integers(lo, hi, (m, k)).astype(in_type)
+    b = rng.integers(-WEIGHT_RANGE, WEIGHT_RANGE + 1, (k, n)).astype(np.int8)
+    a_zero, y_zero = (in_type(rng.integers(lo, hi)) for _ in range(2))
+    sx = np.float32(rng.uniform(0.01, 0.1))
+    sw = rng.uniform(0.002, 0.02, n if per_channel else ()).astype(np.float32)
+    sy = np.float32(sx * np.mean(sw) * rng.uniform(100, 400))
+    node = __import__("onnx").helper.make_node(
+        "QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"], ["y"]
+    )
+    got = _ort_run([node], {"a": a},
+                   {"sa": sx, "za": a_zero, "b": b, "sb": sw,
+                    "zb": np.zeros(sw.shape, np.int8), "sy": sy, "zy": y_zero},
+                   "y", in_type, (m, n))  # fmt: skip
+    config = _int8_config(signed_input)
+    acc = reference(config, a.astype(np.int64), b.astype(np.int64), int(a_zero), 0)
+    want = requantize_float(acc, float_scale(sx, sw, sy), int(y_zero), 8, signed_input)
+    assert got.shape == want.shape
+    wrong = int((got.astype(np.int64) != want).sum())
+    print(f"{got.size - wrong} of {got.size} elements equal; outputs span "
+          f"{int(want.min())}..{int(want.max())}")  # fmt: skip
+    assert wrong == 0
+
+
+def test_float_requantization_rounds_ties_to_even_as_onnxruntime_does():
+    """Scale exactly 1/2 (1 x 0.5 / 1): every odd accumulator is a tie, which onnxruntime
+    rounds to even (-2.5 -> -2, 3.5 -> 4), not away from zero."""
+    a = np.arange(-40, 40, dtype=np.int8).reshape(80, 1)
+    b = np.ones((1, 1), np.int8)
+    node = __import__("onnx").helper.make_node(
+        "QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"], ["y"]
+    )
+    got = _ort_run([node], {"a": a},
+                   {"sa": np.float32(1), "za": np.int8(0), "b": b, "sb": np.float32(0.5),
+                    "zb": np.int8(0), "sy": np.float32(1), "zy": np.int8(0)},
+                   "y", np.int8, (80, 1))  # fmt: skip
+    want = requantize_float(a.astype(np.int64), float_scale(1, 0.5, 1), 0, 8, True)
+    assert (got.astype(np.int64) == want).all()
+    assert want[a[:, 0] == -5, 0] == -2 and want[a[:, 0] == 7, 0] == 4  # ties to even
+
+
+def test_float_requantization_equals_onnxruntimes_qlinearconv_with_a_bias(seed):
+    """A padded 3x3 QLinearConv, per-channel weight scales and int32 biases, some past 2**24 (the
+    accumulator's conversion to float32 rounds there): onnxruntime's output equals golden's
+    convolution accumulators (golden/conv.py, NHWC) requantized by :func:`requantize_float`."""
+    from onnx import helper
+    from systolic.contract.conv import Conv
+    from systolic.golden.conv import conv_reference
+
+    rng = np.random.default_rng(seed)
+    c, o, h, w = 5, 6, 6, 7
+    x = rng.integers(0, 256, (1, c, h, w)).astype(np.uint8)  # NCHW, as ONNX has it
+    wt = rng.integers(-WEIGHT_RANGE, WEIGHT_RANGE + 1, (o, c, 3, 3)).astype(np.int8)
+    bias = rng.integers(-(1 << 26), 1 << 26, o).astype(np.int32)
+    x_zero, y_zero = np.uint8(rng.integers(0, 256)), np.uint8(rng.integers(0, 256))
+    sx = np.float32(rng.uniform(0.01, 0.1))
+    sw = rng.uniform(0.002, 0.02, o).astype(np.float32)
+    sy = (sx * sw.mean() * rng.uniform(2e4, 8e4)).astype(np.float32)  # the biases dominate
+    node = helper.make_node("QLinearConv", ["x", "sx", "zx", "w", "sw", "zw", "sy", "zy", "b"],
+                            ["y"], pads=[1, 1, 1, 1])  # fmt: skip
+    got = _ort_run([node], {"x": x},
+                   {"sx": sx, "zx": x_zero, "w": wt, "sw": sw, "zw": np.zeros(o, np.int8),
+                    "sy": sy, "zy": y_zero, "b": bias}, "y", np.uint8, (1, o, h, w))  # fmt: skip
+    conv = Conv(1, h, w, c, o, (3, 3), pads=(1, 1, 1, 1))
+    acc = conv_reference(_int8_config(False), conv, x.transpose(0, 2, 3, 1).astype(np.int64),
+                         wt.transpose(0, 2, 3, 1).astype(np.int64), int(x_zero), 0)  # fmt: skip
+    assert (np.abs(acc + bias) > 1 << 24).any()  # the conversion's rounding is exercised
+    want = requantize_float(acc, float_scale(sx, sw, sy), int(y_zero), 8, False, bias=bias)
+    got = got.reshape(o, h * w).T.astype(np.int64)  # NCHW to pixels x channels
+    wrong = int((got != want).sum())
+    print(f"{got.size - wrong} of {got.size} elements equal; outputs span "
+          f"{int(want.min())}..{int(want.max())}")  # fmt: skip
+    assert wrong == 0
