@@ -19,6 +19,9 @@ from .nets import Conv, Dense, Flatten, Net, Relu
 __all__ = ["OPSET", "net_from_onnx", "write_onnx"]
 
 OPSET = 17
+#: The IR version written: opset 17's (onnx 1.23 would write 14, which onnxruntime 1.31, reading
+#: up to 13, refuses; quant/ort_check.py quantizes these files with it).
+IR_VERSION = 8
 #: Operators :func:`net_from_onnx` takes: a chain of these, nothing else.
 SEQUENTIAL_OPS = ("Conv", "MatMul", "Gemm", "Relu", "Flatten")
 
@@ -53,7 +56,8 @@ def write_onnx(net: Net, path: str | Path) -> Path:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", *net.input_shape])
     y = helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", None])
     graph = helper.make_graph(nodes, net.name, [x], [y], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                              ir_version=IR_VERSION)  # fmt: skip
     onnx.checker.check_model(model)
     path = Path(path)
     onnx.save(model, str(path))

@@ -1,0 +1,222 @@
+"""onnxruntime-quantized models, layer by layer, against golden's arithmetic (issue 35).
+
+A model quantized by onnxruntime's ``quantize_static`` in the QOperator format carries its
+quantized operators explicitly: each QLinearConv, QLinearMatMul and QGemm is int8 (or uint8)
+inputs, int8 weights, zero points, an int32 bias and, per output channel, one float32 scale
+(:func:`golden.requant.float_scale`). :func:`ort_layers` reads them; :func:`golden_layer`
+computes a layer's output with golden (the exact accumulators of :mod:`golden.conv` or
+:mod:`golden.reference`, then onnxruntime's float requantization,
+:func:`golden.requant.requantize_float`); :func:`check_model` runs the model on onnxruntime with
+every layer's input and output exposed and compares each layer's output, element for element,
+with golden's on the very tensor onnxruntime fed it. The other operators (QuantizeLinear at the
+input, DequantizeLinear at the output, Flatten, MaxPool on int8, ...) run on the host and are
+listed, not checked. QDQ models (the quantized operators implicit, fused by onnxruntime's graph
+optimizer) are not read yet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+from systolic.contract.config import ArrayConfig
+from systolic.contract.conv import Conv
+from systolic.golden.conv import conv_reference
+from systolic.golden.reference import reference
+from systolic.golden.requant import float_scale, requantize_float
+
+__all__ = ["CHECKED_OPS", "LayerCheck", "OrtLayer", "check_model", "golden_layer", "ort_layers"]
+
+#: The operators compared with golden: ``(x, x scale, x zero, w, w scale, w zero, y scale,
+#: y zero, bias)`` input positions of each (None: the operator has no such input).
+CHECKED_OPS = {
+    "QLinearConv": (0, 1, 2, 3, 4, 5, 6, 7, 8),
+    "QLinearMatMul": (0, 1, 2, 3, 4, 5, 6, 7, None),
+    "QGemm": (0, 1, 2, 3, 4, 5, 7, 8, 6),
+}
+
+
+@dataclass(frozen=True)
+class OrtLayer:
+    """One quantized layer: its node's name and operator, the tensors it reads and writes,
+    ``weights`` (a convolution's ``O x kh x kw x C/groups``, the device's layout; a matrix
+    product's ``K x N``), the zero points (``w_zero`` one per output channel), the int32 ``bias``
+    (None without), the float32 ``scale`` per output channel, and a convolution's geometry
+    (``conv``, channels and groups included; None for a matrix product)."""
+
+    name: str
+    op: str
+    input: str
+    output: str
+    weights: np.ndarray
+    x_zero: int
+    w_zero: np.ndarray
+    bias: np.ndarray | None
+    scale: np.ndarray
+    y_zero: int
+    in_signed: bool
+    out_signed: bool
+    conv: Conv | None
+
+
+@dataclass(frozen=True)
+class LayerCheck:
+    """A layer's comparison: its elements and how many equal onnxruntime's."""
+
+    name: str
+    op: str
+    elements: int
+    equal: int
+
+    @property
+    def rate(self) -> float:
+        return self.equal / self.elements if self.elements else 1.0
+
+
+def _attrs(node) -> dict:
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def ort_layers(model: onnx.ModelProto) -> tuple[list[OrtLayer], list[str]]:
+    """The model's checked layers (:data:`CHECKED_OPS`), in graph order, and its other nodes
+    (``"name (op)"``: run on the host, not checked). A checked operator this reading cannot
+    follow raises ValueError naming the node and the reason."""
+    consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    shapes = _shapes(model)
+    layers, host = [], []
+    for node in model.graph.node:
+        if node.op_type not in CHECKED_OPS:
+            host.append(f"{node.name or node.output[0]} ({node.op_type})")
+            continue
+        layers.append(_layer(node, consts, shapes))
+    return layers, host
+
+
+def _shapes(model: onnx.ModelProto) -> dict[str, tuple]:
+    inferred = onnx.shape_inference.infer_shapes(model)
+    out = {}
+    for v in [*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output]:
+        dims = v.type.tensor_type.shape.dim
+        out[v.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
+    return out
+
+
+def _layer(node, consts: dict, shapes: dict) -> OrtLayer:
+    name = node.name or node.output[0]
+    pos = CHECKED_OPS[node.op_type]
+
+    def const(i):
+        if i is None or i >= len(node.input) or not node.input[i]:
+            return None
+        if node.input[i] not in consts:
+            raise ValueError(f"{node.op_type} {name!r}: input {node.input[i]!r} is not a constant "
+                             f"(its scales, zero points, weights and bias must be)")  # fmt: skip
+        return consts[node.input[i]]
+
+    xs, xz, w, ws, wz, ys, yz, bias = (const(i) for i in pos[1:])
+    at = _attrs(node)
+    scale = float_scale(xs, ws, ys)
+    if node.op_type == "QGemm":
+        if at.get("transA", 0):
+            raise ValueError(f"QGemm {name!r}: transA is not supported")
+        alpha = np.float32(at.get("alpha", 1.0))
+        # onnxruntime folds alpha into the scale: fl32(fl32(fl32(alpha * sa) * sb) / sy)
+        scale = float_scale((alpha * np.float32(xs)).astype(np.float32), ws, ys)
+        if at.get("transB", 0):
+            w = w.T
+        if yz is None:
+            raise ValueError(f"QGemm {name!r}: a float output (no y zero point) is not supported")
+    out_channels = w.shape[0] if node.op_type == "QLinearConv" else w.shape[1]
+    w_zero = np.broadcast_to(np.asarray(wz, np.int64), (out_channels,)).copy()
+    scale = np.broadcast_to(scale, (out_channels,)).astype(np.float32)
+    conv = None
+    if node.op_type == "QLinearConv":
+        conv, w = _conv(node, name, at, shapes.get(node.input[0]), w)
+    return OrtLayer(name, node.op_type, node.input[0], node.output[0], w.astype(np.int64),
+                    int(np.asarray(xz)), w_zero, None if bias is None else bias.astype(np.int64),
+                    scale, int(np.asarray(yz)), np.asarray(xz).dtype == np.int8,
+                    np.asarray(yz).dtype == np.int8, conv)  # fmt: skip
+
+
+def _conv(node, name: str, at: dict, x_shape, w: np.ndarray) -> tuple[Conv, np.ndarray]:
+    """A QLinearConv's geometry (NCHW read as NHWC; a batch of one where the model leaves it
+    symbolic: :func:`golden_layer` takes the input's) and its weights as ``O x kh x kw x
+    C/g``."""
+    if w.ndim != 4 or x_shape is None or len(x_shape) != 4 or None in x_shape[1:]:
+        raise ValueError(f"QLinearConv {name!r}: only 2-D convolutions of a known input shape "
+                         f"are supported (input {x_shape}, weights {w.shape})")  # fmt: skip
+    if at.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+        raise ValueError(f"QLinearConv {name!r}: auto_pad is not supported; give pads")
+    batch, channels, height, width = x_shape
+    conv = Conv(batch or 1, height, width, channels, w.shape[0], tuple(w.shape[2:]),
+                tuple(at.get("strides", (1, 1))), tuple(at.get("pads", (0, 0, 0, 0))),
+                tuple(at.get("dilations", (1, 1))), int(at.get("group", 1)))  # fmt: skip
+    return conv, w.transpose(0, 2, 3, 1)
+
+
+def _config(layer: OrtLayer) -> ArrayConfig:
+    """A configuration whose operand ranges hold the layer's (the accumulators are exact)."""
+    return ArrayConfig("ws", 4, 4, a_signed=layer.in_signed, zero_points=True)
+
+
+def golden_layer(layer: OrtLayer, x: np.ndarray) -> np.ndarray:
+    """The layer's output on its input ``x`` (onnxruntime's layout: NCHW for a convolution),
+    computed by golden, in onnxruntime's layout."""
+    config = _config(layer)
+    x = np.asarray(x, dtype=np.int64)
+    if layer.conv is None:
+        lead, k = x.shape[:-1], x.shape[-1]
+        a = x.reshape(-1, k)
+        acc = np.concatenate([reference(config, a, layer.weights[:, [o]], layer.x_zero,
+                                        int(layer.w_zero[o]))
+                              for o in range(layer.weights.shape[1])], axis=1)  # fmt: skip
+        y = requantize_float(acc, layer.scale, layer.y_zero, 8, layer.out_signed, layer.bias)
+        return y.reshape(*lead, -1)
+    c = replace(layer.conv, batch=x.shape[0])
+    nhwc = x.transpose(0, 2, 3, 1)
+    per_group_in, per_group_out = c.channels // c.groups, c.out_channels // c.groups
+    one = Conv(c.batch, c.height, c.width, per_group_in, 1, c.kernel, c.stride, c.pads,
+               c.dilation)  # fmt: skip
+    columns = []
+    for o in range(c.out_channels):  # a column a channel: per-channel weight zero points
+        g = o // per_group_out
+        columns.append(conv_reference(
+            config, one, nhwc[..., g * per_group_in:(g + 1) * per_group_in],
+            layer.weights[o:o + 1], layer.x_zero, int(layer.w_zero[o])))  # fmt: skip
+    acc = np.concatenate(columns, axis=1)  # pixels x channels
+    y = requantize_float(acc, layer.scale, layer.y_zero, 8, layer.out_signed, layer.bias)
+    oh, ow = c.out
+    return y.reshape(c.batch, oh, ow, c.out_channels).transpose(0, 3, 1, 2)
+
+
+def check_model(model: onnx.ModelProto, feeds: dict) -> tuple[list[LayerCheck], list[str]]:
+    """Run ``model`` on onnxruntime's CPU provider on ``feeds`` with every checked layer's input
+    and output exposed; each layer's :class:`LayerCheck` (golden on onnxruntime's input against
+    onnxruntime's output) and the host's nodes (:func:`ort_layers`)."""
+    import onnxruntime as ort
+
+    layers, host = ort_layers(model)
+    exposed = onnx.ModelProto()
+    exposed.CopyFrom(model)
+    have = {o.name for o in exposed.graph.output}
+    names = list(dict.fromkeys(t for layer in layers for t in (layer.input, layer.output)))
+    types = {layer.input: layer.in_signed for layer in layers} | {
+        layer.output: layer.out_signed for layer in layers}  # fmt: skip
+    for t in names:
+        if t not in have:
+            elem = onnx.TensorProto.INT8 if types[t] else onnx.TensorProto.UINT8
+            exposed.graph.output.append(onnx.helper.make_tensor_value_info(t, elem, None))
+    session = ort.InferenceSession(exposed.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])  # fmt: skip
+    values = dict(zip(names, session.run(names, feeds), strict=True))
+    checks = []
+    for layer in layers:
+        want = values[layer.output].astype(np.int64)
+        got = golden_layer(layer, values[layer.input])
+        if got.shape != want.shape:
+            raise ValueError(f"{layer.op} {layer.name!r}: golden's output {got.shape} is not "
+                             f"onnxruntime's {want.shape}")  # fmt: skip
+        checks.append(LayerCheck(layer.name, layer.op, want.size, int((got == want).sum())))
+    return checks, host

@@ -1,0 +1,103 @@
+"""quant/ort_check.py: models quantized by onnxruntime's quantize_static (QOperator), every
+quantized layer's output equal, element for element, to golden's arithmetic on the tensor
+onnxruntime fed it."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from systolic.quant.nets import Conv, Dense, Flatten, Net, Relu
+from systolic.quant.onnx_io import write_onnx
+from systolic.quant.ort_check import check_model, golden_layer, ort_layers
+
+
+def _net(rng) -> Net:
+    """A small CNN with biases: a padded 3x3 convolution and a strided one, ReLUs, a dense
+    layer."""
+    return Net("small", (3, 8, 8), [
+        Conv(rng.normal(0, 0.3, (8, 3, 3, 3)), pad=1, b=rng.normal(0, 0.1, 8)), Relu(),
+        Conv(rng.normal(0, 0.2, (6, 8, 3, 3)), stride=2, b=rng.normal(0, 0.1, 6)), Relu(),
+        Flatten(), Dense(rng.normal(0, 0.1, (6 * 3 * 3, 10)), b=rng.normal(0, 0.1, 10)),
+    ])  # fmt: skip
+
+
+def _quantized(tmp_path, rng, per_channel: bool, method: str) -> onnx.ModelProto:
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.batches = iter([{"x": rng.normal(0, 1, (4, 3, 8, 8)).astype(np.float32)}
+                                 for _ in range(4)])  # fmt: skip
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    src, out = tmp_path / "small.onnx", tmp_path / "small.q.onnx"
+    write_onnx(_net(rng), src)
+    # weights within +-64 (reduce_range): onnxruntime's own arithmetic is then exact on every
+    # x86 machine (tests/golden/test_requant.py says why)
+    quantize_static(str(src), str(out), Reader(), quant_format=QuantFormat.QOperator,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                    per_channel=per_channel, reduce_range=True,
+                    calibrate_method=getattr(CalibrationMethod, method))  # fmt: skip
+    return onnx.load(out)
+
+
+@pytest.mark.parametrize("method", ["MinMax", "Entropy"])
+@pytest.mark.parametrize("per_channel", [False, True], ids=["per-tensor", "per-channel"])
+def test_every_quantized_layer_equals_golden(tmp_path, seed, per_channel, method):
+    rng = np.random.default_rng(seed)
+    model = _quantized(tmp_path, rng, per_channel, method)
+    x = rng.normal(0, 1, (4, 3, 8, 8)).astype(np.float32)
+    checks, host = check_model(model, {"x": x})
+    for c in checks:
+        print(f"{c.name:28} {c.op:14} {c.equal}/{c.elements}")
+    print("host:", ", ".join(host))
+    assert [c.op for c in checks] == ["QLinearConv", "QLinearConv", "QGemm"]
+    assert all(c.equal == c.elements > 0 for c in checks)
+    assert any("QuantizeLinear" in h for h in host)
+    layers, _ = ort_layers(model)
+    assert all(layer.bias is not None for layer in layers)  # the biases were quantized
+    if per_channel:
+        assert len(set(layers[0].scale.tolist())) > 1
+
+
+def test_a_wrong_scale_is_seen(tmp_path, seed):
+    """The comparison can fail: golden with one channel's scale a float32 step off differs."""
+    from dataclasses import replace
+
+    rng = np.random.default_rng(seed)
+    model = _quantized(tmp_path, rng, True, "MinMax")
+    layers, _ = ort_layers(model)
+    conv = layers[0]
+    x = rng.integers(0, 256, (4, 3, 8, 8))
+    scale = conv.scale.copy()
+    scale[0] = np.float32(scale[0] * 1.05)
+    bent = replace(conv, scale=scale)
+    assert (golden_layer(bent, x) != golden_layer(conv, x)).any()
+
+
+def test_an_unreadable_layer_is_refused_by_name():
+    """A QLinearConv whose weights are not a constant: refused, naming the node."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = [numpy_helper.from_array(np.asarray(v), k) for k, v in {
+        "sx": np.float32(0.1), "zx": np.uint8(0), "sw": np.float32(0.1), "zw": np.int8(0),
+        "sy": np.float32(0.1), "zy": np.uint8(0)}.items()]  # fmt: skip
+    node = helper.make_node("QLinearConv", ["x", "sx", "zx", "w", "sw", "zw", "sy", "zy"], ["y"],
+                            name="conv7")  # fmt: skip
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 2, 4, 4]),
+         helper.make_tensor_value_info("w", TensorProto.INT8, [2, 2, 1, 1])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 2, 4, 4])], inits)  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(ValueError, match="QLinearConv 'conv7': input 'w' is not a constant"):
+        ort_layers(model)
