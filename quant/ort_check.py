@@ -10,8 +10,13 @@ computes a layer's output with golden (the exact accumulators of :mod:`golden.co
 every layer's input and output exposed and compares each layer's output, element for element,
 with golden's on the very tensor onnxruntime fed it. The other operators (QuantizeLinear at the
 input, DequantizeLinear at the output, Flatten, MaxPool on int8, ...) run on the host and are
-listed, not checked. QDQ models (the quantized operators implicit, fused by onnxruntime's graph
-optimizer) are not read yet.
+listed, not checked.
+
+A QDQ model (quantize_static's default format: float operators between QuantizeLinear and
+DequantizeLinear pairs) is what onnxruntime's graph optimizer makes of it (:func:`fused`): at
+its extended level the pairs around Conv, MatMul and Gemm fold into QLinearConv,
+QLinearMatMul and QGemm, the graph onnxruntime runs (its further, layout-only level left out);
+that graph is read and checked as a QOperator model.
 """
 
 from __future__ import annotations
@@ -27,7 +32,15 @@ from systolic.golden.conv import conv_reference
 from systolic.golden.reference import reference
 from systolic.golden.requant import float_scale, requantize_float
 
-__all__ = ["CHECKED_OPS", "LayerCheck", "OrtLayer", "check_model", "golden_layer", "ort_layers"]
+__all__ = [
+    "CHECKED_OPS",
+    "LayerCheck",
+    "OrtLayer",
+    "check_model",
+    "fused",
+    "golden_layer",
+    "ort_layers",
+]
 
 #: The operators compared with golden: ``(x, x scale, x zero, w, w scale, w zero, y scale,
 #: y zero, bias)`` input positions of each (None: the operator has no such input).
@@ -77,6 +90,24 @@ class LayerCheck:
 
 def _attrs(node) -> dict:
     return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def fused(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The graph onnxruntime runs for ``model``: its CPU provider's extended optimizations
+    applied (a QDQ model's pairs folded into quantized operators; a QOperator model unchanged
+    but for constant folding)."""
+    import tempfile
+    from pathlib import Path
+
+    import onnxruntime as ort
+
+    with tempfile.TemporaryDirectory() as scratch:
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        options.optimized_model_filepath = str(Path(scratch) / "fused.onnx")
+        ort.InferenceSession(model.SerializeToString(), options,
+                             providers=["CPUExecutionProvider"])  # fmt: skip
+        return onnx.load(options.optimized_model_filepath)
 
 
 def ort_layers(model: onnx.ModelProto) -> tuple[list[OrtLayer], list[str]]:

@@ -1,5 +1,5 @@
-"""quant/ort_check.py: models quantized by onnxruntime's quantize_static (QOperator), every
-quantized layer's output equal, element for element, to golden's arithmetic on the tensor
+"""quant/ort_check.py: models quantized by onnxruntime's quantize_static (QOperator and QDQ),
+every quantized layer's output equal, element for element, to golden's arithmetic on the tensor
 onnxruntime fed it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import onnx
 import pytest
 from systolic.quant.nets import Conv, Dense, Flatten, Net, Relu
 from systolic.quant.onnx_io import write_onnx
-from systolic.quant.ort_check import check_model, golden_layer, ort_layers
+from systolic.quant.ort_check import check_model, fused, golden_layer, ort_layers
 
 
 def _net(rng) -> Net:
@@ -22,7 +22,8 @@ def _net(rng) -> Net:
     ])  # fmt: skip
 
 
-def _quantized(tmp_path, rng, per_channel: bool, method: str) -> onnx.ModelProto:
+def _quantized(tmp_path, rng, per_channel: bool, method: str, fmt: str = "QOperator",
+               activations: str = "QUInt8") -> onnx.ModelProto:  # fmt: skip
     from onnxruntime.quantization import (
         CalibrationDataReader,
         CalibrationMethod,
@@ -43,27 +44,41 @@ def _quantized(tmp_path, rng, per_channel: bool, method: str) -> onnx.ModelProto
     write_onnx(_net(rng), src)
     # weights within +-64 (reduce_range): onnxruntime's own arithmetic is then exact on every
     # x86 machine (tests/golden/test_requant.py says why)
-    quantize_static(str(src), str(out), Reader(), quant_format=QuantFormat.QOperator,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+    quantize_static(str(src), str(out), Reader(), quant_format=getattr(QuantFormat, fmt),
+                    activation_type=getattr(QuantType, activations), weight_type=QuantType.QInt8,
                     per_channel=per_channel, reduce_range=True,
                     calibrate_method=getattr(CalibrationMethod, method))  # fmt: skip
     return onnx.load(out)
 
 
-@pytest.mark.parametrize("method", ["MinMax", "Entropy"])
+@pytest.mark.parametrize(("fmt", "activations", "method"), [
+    ("QOperator", "QUInt8", "MinMax"), ("QOperator", "QInt8", "Entropy"),
+    ("QDQ", "QUInt8", "Entropy"), ("QDQ", "QInt8", "MinMax"),
+])  # fmt: skip
 @pytest.mark.parametrize("per_channel", [False, True], ids=["per-tensor", "per-channel"])
-def test_every_quantized_layer_equals_golden(tmp_path, seed, per_channel, method):
+def test_every_quantized_layer_equals_golden(tmp_path, seed, fmt, activations, method,
+                                             per_channel):  # fmt: skip
+    """Each format, activation type and granularity (both calibrators): every element of every
+    layer equal. A QDQ model is checked on the graph onnxruntime runs for it (its fused graph,
+    whose final outputs equal the QDQ model's own)."""
+    import onnxruntime as ort
+
     rng = np.random.default_rng(seed)
-    model = _quantized(tmp_path, rng, per_channel, method)
+    model = _quantized(tmp_path, rng, per_channel, method, fmt, activations)
     x = rng.normal(0, 1, (4, 3, 8, 8)).astype(np.float32)
-    checks, host = check_model(model, {"x": x})
+    graph = fused(model)
+    if fmt == "QDQ":
+        outputs = [ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+                   .run(None, {"x": x})[0] for m in (model, graph)]  # fmt: skip
+        assert (outputs[0] == outputs[1]).all()
+    checks, host = check_model(graph, {"x": x})
     for c in checks:
         print(f"{c.name:28} {c.op:14} {c.equal}/{c.elements}")
     print("host:", ", ".join(host))
     assert [c.op for c in checks] == ["QLinearConv", "QLinearConv", "QGemm"]
     assert all(c.equal == c.elements > 0 for c in checks)
     assert any("QuantizeLinear" in h for h in host)
-    layers, _ = ort_layers(model)
+    layers, _ = ort_layers(graph)
     assert all(layer.bias is not None for layer in layers)  # the biases were quantized
     if per_channel:
         assert len(set(layers[0].scale.tolist())) > 1
