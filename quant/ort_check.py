@@ -32,15 +32,11 @@ from systolic.golden.conv import conv_reference
 from systolic.golden.reference import reference
 from systolic.golden.requant import float_scale, requantize_float
 
-__all__ = [
-    "CHECKED_OPS",
-    "LayerCheck",
-    "OrtLayer",
-    "check_model",
-    "fused",
-    "golden_layer",
-    "ort_layers",
-]
+__all__ = ["CALIBRATIONS", "CHECKED_OPS", "LayerCheck", "OrtLayer", "check_model", "fused",
+           "golden_layer", "ort_layers", "quantize_with_ort"]  # fmt: skip
+
+#: onnxruntime's calibrators, by the names ``quantize_static`` gives them.
+CALIBRATIONS = ("MinMax", "Entropy", "Percentile")
 
 #: The operators compared with golden: ``(x, x scale, x zero, w, w scale, w zero, y scale,
 #: y zero, bias)`` input positions of each (None: the operator has no such input).
@@ -92,6 +88,47 @@ def _attrs(node) -> dict:
     return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
 
 
+def quantize_with_ort(src, out, samples: np.ndarray, *, fmt: str = "QDQ",
+                      per_channel: bool = False, method: str = "MinMax",
+                      signed_activations: bool = False,
+                      reduce_range: bool = True) -> onnx.ModelProto:  # fmt: skip
+    """The float model at ``src`` quantized by onnxruntime's ``quantize_static`` into ``out``
+    (``fmt`` ``"QDQ"`` or ``"QOperator"``; int8 weights, symmetric; u8 or s8 activations;
+    calibrated by ``method`` of :data:`CALIBRATIONS` on ``samples``, the model's first input
+    one sample per row of its first axis). ``reduce_range`` keeps the weights within +-64: only
+    there is onnxruntime's own arithmetic exact on x86 machines without VNNI
+    (docs/quantization.md)."""
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    if fmt not in ("QDQ", "QOperator"):
+        raise ValueError(f"format must be QDQ or QOperator, not {fmt!r}")
+    if method not in CALIBRATIONS:
+        raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, "
+                         f"not {method!r}")  # fmt: skip
+    name = onnx.load(str(src)).graph.input[0].name
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.rows = iter(np.asarray(samples, dtype=np.float32))
+
+        def get_next(self):
+            row = next(self.rows, None)
+            return None if row is None else {name: row[None]}
+
+    quantize_static(str(src), str(out), Reader(), quant_format=getattr(QuantFormat, fmt),
+                    activation_type=QuantType.QInt8 if signed_activations else QuantType.QUInt8,
+                    weight_type=QuantType.QInt8, per_channel=per_channel,
+                    reduce_range=reduce_range,
+                    calibrate_method=getattr(CalibrationMethod, method))  # fmt: skip
+    return onnx.load(str(out))
+
+
 def fused(model: onnx.ModelProto) -> onnx.ModelProto:
     """The graph onnxruntime runs for ``model``: its CPU provider's extended optimizations
     applied (a QDQ model's pairs folded into quantized operators; a QOperator model unchanged
@@ -105,8 +142,11 @@ def fused(model: onnx.ModelProto) -> onnx.ModelProto:
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
         options.optimized_model_filepath = str(Path(scratch) / "fused.onnx")
-        ort.InferenceSession(model.SerializeToString(), options,
-                             providers=["CPUExecutionProvider"])  # fmt: skip
+        try:
+            ort.InferenceSession(model.SerializeToString(), options,
+                                 providers=["CPUExecutionProvider"])  # fmt: skip
+        except Exception as e:  # onnxruntime's own errors (Fail, InvalidGraph, ...)
+            raise ValueError(f"onnxruntime could not load the model: {e}") from None
         return onnx.load(options.optimized_model_filepath)
 
 
@@ -229,6 +269,9 @@ def check_model(model: onnx.ModelProto, feeds: dict) -> tuple[list[LayerCheck], 
     import onnxruntime as ort
 
     layers, host = ort_layers(model)
+    if not layers:
+        raise ValueError(f"the model has no {', '.join(CHECKED_OPS)} layer (after onnxruntime's "
+                         f"fusion): is it quantized?")  # fmt: skip
     exposed = onnx.ModelProto()
     exposed.CopyFrom(model)
     have = {o.name for o in exposed.graph.output}
@@ -239,9 +282,12 @@ def check_model(model: onnx.ModelProto, feeds: dict) -> tuple[list[LayerCheck], 
         if t not in have:
             elem = onnx.TensorProto.INT8 if types[t] else onnx.TensorProto.UINT8
             exposed.graph.output.append(onnx.helper.make_tensor_value_info(t, elem, None))
-    session = ort.InferenceSession(exposed.SerializeToString(),
-                                   providers=["CPUExecutionProvider"])  # fmt: skip
-    values = dict(zip(names, session.run(names, feeds), strict=True))
+    try:
+        session = ort.InferenceSession(exposed.SerializeToString(),
+                                       providers=["CPUExecutionProvider"])  # fmt: skip
+        values = dict(zip(names, session.run(names, feeds), strict=True))
+    except Exception as e:  # onnxruntime's own errors (Fail, InvalidArgument, ...)
+        raise ValueError(f"onnxruntime could not run the model: {e}") from None
     checks = []
     for layer in layers:
         want = values[layer.output].astype(np.int64)

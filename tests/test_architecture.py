@@ -328,6 +328,7 @@ MIRRORS = {
     "regress": {"verify", "cli"},  # `systolic regress`
     "compare": {"verify", "cli"},  # `systolic compare`
     "accuracy": {"quant", "cli"},  # `systolic accuracy`
+    "ort_check": {"quant", "cli"},  # `systolic ort-check`
 }
 
 

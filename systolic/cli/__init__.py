@@ -17,6 +17,7 @@ from . import (
     generate,
     model,
     options,
+    ort_check,
     quantize,
     regress,
     report,
@@ -29,7 +30,8 @@ from . import (
 __all__ = ["build_parser", "main"]
 
 #: The subcommands, in the order ``systolic --help`` lists them.
-COMMANDS = (generate, sim, regress, synth, model, compare, sweep, serve, report, quantize, accuracy)
+COMMANDS = (generate, sim, regress, synth, model, compare, sweep, serve, report, quantize, accuracy,
+            ort_check)  # fmt: skip
 
 
 def build_parser() -> options.Parser:

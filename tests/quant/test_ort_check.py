@@ -9,7 +9,13 @@ import onnx
 import pytest
 from systolic.quant.nets import Conv, Dense, Flatten, Net, Relu
 from systolic.quant.onnx_io import write_onnx
-from systolic.quant.ort_check import check_model, fused, golden_layer, ort_layers
+from systolic.quant.ort_check import (
+    check_model,
+    fused,
+    golden_layer,
+    ort_layers,
+    quantize_with_ort,
+)
 
 
 def _net(rng) -> Net:
@@ -24,31 +30,12 @@ def _net(rng) -> Net:
 
 def _quantized(tmp_path, rng, per_channel: bool, method: str, fmt: str = "QOperator",
                activations: str = "QUInt8") -> onnx.ModelProto:  # fmt: skip
-    from onnxruntime.quantization import (
-        CalibrationDataReader,
-        CalibrationMethod,
-        QuantFormat,
-        QuantType,
-        quantize_static,
-    )
-
-    class Reader(CalibrationDataReader):
-        def __init__(self):
-            self.batches = iter([{"x": rng.normal(0, 1, (4, 3, 8, 8)).astype(np.float32)}
-                                 for _ in range(4)])  # fmt: skip
-
-        def get_next(self):
-            return next(self.batches, None)
-
-    src, out = tmp_path / "small.onnx", tmp_path / "small.q.onnx"
+    src = tmp_path / "small.onnx"
     write_onnx(_net(rng), src)
-    # weights within +-64 (reduce_range): onnxruntime's own arithmetic is then exact on every
-    # x86 machine (tests/golden/test_requant.py says why)
-    quantize_static(str(src), str(out), Reader(), quant_format=getattr(QuantFormat, fmt),
-                    activation_type=getattr(QuantType, activations), weight_type=QuantType.QInt8,
-                    per_channel=per_channel, reduce_range=True,
-                    calibrate_method=getattr(CalibrationMethod, method))  # fmt: skip
-    return onnx.load(out)
+    samples = rng.normal(0, 1, (16, 3, 8, 8))
+    return quantize_with_ort(src, tmp_path / "small.q.onnx", samples, fmt=fmt,
+                             per_channel=per_channel, method=method,
+                             signed_activations=activations == "QInt8")  # fmt: skip
 
 
 @pytest.mark.parametrize(("fmt", "activations", "method"), [
