@@ -60,11 +60,19 @@ __all__ = [
     "read_onnx",
 ]
 
-ARRAY_OPS = ("MatMul", "Gemm", "Conv")
+#: Operators lowered to the array: how each reads as a GEMM (``"matmul"``, ``"gemm"``, ``"conv"``)
+#: and the input positions of its A (X), its B (W) and its bias (None: none). The quantized
+#: ones (onnxruntime's QOperator format, and QGemm from its contrib domain) are the same GEMMs.
+ARRAY_INPUTS = {
+    "MatMul": ("matmul", 0, 1, None), "Gemm": ("gemm", 0, 1, 2), "Conv": ("conv", 0, 1, 2),
+    "QLinearMatMul": ("matmul", 0, 3, None), "MatMulInteger": ("matmul", 0, 1, None),
+    "QGemm": ("gemm", 0, 3, 6), "QLinearConv": ("conv", 0, 3, 8),
+    "ConvInteger": ("conv", 0, 1, None),
+}  # fmt: skip
+ARRAY_OPS = tuple(ARRAY_INPUTS)
 #: Operators with multiply-accumulates that are not lowered to the array (reported as such).
 UNSUPPORTED_OPS = frozenset({
-    "ConvTranspose", "Einsum", "LSTM", "GRU", "RNN", "Attention", "MatMulInteger",
-    "QLinearMatMul", "ConvInteger", "QLinearConv", "DeformConv",
+    "ConvTranspose", "Einsum", "LSTM", "GRU", "RNN", "Attention", "DeformConv",
 })  # fmt: skip
 #: Names of symbolic dimensions that ``batch`` and ``seq`` fill (lower case; ``dims`` any).
 BATCH_NAMES = frozenset({"batch", "batch_size", "n", "b", "batchsize", "unk__batch"})
@@ -224,9 +232,9 @@ def _known(shape, node, which: str, path: Path) -> tuple[int, ...]:
     return tuple(int(d) for d in shape)
 
 
-def _matmul(node, shapes, weights, path) -> tuple[Gemm, np.ndarray | None]:
-    a = _known(shapes.get(node.input[0]), node, "input A", path)
-    b = _known(shapes.get(node.input[1]), node, "input B", path)
+def _matmul(node, shapes, weights, path, ia: int = 0, ib: int = 1) -> tuple:
+    a = _known(shapes.get(node.input[ia]), node, "input A", path)
+    b = _known(shapes.get(node.input[ib]), node, "input B", path)
     a2 = (1, *a) if len(a) == 1 else a
     b2 = (*b, 1) if len(b) == 1 else b
     m, k = a2[-2:]
@@ -234,7 +242,7 @@ def _matmul(node, shapes, weights, path) -> tuple[Gemm, np.ndarray | None]:
     if k != kb:
         raise WorkloadError(f"{path}: MatMul {node.name!r}: inner dimensions differ "
                             f"(A {a}, B {b})")  # fmt: skip
-    w = weights.get(node.input[1])
+    w = weights.get(node.input[ib])
     if len(b2) == 2 and w is not None:  # a weight matrix: every leading row of A is a row of M
         return Gemm(node.name, math.prod(a2[:-1]), k, n), w.reshape(k, n)
     try:
@@ -245,17 +253,17 @@ def _matmul(node, shapes, weights, path) -> tuple[Gemm, np.ndarray | None]:
     return Gemm(node.name, m, k, n, math.prod(lead), weights=w is not None), w
 
 
-def _gemm(node, shapes, weights, path) -> tuple[Gemm, np.ndarray | None]:
+def _gemm(node, shapes, weights, path, ia: int = 0, ib: int = 1) -> tuple:
     at = _attrs(node)
-    a = _known(shapes.get(node.input[0]), node, "input A", path)
-    b = _known(shapes.get(node.input[1]), node, "input B", path)
+    a = _known(shapes.get(node.input[ia]), node, "input A", path)
+    b = _known(shapes.get(node.input[ib]), node, "input B", path)
     m, k = a[::-1] if at.get("transA", 0) else a
     kb, n = b[::-1] if at.get("transB", 0) else b
     if k != kb:
         flags = f"transA {at.get('transA', 0)}, transB {at.get('transB', 0)}"
         raise WorkloadError(f"{path}: Gemm {node.name!r}: inner dimensions differ (A {a}, "
                             f"B {b}, {flags})")  # fmt: skip
-    w = weights.get(node.input[1])
+    w = weights.get(node.input[ib])
     if w is not None and at.get("transB", 0):
         w = w.T
     return Gemm(node.name, m, k, n, weights=w is not None), w
@@ -293,10 +301,10 @@ def _geometry(batch, spatial, cin, cout, kernel, strides, dilations, pads, auto_
     return conv
 
 
-def _conv(node, shapes, weights, path) -> tuple[Gemm, np.ndarray | None, dict]:
+def _conv(node, shapes, weights, path, ix: int = 0, iw: int = 1) -> tuple:
     at = _attrs(node)
-    x = _known(shapes.get(node.input[0]), node, "input X", path)
-    w_shape = _known(shapes.get(node.input[1]), node, "weights W", path)
+    x = _known(shapes.get(node.input[ix]), node, "input X", path)
+    w_shape = _known(shapes.get(node.input[iw]), node, "weights W", path)
     batch, cin, spatial = x[0], x[1], x[2:]
     cout, cin_g, kernel = w_shape[0], w_shape[1], w_shape[2:]
     nd = len(spatial)
@@ -319,7 +327,7 @@ def _conv(node, shapes, weights, path) -> tuple[Gemm, np.ndarray | None, dict]:
                                auto_pad, group, out))  # fmt: skip
     attrs = {"strides": strides, "dilations": dilations, "pads": pads, "auto_pad": auto_pad,
              "group": group, "out": out}  # fmt: skip
-    return gemm, weights.get(node.input[1]), attrs
+    return gemm, weights.get(node.input[iw]), attrs
 
 
 def read_onnx(path: str | Path, batch: int | None = None, seq: int | None = None,
@@ -358,6 +366,7 @@ def read_onnx(path: str | Path, batch: int | None = None, seq: int | None = None
             value = _attrs(node).get("value")
             if value is not None:
                 weights[node.output[0]] = numpy_helper.to_array(value)
+    _fold_qdq(model, weights)
     layers, host, unsupported = [], Counter(), Counter()
     seen: set[str] = set()
     ops = _Operators(model, shapes, weights, seen)
@@ -366,12 +375,13 @@ def read_onnx(path: str | Path, batch: int | None = None, seq: int | None = None
             node.name = ops.unique(f"{node.name or node.op_type.lower()}_{i}")
         seen.add(node.name)
         attrs: dict = {}
-        if node.op_type == "MatMul":
-            gemm, w = _matmul(node, shapes, weights, path)
-        elif node.op_type == "Gemm":
-            gemm, w = _gemm(node, shapes, weights, path)
-        elif node.op_type == "Conv":
-            gemm, w, attrs = _conv(node, shapes, weights, path)
+        kind, ia, ib, bias = ARRAY_INPUTS.get(node.op_type, (None, 0, 0, None))
+        if kind == "matmul":
+            gemm, w = _matmul(node, shapes, weights, path, ia, ib)
+        elif kind == "gemm":
+            gemm, w = _gemm(node, shapes, weights, path, ia, ib)
+        elif kind == "conv":
+            gemm, w, attrs = _conv(node, shapes, weights, path, ia, ib)
         else:
             if node.op_type != "Constant":
                 (unsupported if node.op_type in UNSUPPORTED_OPS else host)[node.op_type] += 1
@@ -379,7 +389,7 @@ def read_onnx(path: str | Path, batch: int | None = None, seq: int | None = None
             continue
         layers.append(Layer(node.name, node.op_type, gemm, w, attrs, tuple(node.input),
                             node.output[0]))  # fmt: skip
-        ops.gemm(node, gemm)
+        ops.gemm(node, gemm, kind == "conv", bias)
     if not layers:
         raise WorkloadError(f"{path}: no MatMul, Gemm or Conv node: nothing runs on the array")
     graph = Graph(model.graph.name or path.stem, layers, host, unsupported, bound, model,
@@ -391,6 +401,41 @@ def read_onnx(path: str | Path, batch: int | None = None, seq: int | None = None
                                 f"MACs against {as_is.macs:,} at batch {fixed}); export it with a "
                                 f"symbolic batch, or sweep batch: [{fixed}]")  # fmt: skip
     return graph
+
+
+def _fold_qdq(model: onnx.ModelProto, weights: dict) -> None:
+    """A quantized model's QuantizeLinear and DequantizeLinear nodes as the device runs them,
+    in place: a dequantized constant (a QDQ model's weights and biases) is that constant; a
+    pair inside the graph (a QDQ model's, around each operator) is the producing operator's
+    requantization, which the output path does, so its consumers read the producer's tensor;
+    only the input's quantization and the output's dequantization stay, host operators."""
+    inputs = {v.name for v in model.graph.input}
+    outputs = {v.name for v in model.graph.output}
+    alias: dict[str, str] = {}
+
+    def source(name: str) -> str:
+        while name in alias:
+            name = alias[name]
+        return name
+
+    kept = []
+    for node in model.graph.node:
+        for i, name in enumerate(node.input):
+            node.input[i] = source(name)
+        op = node.op_type
+        if op == "DequantizeLinear" and node.input[0] in weights:
+            weights[node.output[0]] = weights[node.input[0]]  # its integers: the shapes count
+            continue
+        inside = (op == "QuantizeLinear" and node.input[0] not in inputs) or (
+            op == "DequantizeLinear" and node.output[0] not in outputs)  # fmt: skip
+        if inside:
+            alias[node.output[0]] = node.input[0]
+            continue
+        kept.append(node)
+    for v in model.graph.output:  # an output the folding renamed (none, as kept above)
+        assert source(v.name) == v.name, v.name
+    del model.graph.node[:]
+    model.graph.node.extend(kept)
 
 
 def onnx_workload(path: str | Path, batch: int | None = None, seq: int | None = None,
@@ -484,18 +529,20 @@ class _Operators:
             activated = owned.activated or op in _ACTIVATIONS
             self.owner[output] = _Owned(owned.gemm, owned.op, owned.channels, activated)
 
-    def gemm(self, node, gemm: Gemm) -> None:
+    def gemm(self, node, gemm: Gemm, conv: bool, bias: int | None) -> None:
+        """An array operator's GEMM (``conv``: a convolution, channels along axis 1), and its
+        bias (input ``bias``, when given) as an operator the output path may absorb."""
         self.schedule.append((node.name, gemm.count))
         output = node.output[0]
         shape = self.shapes.get(output) or ()
-        channels = (shape[1] if node.op_type == "Conv" else shape[-1]) if shape else 0
-        if len(node.input) > 2 and node.input[2]:  # a Conv's or a Gemm's bias
+        channels = (shape[1] if conv else shape[-1]) if shape else 0
+        if bias is not None and len(node.input) > bias and node.input[bias]:
             name = self.unique(f"{node.name}_bias")
             self.operators.append(Operator(name, "Bias", self._size(output),
                                            self._size(output), 1, 1, node.name))  # fmt: skip
             self.schedule.append((name, 1))
         if self.consumers[output] == 1:
-            self.owner[output] = _Owned(node.name, node.op_type, channels)
+            self.owner[output] = _Owned(node.name, "Conv" if conv else node.op_type, channels)
 
     def _per_channel(self, constant: str, owned: _Owned) -> bool:
         shape = self.shapes.get(constant)

@@ -3,6 +3,7 @@ MAC totals worked out by hand from the layers' definitions."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -398,3 +399,35 @@ def test_resnet50_convolutions_carry_the_library_geometry():
     for g in library:
         want[(g.conv.kernel, g.conv.channels, g.conv.out_channels)] += g.count
     assert kinds == want
+
+
+@pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
+def test_a_model_quantized_by_onnxruntime_reads_as_its_float_model(tmp_path, fmt):
+    """onnxruntime's quantize_static output, QDQ (Q/DQ pairs around float operators) and
+    QOperator (QLinearConv, QGemm): the same GEMMs as the float model (shapes, MACs, trained
+    weights), each layer's bias an operator the output path may absorb; of the Q/DQ nodes only
+    the input's quantization and the output's dequantization are left to the host (the rest
+    are the operators' own requantization, or fold into the constants)."""
+    from systolic.quant.nets import Conv, Dense, Flatten, Net, Relu
+    from systolic.quant.onnx_io import write_onnx
+    from systolic.quant.ort_check import quantize_with_ort
+
+    rng = np.random.default_rng(3)
+    net = Net("q", (3, 8, 8), [
+        Conv(rng.normal(0, 0.3, (8, 3, 3, 3)), pad=1, b=rng.normal(0, 0.1, 8)), Relu(),
+        Conv(rng.normal(0, 0.2, (6, 8, 3, 3)), stride=2, b=rng.normal(0, 0.1, 6)), Relu(),
+        Flatten(), Dense(rng.normal(0, 0.1, (6 * 3 * 3, 10)), b=rng.normal(0, 0.1, 10)),
+    ])  # fmt: skip
+    src = write_onnx(net, tmp_path / "f.onnx")
+    quantize_with_ort(src, tmp_path / "q.onnx", rng.normal(0, 1, (8, 3, 8, 8)), fmt=fmt,
+                      per_channel=True)  # fmt: skip
+    plain, quantized = read_onnx(src, batch=2), read_onnx(tmp_path / "q.onnx", batch=2)
+    assert [(x.gemm.shape, x.gemm.weights, x.gemm.count) for x in quantized.layers] == [
+        (x.gemm.shape, x.gemm.weights, x.gemm.count) for x in plain.layers]  # fmt: skip
+    assert [x.gemm.conv for x in quantized.layers] == [x.gemm.conv for x in plain.layers]
+    assert quantized.macs == plain.macs
+    assert not quantized.unsupported_ops
+    assert quantized.host_ops == Counter({"QuantizeLinear": 1, "Flatten": 1,
+                                          "DequantizeLinear": 1})  # fmt: skip
+    biases = [o.gemm for o in quantized.operators if o.op == "Bias"]
+    assert biases == [x.node for x in quantized.layers]
