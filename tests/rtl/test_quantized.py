@@ -17,6 +17,7 @@ from systolic.golden.requant import (
     INT32_MIN,
     RequantParams,
     quantize_multiplier,
+    requantize_float,
 )
 from systolic.models.device import predict_device
 from systolic.quant.calibrate import output_params
@@ -188,3 +189,74 @@ def test_every_precision_bit_exact(precision, dataflow, seed):
     operands = random_operands(rng, config, [(10, 17, 9), (4, 33, 5)])
     for (a, b), res in zip(operands, run_gemms(config, operands), strict=True):
         assert np.array_equal(res.c, reference(config, a, b))
+
+
+def _float_scaler(out_width: int, out_signed: bool):
+    """A unit around :func:`rtl.requant.scale_float`: ``x`` scaled by the float32 ``bits``,
+    plus ``zero``, clamped to the output range."""
+    from amaranth import Elaboratable, Module, Signal, signed
+    from systolic.contract.config import value_range
+    from systolic.rtl.requant import clamp, scale_float
+
+    lo, hi = value_range(out_width, out_signed)
+
+    class Scaler(Elaboratable):
+        def __init__(self):
+            self.x, self.bits = Signal(signed(32)), Signal(32)
+            self.zero, self.out = Signal(signed(18)), Signal(signed(18))
+
+        def elaborate(self, platform):
+            m = Module()
+            y = clamp(m, scale_float(m, self.x, self.bits, "f") + self.zero, lo, hi, "c")
+            m.d.comb += self.out.eq(y)
+            return m
+
+    return Scaler()
+
+
+@pytest.mark.parametrize(("out_width", "out_signed"), [(8, False), (8, True), (16, True)])
+def test_the_float_scaler_rounds_as_onnxruntime(seed, out_width, out_signed):
+    """The hardware's float requantization (not yet a mode of the device: issue 35) against
+    golden's :func:`requantize_float` (itself equal to onnxruntime's): accumulators across
+    int32, past 2**24 and at its extremes, scales across float32's range, exactly 1/2 (ties),
+    powers of two and random; zero points across the output range."""
+    from amaranth.sim import Simulator
+    from systolic.contract.config import value_range
+
+    rng = np.random.default_rng(seed)
+    lo, hi = value_range(out_width, out_signed)
+    n = 600
+    x = np.concatenate([
+        rng.integers(-(1 << 31), 1 << 31, n // 3), rng.integers(-300, 300, n // 3),
+        rng.integers(-(1 << 26), 1 << 26, n - 2 * (n // 3) - 6),
+        [-(1 << 31), (1 << 31) - 1, 0, (1 << 24) + 1, -(1 << 24) - 3, 16777217],
+    ]).astype(np.int64)  # fmt: skip
+    rest = n - 2 * (n // 4)
+    scale = np.concatenate([
+        np.float32(2.0) ** rng.integers(-40, 10, n // 4),
+        np.full(n // 4, 0.5, np.float32),
+        rng.uniform(0.5, 1, rest) * np.float32(2.0) ** rng.integers(-30, 4, rest),
+    ]).astype(np.float32)  # fmt: skip
+    zero = rng.integers(lo, hi + 1, n)
+    dut = _float_scaler(out_width, out_signed)
+    got = []
+
+    async def bench(ctx):
+        for xi, si, zi in zip(x, scale.view(np.uint32), zero, strict=True):
+            ctx.set(dut.x, int(xi))
+            ctx.set(dut.bits, int(si))
+            ctx.set(dut.zero, int(zi))
+            got.append(ctx.get(dut.out))
+
+    sim = Simulator(dut)
+    sim.add_testbench(bench)
+    sim.run()
+    want = [int(requantize_float(np.array([xi]), np.array([si]), int(zi), out_width,
+                                 out_signed)[0])
+            for xi, si, zi in zip(x, scale, zero, strict=True)]  # fmt: skip
+    wrong = [
+        (int(a), float(s), int(z), g, w)
+        for a, s, z, g, w in zip(x, scale, zero, got, want, strict=True)
+        if g != w
+    ]
+    assert not wrong, wrong[:5]
