@@ -46,6 +46,8 @@ __all__ = [
     "activation_bounds",
     "activation_clamp",
     "float_scale",
+    "fma32",
+    "ort_add",
     "quantize_multiplier",
     "requantize",
     "requantize_float",
@@ -175,6 +177,36 @@ def requantize_float(acc, scale, out_zero: int, out_width: int, out_signed: bool
     if clamp is not None:
         lo, hi = max(lo, int(clamp[0])), min(hi, int(clamp[1]))
     return np.clip(y, lo, hi)
+
+
+def fma32(a, b, c) -> np.ndarray:
+    """``a * b + c`` rounded once to float32 (a fused multiply-add), exactly: the float64 product
+    of float32 values is exact; the float64 sum's error (TwoSum) decides a round-to-odd last bit,
+    after which rounding to float32 is the single rounding of the exact value."""
+    a, b, c = (np.asarray(v, np.float32).astype(np.float64) for v in (a, b, c))
+    product = a * b
+    total = product + c
+    back = total - c
+    error = (product - back) + (c - (total - back))  # total + error == product + c, exactly
+    odd = (error != 0) & ((total.view(np.int64) & 1) == 0)
+    total = np.where(odd, np.nextafter(total, np.where(error > 0, np.inf, -np.inf)), total)
+    return total.astype(np.float32)
+
+
+def ort_add(a, a_scale, a_zero: int, b, b_scale, b_zero: int, y_scale, y_zero: int,
+            out_signed: bool) -> np.ndarray:  # fmt: skip
+    """onnxruntime's QLinearAdd of int8 tensors ``a`` and ``b`` (equal shapes) into ``y``'s
+    scale and zero point, as its x86-64 AVX2 kernel computes it (MLAS's QLinearAdd: float32 with
+    fused multiply-adds, the constant folded first; SSE2-only CPUs differ by an ulp here and
+    there): ``ra = sa / sy``, ``rb = sb / sy``, ``k = zy - fma(ra, za, rb * zb)``, then
+    ``fma(a, ra, fma(b, rb, k))`` rounded half to even and saturated."""
+    f32 = np.float32
+    ra = f32(f32(a_scale) / f32(y_scale))
+    rb = f32(f32(b_scale) / f32(y_scale))
+    k = f32(f32(y_zero) - fma32(ra, f32(a_zero), f32(rb * f32(b_zero))))
+    v = fma32(np.asarray(a, np.float32), ra, fma32(np.asarray(b, np.float32), rb, k))
+    lo, hi = value_range(8, out_signed)
+    return np.clip(np.rint(v).astype(np.int64), lo, hi)
 
 
 def quantize_multiplier(real: float) -> tuple[int, int]:

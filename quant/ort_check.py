@@ -10,7 +10,8 @@ computes a layer's output with golden (the exact accumulators of :mod:`golden.co
 every layer's input and output exposed and compares each layer's output, element for element,
 with golden's on the very tensor onnxruntime fed it. The other operators (QuantizeLinear at the
 input, DequantizeLinear at the output, Flatten, MaxPool on int8, ...) run on the host and are
-listed, not checked.
+listed, not checked; except a QLinearAdd of two tensors (a residual add), whose float arithmetic
+is checked against :func:`golden.requant.ort_add`.
 
 A QDQ model (quantize_static's default format: float operators between QuantizeLinear and
 DequantizeLinear pairs) is what onnxruntime's graph optimizer makes of it (:func:`fused`): at
@@ -30,7 +31,7 @@ from systolic.contract.config import ArrayConfig
 from systolic.contract.conv import Conv
 from systolic.golden.conv import conv_reference
 from systolic.golden.reference import reference
-from systolic.golden.requant import float_scale, requantize_float
+from systolic.golden.requant import float_scale, ort_add, requantize_float
 
 __all__ = ["CALIBRATIONS", "CHECKED_OPS", "LayerCheck", "OrtLayer", "check_model", "fused",
            "golden_layer", "ort_layers", "quantize_with_ort"]  # fmt: skip
@@ -269,15 +270,18 @@ def check_model(model: onnx.ModelProto, feeds: dict) -> tuple[list[LayerCheck], 
     import onnxruntime as ort
 
     layers, host = ort_layers(model)
+    adds = _adds(model)
     if not layers:
         raise ValueError(f"the model has no {', '.join(CHECKED_OPS)} layer (after onnxruntime's "
                          f"fusion): is it quantized?")  # fmt: skip
     exposed = onnx.ModelProto()
     exposed.CopyFrom(model)
     have = {o.name for o in exposed.graph.output}
-    names = list(dict.fromkeys(t for layer in layers for t in (layer.input, layer.output)))
+    names = list(dict.fromkeys([*(t for layer in layers for t in (layer.input, layer.output)),
+                                *(t for add in adds for t in add[1])]))  # fmt: skip
     types = {layer.input: layer.in_signed for layer in layers} | {
-        layer.output: layer.out_signed for layer in layers}  # fmt: skip
+        layer.output: layer.out_signed for layer in layers} | {
+        t: add[3] for add in adds for t in add[1]}  # fmt: skip
     for t in names:
         if t not in have:
             elem = onnx.TensorProto.INT8 if types[t] else onnx.TensorProto.UINT8
@@ -296,4 +300,30 @@ def check_model(model: onnx.ModelProto, feeds: dict) -> tuple[list[LayerCheck], 
             raise ValueError(f"{layer.op} {layer.name!r}: golden's output {got.shape} is not "
                              f"onnxruntime's {want.shape}")  # fmt: skip
         checks.append(LayerCheck(layer.name, layer.op, want.size, int((got == want).sum())))
+    checked = {add[0] for add in adds}
+    host = [h for h in host if h.rpartition(" (")[0] not in checked]
+    for name, (a, b, y), params, signed in adds:
+        got = ort_add(values[a], params[0], params[1], values[b], params[2], params[3],
+                      params[4], params[5], signed)  # fmt: skip
+        want = values[y].astype(np.int64)
+        checks.append(LayerCheck(name, "QLinearAdd", want.size, int((got == want).sum())))
     return checks, host
+
+
+def _adds(model: onnx.ModelProto) -> list:
+    """The QLinearAdd nodes of two tensors of one shape (a residual add), checked against
+    :func:`golden.requant.ort_add`: ``(name, (a, b, y), (sa, za, sb, zb, sy, zy), signed)``."""
+    consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    out = []
+    for node in model.graph.node:
+        if node.op_type != "QLinearAdd" or len(node.input) < 8:
+            continue
+        a, b = node.input[0], node.input[3]
+        params = [node.input[i] for i in (1, 2, 4, 5, 6, 7)]
+        if a in consts or b in consts or not all(x in consts for x in params):
+            continue  # a constant operand (a broadcast bias): not a residual add
+        values = [consts[x] for x in params]
+        signed = np.asarray(values[1]).dtype == np.int8
+        out.append((node.name or node.output[0], (a, b, node.output[0]),
+                    tuple(np.asarray(v).item() for v in values), signed))  # fmt: skip
+    return out

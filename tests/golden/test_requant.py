@@ -17,6 +17,7 @@ from systolic.golden.requant import (
     activation_bounds,
     activation_clamp,
     float_scale,
+    ort_add,
     quantize_multiplier,
     requantize,
     requantize_float,
@@ -275,3 +276,68 @@ def test_float_requantization_equals_onnxruntimes_qlinearconv_with_a_bias(seed):
     print(f"{got.size - wrong} of {got.size} elements equal; outputs span "
           f"{int(want.min())}..{int(want.max())}")  # fmt: skip
     assert wrong == 0
+
+
+#: A residual add's parameters from a quantize_static run (a conv's output plus the previous
+#: ReLU's, into the sum's scale): among them one pair of inputs where fused multiply-adds and
+#: separate ones give different outputs.
+RESIDUAL = (0.046383582055568695, 142, 0.019368140026926994, 0, 0.03031351789832115, 0)
+
+
+def _ort_add(params, signed: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair of 8-bit inputs through onnxruntime's QLinearAdd (one node of its contrib
+    domain): ``(a, b, y)``."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    sa, za, sb, zb, sy, zy = params
+    kind, lo = (np.int8, -128) if signed else (np.uint8, 0)
+    a, b = (
+        v.astype(kind).ravel()
+        for v in np.meshgrid(np.arange(lo, lo + 256), np.arange(lo, lo + 256), indexing="ij")
+    )
+    elem = TensorProto.INT8 if signed else TensorProto.UINT8
+    inits = [numpy_helper.from_array(np.asarray(v, dtype), k) for k, v, dtype in (
+        ("sa", sa, np.float32), ("za", za, kind), ("sb", sb, np.float32), ("zb", zb, kind),
+        ("sy", sy, np.float32), ("zy", zy, kind))]  # fmt: skip
+    node = helper.make_node("QLinearAdd", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"], ["y"],
+                            domain="com.microsoft")  # fmt: skip
+    values = [helper.make_tensor_value_info(k, elem, [a.size]) for k in "aby"]
+    graph = helper.make_graph([node], "add", values[:2], values[2:], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                    helper.make_opsetid("com.microsoft", 1)],
+                              ir_version=9)  # fmt: skip
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return a, b, session.run(["y"], {"a": a, "b": b})[0]
+
+
+@pytest.mark.parametrize("signed", [False, True], ids=["u8", "s8"])
+def test_ort_add_equals_onnxruntimes_qlinearadd_on_every_pair(seed, signed):
+    """All 65,536 input pairs, at a residual add's parameters and at random ones: golden's
+    :func:`ort_add` equals onnxruntime's QLinearAdd everywhere."""
+    rng = np.random.default_rng(seed)
+    lo = -128 if signed else 0
+    drawn = (*rng.uniform(0.005, 0.1, 1), int(rng.integers(lo, lo + 256)),
+             *rng.uniform(0.005, 0.1, 1), int(rng.integers(lo, lo + 256)),
+             *rng.uniform(0.01, 0.2, 1), int(rng.integers(lo, lo + 256)))  # fmt: skip
+    cases = [drawn] if signed else [RESIDUAL, drawn]
+    for params in cases:
+        a, b, y = _ort_add(params, signed)
+        sa, za, sb, zb, sy, zy = params
+        want = ort_add(a, sa, za, b, sb, zb, sy, zy, signed)
+        wrong = int((y.astype(np.int64) != want).sum())
+        print(f"{params}: {a.size - wrong} of {a.size} equal")
+        assert wrong == 0
+
+
+def test_a_fused_multiply_add_is_what_onnxruntime_does():
+    """At the residual add's parameters, separate multiplies and adds (an SSE2 build's order)
+    miss onnxruntime on some pair: the check above can tell them apart."""
+    a, b, y = _ort_add(RESIDUAL, False)
+    sa, za, sb, zb, sy, zy = (np.float32(v) for v in RESIDUAL)
+    ra, rb = np.float32(sa / sy), np.float32(sb / sy)
+    k = np.float32(zy - np.float32(np.float32(ra * za) + np.float32(rb * zb)))
+    v = (k + a.astype(np.float32) * ra).astype(np.float32) + b.astype(np.float32) * rb
+    separate = np.clip(np.rint(v.astype(np.float32)), 0, 255).astype(np.int64)
+    assert (separate != y).any()
+    assert (ort_add(a, *RESIDUAL[:2], b, *RESIDUAL[2:4], *RESIDUAL[4:], False) == y).all()

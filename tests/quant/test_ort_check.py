@@ -103,3 +103,42 @@ def test_an_unreadable_layer_is_refused_by_name():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     with pytest.raises(ValueError, match="QLinearConv 'conv7': input 'w' is not a constant"):
         ort_layers(model)
+
+
+@pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
+def test_a_residual_block_equals_golden(tmp_path, seed, fmt):
+    """A residual block (two padded 3x3 convolutions with biases, the second's output added to
+    the first's ReLU, a ReLU, global average pooling, a dense layer), quantized by onnxruntime:
+    the convolutions, the dense layer and the residual add (onnxruntime's QLinearAdd, float with
+    fused multiply-adds) all equal golden's; the pooling runs on the host."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    weights = {"w1": rng.normal(0, 0.3, (8, 3, 3, 3)), "b1": rng.normal(0, 0.1, 8),
+               "w2": rng.normal(0, 0.2, (8, 8, 3, 3)), "b2": rng.normal(0, 0.1, 8),
+               "w3": rng.normal(0, 0.3, (8, 10)), "b3": rng.normal(0, 0.1, 10)}  # fmt: skip
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c2", "r1"], ["s"]), helper.make_node("Relu", ["s"], ["r2"]),
+             helper.make_node("GlobalAveragePool", ["r2"], ["p"]),
+             helper.make_node("Flatten", ["p"], ["f"]),
+             helper.make_node("Gemm", ["f", "w3", "b3"], ["y"])]  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "residual", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 10])],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()])  # fmt: skip
+    src = tmp_path / "residual.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                                ir_version=8), src)  # fmt: skip
+    model = quantize_with_ort(src, tmp_path / "q.onnx", rng.normal(0, 1, (8, 3, 8, 8)), fmt=fmt,
+                              per_channel=True)  # fmt: skip
+    checks, host = check_model(fused(model), {"x": rng.normal(0, 1, (4, 3, 8, 8)).astype(
+        np.float32)})  # fmt: skip
+    for c in checks:
+        print(f"{c.name:28} {c.op:14} {c.equal}/{c.elements}")
+    print("host:", ", ".join(host))
+    assert sorted(c.op for c in checks) == ["QGemm", "QLinearAdd", "QLinearConv", "QLinearConv"]
+    assert all(c.equal == c.elements > 0 for c in checks)
+    assert any("GlobalAveragePool" in h for h in host)
+    assert not any("QLinearAdd" in h for h in host)
