@@ -48,6 +48,7 @@ __all__ = [
     "float_scale",
     "fma32",
     "ort_add",
+    "ort_global_average_pool",
     "quantize_multiplier",
     "requantize",
     "requantize_float",
@@ -207,6 +208,18 @@ def ort_add(a, a_scale, a_zero: int, b, b_scale, b_zero: int, y_scale, y_zero: i
     v = fma32(np.asarray(a, np.float32), ra, fma32(np.asarray(b, np.float32), rb, k))
     lo, hi = value_range(8, out_signed)
     return np.clip(np.rint(v).astype(np.int64), lo, hi)
+
+
+def ort_global_average_pool(x, x_scale, x_zero: int, y_scale, y_zero: int,
+                            out_signed: bool) -> np.ndarray:  # fmt: skip
+    """onnxruntime's QLinearGlobalAveragePool of an NCHW int8 tensor ``x``: each channel's int32
+    sum less ``x_zero`` times its ``H * W`` elements, requantized (:func:`requantize_float`) by
+    ``x_scale / (y_scale * (H * W))`` in float32; shaped ``N x C x 1 x 1``."""
+    x = np.asarray(x, dtype=np.int64)
+    n, c, h, w = x.shape
+    acc = x.reshape(n, c, h * w).sum(axis=-1) - int(x_zero) * h * w
+    scale = np.float32(np.float32(x_scale) / np.float32(np.float32(y_scale) * np.float32(h * w)))
+    return requantize_float(acc, scale, y_zero, 8, out_signed).reshape(n, c, 1, 1)
 
 
 def quantize_multiplier(real: float) -> tuple[int, int]:

@@ -10,8 +10,9 @@ computes a layer's output with golden (the exact accumulators of :mod:`golden.co
 every layer's input and output exposed and compares each layer's output, element for element,
 with golden's on the very tensor onnxruntime fed it. The other operators (QuantizeLinear at the
 input, DequantizeLinear at the output, Flatten, MaxPool on int8, ...) run on the host and are
-listed, not checked; except a QLinearAdd of two tensors (a residual add), whose float arithmetic
-is checked against :func:`golden.requant.ort_add`.
+listed, not checked; except a QLinearAdd of two tensors (a residual add) and a
+QLinearGlobalAveragePool, whose float arithmetic is checked against :func:`golden.requant.ort_add`
+and :func:`golden.requant.ort_global_average_pool`.
 
 A QDQ model (quantize_static's default format: float operators between QuantizeLinear and
 DequantizeLinear pairs) is what onnxruntime's graph optimizer makes of it (:func:`fused`): at
@@ -31,7 +32,12 @@ from systolic.contract.config import ArrayConfig
 from systolic.contract.conv import Conv
 from systolic.golden.conv import conv_reference
 from systolic.golden.reference import reference
-from systolic.golden.requant import float_scale, ort_add, requantize_float
+from systolic.golden.requant import (
+    float_scale,
+    ort_add,
+    ort_global_average_pool,
+    requantize_float,
+)
 
 __all__ = ["CALIBRATIONS", "CHECKED_OPS", "LayerCheck", "OrtLayer", "check_model", "fused",
            "golden_layer", "ort_layers", "quantize_with_ort"]  # fmt: skip
@@ -277,11 +283,13 @@ def check_model(model: onnx.ModelProto, feeds: dict) -> tuple[list[LayerCheck], 
     exposed = onnx.ModelProto()
     exposed.CopyFrom(model)
     have = {o.name for o in exposed.graph.output}
+    pools = _pools(model)
     names = list(dict.fromkeys([*(t for layer in layers for t in (layer.input, layer.output)),
-                                *(t for add in adds for t in add[1])]))  # fmt: skip
+                                *(t for add in adds for t in add[1]),
+                                *(t for pool in pools for t in pool[1])]))  # fmt: skip
     types = {layer.input: layer.in_signed for layer in layers} | {
         layer.output: layer.out_signed for layer in layers} | {
-        t: add[3] for add in adds for t in add[1]}  # fmt: skip
+        t: other[3] for other in adds + pools for t in other[1]}  # fmt: skip
     for t in names:
         if t not in have:
             elem = onnx.TensorProto.INT8 if types[t] else onnx.TensorProto.UINT8
@@ -300,7 +308,12 @@ def check_model(model: onnx.ModelProto, feeds: dict) -> tuple[list[LayerCheck], 
             raise ValueError(f"{layer.op} {layer.name!r}: golden's output {got.shape} is not "
                              f"onnxruntime's {want.shape}")  # fmt: skip
         checks.append(LayerCheck(layer.name, layer.op, want.size, int((got == want).sum())))
-    checked = {add[0] for add in adds}
+    for name, (x, y), params, signed in pools:
+        got = ort_global_average_pool(values[x], *params, signed)
+        want = values[y].astype(np.int64)
+        checks.append(LayerCheck(name, "QLinearGlobalAveragePool", want.size,
+                                 int((got == want).sum())))  # fmt: skip
+    checked = {add[0] for add in adds} | {pool[0] for pool in pools}
     host = [h for h in host if h.rpartition(" (")[0] not in checked]
     for name, (a, b, y), params, signed in adds:
         got = ort_add(values[a], params[0], params[1], values[b], params[2], params[3],
@@ -308,6 +321,24 @@ def check_model(model: onnx.ModelProto, feeds: dict) -> tuple[list[LayerCheck], 
         want = values[y].astype(np.int64)
         checks.append(LayerCheck(name, "QLinearAdd", want.size, int((got == want).sum())))
     return checks, host
+
+
+def _pools(model: onnx.ModelProto) -> list:
+    """The QLinearGlobalAveragePool nodes (NCHW), checked against
+    :func:`golden.requant.ort_global_average_pool`: ``(name, (x, y), (sx, zx, sy, zy),
+    signed)``."""
+    consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    out = []
+    for node in model.graph.node:
+        if node.op_type != "QLinearGlobalAveragePool" or _attrs(node).get("channels_last", 0):
+            continue
+        params = [node.input[i] for i in (1, 2, 3, 4)]
+        if not all(x in consts for x in params):
+            continue
+        values = [np.asarray(consts[x]) for x in params]
+        out.append((node.name or node.output[0], (node.input[0], node.output[0]),
+                    tuple(v.item() for v in values), values[1].dtype == np.int8))  # fmt: skip
+    return out
 
 
 def _adds(model: onnx.ModelProto) -> list:

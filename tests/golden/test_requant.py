@@ -18,6 +18,7 @@ from systolic.golden.requant import (
     activation_clamp,
     float_scale,
     ort_add,
+    ort_global_average_pool,
     quantize_multiplier,
     requantize,
     requantize_float,
@@ -341,3 +342,35 @@ def test_a_fused_multiply_add_is_what_onnxruntime_does():
     separate = np.clip(np.rint(v.astype(np.float32)), 0, 255).astype(np.int64)
     assert (separate != y).any()
     assert (ort_add(a, *RESIDUAL[:2], b, *RESIDUAL[2:4], *RESIDUAL[4:], False) == y).all()
+
+
+def test_ort_global_average_pool_equals_onnxruntimes(seed):
+    """onnxruntime's QLinearGlobalAveragePool on random 8-bit tensors of random planes, scales
+    and zero points: golden's :func:`ort_global_average_pool` equals it on every element."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        signed = bool(rng.integers(2))
+        kind, elem, lo = ((np.int8, TensorProto.INT8, -128) if signed
+                          else (np.uint8, TensorProto.UINT8, 0))  # fmt: skip
+        shape = (2, 5, int(rng.integers(1, 12)), int(rng.integers(1, 12)))
+        x = rng.integers(lo, lo + 256, shape).astype(kind)
+        sx, sy = (np.float32(rng.uniform(0.005, 0.1)) for _ in range(2))
+        zx, zy = (kind(rng.integers(lo, lo + 256)) for _ in range(2))
+        inits = [numpy_helper.from_array(np.asarray(v), k)
+                 for k, v in {"sx": sx, "zx": zx, "sy": sy, "zy": zy}.items()]  # fmt: skip
+        node = helper.make_node("QLinearGlobalAveragePool", ["x", "sx", "zx", "sy", "zy"],
+                                ["y"], domain="com.microsoft", channels_last=0)  # fmt: skip
+        graph = helper.make_graph(
+            [node], "pool", [helper.make_tensor_value_info("x", elem, list(shape))],
+            [helper.make_tensor_value_info("y", elem, [2, 5, 1, 1])], inits)  # fmt: skip
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                        helper.make_opsetid("com.microsoft", 1)],
+                                  ir_version=9)  # fmt: skip
+        session = ort.InferenceSession(model.SerializeToString(),
+                                       providers=["CPUExecutionProvider"])  # fmt: skip
+        got = session.run(["y"], {"x": x})[0].astype(np.int64)
+        want = ort_global_average_pool(x, sx, int(zx), sy, int(zy), signed)
+        assert (got == want).all(), (shape, sx, zx, sy, zy)
