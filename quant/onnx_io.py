@@ -16,7 +16,7 @@ from systolic.workloads.onnx_import import per_channel, read_onnx
 
 from .nets import Conv, Dense, Flatten, Net, Relu
 
-__all__ = ["OPSET", "net_from_onnx", "write_onnx"]
+__all__ = ["OPSET", "constants", "net_from_onnx", "write_onnx"]
 
 OPSET = 17
 #: The IR version written: opset 17's (onnx 1.23 would write 14, which onnxruntime 1.31, reading
@@ -74,13 +74,13 @@ def net_from_onnx(path: str | Path) -> Net:
     graph = read_onnx(path, batch=1)
     by_output = {layer.output: layer for layer in graph.layers}
     model = graph.model
-    constants = {i.name for i in model.graph.initializer}
-    inputs = [v for v in model.graph.input if v.name not in constants]
+    initialized = {i.name for i in model.graph.initializer}
+    inputs = [v for v in model.graph.input if v.name not in initialized]
     if len(inputs) != 1:
         raise WorkloadError(f"{path}: the playbook takes one input tensor, not {len(inputs)}")
     dims = inputs[0].type.tensor_type.shape.dim
     input_shape = tuple(d.dim_value for d in dims[1:])
-    constant = _constants(model)
+    constant = constants(model)
     layers = []
     value = inputs[0].name
     for node in model.graph.node:
@@ -145,7 +145,7 @@ def net_from_onnx(path: str | Path) -> Net:
     return Net(graph.name, input_shape, layers)
 
 
-def _constants(model: onnx.ModelProto) -> dict[str, np.ndarray]:
+def constants(model: onnx.ModelProto) -> dict[str, np.ndarray]:
     """The graph's constant tensors: initializers and Constant nodes' values."""
     out = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
     for node in model.graph.node:

@@ -27,7 +27,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 from systolic.contract.config import ArrayConfig
 from systolic.contract.conv import Conv
 from systolic.golden.conv import conv_reference
@@ -38,6 +37,9 @@ from systolic.golden.requant import (
     ort_global_average_pool,
     requantize_float,
 )
+from systolic.workloads.onnx_import import attributes
+
+from .onnx_io import constants
 
 __all__ = ["CALIBRATIONS", "CHECKED_OPS", "LayerCheck", "OrtLayer", "check_model", "fused",
            "golden_layer", "ort_layers", "quantize_with_ort"]  # fmt: skip
@@ -89,10 +91,6 @@ class LayerCheck:
     @property
     def rate(self) -> float:
         return self.equal / self.elements if self.elements else 1.0
-
-
-def _attrs(node) -> dict:
-    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
 
 
 def quantize_with_ort(src, out, samples: np.ndarray, *, fmt: str = "QDQ",
@@ -161,7 +159,7 @@ def ort_layers(model: onnx.ModelProto) -> tuple[list[OrtLayer], list[str]]:
     """The model's checked layers (:data:`CHECKED_OPS`), in graph order, and its other nodes
     (``"name (op)"``: run on the host, not checked). A checked operator this reading cannot
     follow raises ValueError naming the node and the reason."""
-    consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    consts = constants(model)
     shapes = _shapes(model)
     layers, host = [], []
     for node in model.graph.node:
@@ -194,7 +192,7 @@ def _layer(node, consts: dict, shapes: dict) -> OrtLayer:
         return consts[node.input[i]]
 
     xs, xz, w, ws, wz, ys, yz, bias = (const(i) for i in pos[1:])
-    at = _attrs(node)
+    at = attributes(node)
     scale = float_scale(xs, ws, ys)
     if node.op_type == "QGemm":
         if at.get("transA", 0):
@@ -276,14 +274,14 @@ def check_model(model: onnx.ModelProto, feeds: dict) -> tuple[list[LayerCheck], 
     import onnxruntime as ort
 
     layers, host = ort_layers(model)
-    adds = _adds(model)
+    consts = constants(model)
+    adds, pools = _adds(model, consts), _pools(model, consts)
     if not layers:
         raise ValueError(f"the model has no {', '.join(CHECKED_OPS)} layer (after onnxruntime's "
                          f"fusion): is it quantized?")  # fmt: skip
     exposed = onnx.ModelProto()
     exposed.CopyFrom(model)
     have = {o.name for o in exposed.graph.output}
-    pools = _pools(model)
     names = list(dict.fromkeys([*(t for layer in layers for t in (layer.input, layer.output)),
                                 *(t for add in adds for t in add[1]),
                                 *(t for pool in pools for t in pool[1])]))  # fmt: skip
@@ -323,14 +321,13 @@ def check_model(model: onnx.ModelProto, feeds: dict) -> tuple[list[LayerCheck], 
     return checks, host
 
 
-def _pools(model: onnx.ModelProto) -> list:
+def _pools(model: onnx.ModelProto, consts: dict) -> list:
     """The QLinearGlobalAveragePool nodes (NCHW), checked against
     :func:`golden.requant.ort_global_average_pool`: ``(name, (x, y), (sx, zx, sy, zy),
     signed)``."""
-    consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     out = []
     for node in model.graph.node:
-        if node.op_type != "QLinearGlobalAveragePool" or _attrs(node).get("channels_last", 0):
+        if node.op_type != "QLinearGlobalAveragePool" or attributes(node).get("channels_last", 0):
             continue
         params = [node.input[i] for i in (1, 2, 3, 4)]
         if not all(x in consts for x in params):
@@ -341,10 +338,9 @@ def _pools(model: onnx.ModelProto) -> list:
     return out
 
 
-def _adds(model: onnx.ModelProto) -> list:
+def _adds(model: onnx.ModelProto, consts: dict) -> list:
     """The QLinearAdd nodes of two tensors of one shape (a residual add), checked against
     :func:`golden.requant.ort_add`: ``(name, (a, b, y), (sa, za, sb, zb, sy, zy), signed)``."""
-    consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     out = []
     for node in model.graph.node:
         if node.op_type != "QLinearAdd" or len(node.input) < 8:

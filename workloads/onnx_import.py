@@ -54,6 +54,7 @@ __all__ = [
     "SEQ_NAMES",
     "UNSUPPORTED_OPS",
     "Graph",
+    "attributes",
     "batch_inputs",
     "Layer",
     "onnx_workload",
@@ -114,7 +115,8 @@ class Graph:
         return sum(layer.gemm.macs for layer in self.layers)
 
 
-def _attrs(node) -> dict:
+def attributes(node) -> dict:
+    """A node's attributes by name, as Python values."""
     return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
 
 
@@ -254,7 +256,7 @@ def _matmul(node, shapes, weights, path, ia: int = 0, ib: int = 1) -> tuple:
 
 
 def _gemm(node, shapes, weights, path, ia: int = 0, ib: int = 1) -> tuple:
-    at = _attrs(node)
+    at = attributes(node)
     a = _known(shapes.get(node.input[ia]), node, "input A", path)
     b = _known(shapes.get(node.input[ib]), node, "input B", path)
     m, k = a[::-1] if at.get("transA", 0) else a
@@ -302,7 +304,7 @@ def _geometry(batch, spatial, cin, cout, kernel, strides, dilations, pads, auto_
 
 
 def _conv(node, shapes, weights, path, ix: int = 0, iw: int = 1) -> tuple:
-    at = _attrs(node)
+    at = attributes(node)
     x = _known(shapes.get(node.input[ix]), node, "input X", path)
     w_shape = _known(shapes.get(node.input[iw]), node, "weights W", path)
     batch, cin, spatial = x[0], x[1], x[2:]
@@ -363,7 +365,7 @@ def read_onnx(path: str | Path, batch: int | None = None, seq: int | None = None
     weights = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
     for node in model.graph.node:  # Constant nodes hold weights too
         if node.op_type == "Constant" and node.output:
-            value = _attrs(node).get("value")
+            value = attributes(node).get("value")
             if value is not None:
                 weights[node.output[0]] = numpy_helper.to_array(value)
     _fold_qdq(model, weights)
@@ -432,8 +434,6 @@ def _fold_qdq(model: onnx.ModelProto, weights: dict) -> None:
             alias[node.output[0]] = node.input[0]
             continue
         kept.append(node)
-    for v in model.graph.output:  # an output the folding renamed (none, as kept above)
-        assert source(v.name) == v.name, v.name
     del model.graph.node[:]
     model.graph.node.extend(kept)
 
@@ -564,7 +564,7 @@ class _Operators:
         elif op == "BatchNormalization" and owned is not None and not owned.activated:
             op = "Bias"  # deployment tools fold its scale into the weights, its shift into the bias
         elif op in _POOLS:
-            window = math.prod(_attrs(node).get("kernel_shape", [1]))
+            window = math.prod(attributes(node).get("kernel_shape", [1]))
         elif op in _GLOBAL_POOLS or op.startswith("Reduce"):
             out = self._size(output)
             window = self._size(inputs[0]) // out if out else 1
@@ -597,7 +597,7 @@ class _Operators:
             return None, None
         if op == "GlobalAveragePool":
             return tensor, (tensor[1], tensor[2], 1, 1, 0, 0, 1, 1)
-        a = _attrs(node)
+        a = attributes(node)
         kernel = list(a.get("kernel_shape", []))
         if (op not in ("MaxPool", "AveragePool") or len(kernel) != 2 or a.get("ceil_mode", 0)
                 or any(d != 1 for d in a.get("dilations", [1, 1]))

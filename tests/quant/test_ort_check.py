@@ -142,3 +142,33 @@ def test_a_residual_block_equals_golden(tmp_path, seed, fmt):
                                             "QLinearGlobalAveragePool"]  # fmt: skip
     assert all(c.equal == c.elements > 0 for c in checks)
     assert not any("QLinearAdd" in h or "GlobalAveragePool" in h for h in host)
+
+
+def test_asymmetric_attributes_are_read_as_given(tmp_path, seed):
+    """A convolution with asymmetric pads, unequal strides and a dilation, and a Gemm with its
+    weights transposed (transB), quantized by onnxruntime: every layer equal (the attributes
+    read at non-default, asymmetric values)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    weights = {"w1": rng.normal(0, 0.3, (4, 3, 3, 3)), "b1": rng.normal(0, 0.1, 4),
+               "w2": rng.normal(0, 0.2, (7, 4 * 4 * 5)), "b2": rng.normal(0, 0.1, 7)}  # fmt: skip
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c"], pads=[0, 1, 2, 0],
+                              strides=[2, 1], dilations=[1, 2]),
+             helper.make_node("Flatten", ["c"], ["f"]),
+             helper.make_node("Gemm", ["f", "w2", "b2"], ["y"], transB=1)]  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "odd", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 7])],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()])  # fmt: skip
+    src = tmp_path / "odd.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                                ir_version=8), src)  # fmt: skip
+    model = quantize_with_ort(src, tmp_path / "q.onnx", rng.normal(0, 1, (8, 3, 8, 8)),
+                              fmt="QOperator", per_channel=True)  # fmt: skip
+    layers, _ = ort_layers(model)
+    assert layers[0].conv.pads == (0, 1, 2, 0) and layers[0].conv.stride == (2, 1)
+    assert layers[0].conv.out == (4, 5)
+    checks, _ = check_model(model, {"x": rng.normal(0, 1, (2, 3, 8, 8)).astype(np.float32)})
+    assert [c.op for c in checks] == ["QLinearConv", "QGemm"]
+    assert all(c.equal == c.elements > 0 for c in checks)
