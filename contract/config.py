@@ -177,6 +177,10 @@ class ArrayConfig:
     stage_depth : int
         Words (of A's width) of the staging buffer that convolution descriptors stage input rows
         in (:mod:`contract.conv`); 0, the default, builds none and the device takes GEMMs only.
+    requant_float : bool
+        The requantization unit also scales as onnxruntime does (:func:`golden.requant
+        .requantize_float`): a descriptor's ``float_scale`` makes each channel's multiplier a
+        float32 scale, so a model quantized by onnxruntime runs bit-exactly. Needs ``requant``.
     """
 
     dataflow: Dataflow
@@ -203,6 +207,7 @@ class ArrayConfig:
     queue_depth: int = 2
     vector: bool = False
     stage_depth: int = 0
+    requant_float: bool = False
 
     def __post_init__(self) -> None:
         try:
@@ -214,7 +219,9 @@ class ArrayConfig:
         for name, (lo, hi) in LIMITS.items():
             check_integer(name, getattr(self, name), lo, hi)
             object.__setattr__(self, name, int(getattr(self, name)))  # numpy's: plain ints
-        for name in ("a_signed", "b_signed", "zero_points", "requant", "out_signed", "vector"):
+        flags = ("a_signed", "b_signed", "zero_points", "requant", "out_signed", "vector",
+                 "requant_float")  # fmt: skip
+        for name in flags:
             check_bool(name, getattr(self, name))
         if self.number not in NUMBERS:
             raise ValueError(f"number must be one of {', '.join(map(repr, NUMBERS))}, "
@@ -245,6 +252,9 @@ class ArrayConfig:
                 f"requantized outputs, a byte an element), not requant = {self.requant}, "
                 f"out_width = {self.out_width}"
             )
+        if self.requant_float and not self.requant:
+            raise ValueError("requant_float needs requant (it is a mode of the requantization "
+                             "unit), not requant = False")  # fmt: skip
         if self.requant and self.acc_width > REQUANT_MAX_ACC:
             raise ValueError(
                 f"requant takes an accumulator of at most {REQUANT_MAX_ACC} bits (int32, as the "
@@ -283,7 +293,7 @@ class ArrayConfig:
         a, b = self.mesh_widths
         return dataclasses.replace(
             self, a_width=a, b_width=b, a_signed=True, b_signed=True, zero_points=False,
-            requant=False, vector=False,
+            requant=False, vector=False, requant_float=False,
         )  # fmt: skip
 
     @property
@@ -312,6 +322,8 @@ class ArrayConfig:
             name += "-zp"
         if self.requant:
             name += f"-rq{operand(self.out_width, self.out_signed)}"
+            if self.requant_float:
+                name += "f"
             if self.q_depth != 256:
                 name += f".q{self.q_depth}"
         dma = (self.bus_width, self.max_burst, self.max_reads, self.max_writes, self.queue_depth)
@@ -326,11 +338,12 @@ class ArrayConfig:
     # -- serialization --
 
     #: The fields :meth:`to_dict` leaves out at these values.
-    OMITTED = {"vector": False, "stage_depth": 0}
+    OMITTED = {"vector": False, "stage_depth": 0, "requant_float": False}
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields by name; ``vector`` and ``stage_depth`` only when set, so a configuration
-        without them keeps the JSON, ``CONFIG_HASH`` and sweep point ids it had before them."""
+        """The fields by name; ``vector``, ``stage_depth`` and ``requant_float`` only when set,
+        so a configuration without them keeps the JSON, ``CONFIG_HASH`` and sweep point ids it
+        had before them."""
         d = dataclasses.asdict(self)
         d["dataflow"] = self.dataflow.value
         for name, value in self.OMITTED.items():

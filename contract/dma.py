@@ -96,7 +96,9 @@ class Descriptor:
     path (``requant``) adds each channel's bias from the table (``bias``) to its accumulators,
     requantizes them, adds ``out_zero`` and clamps the result to ``clamp = (lo, hi)`` (the
     activation: ReLU is ``(out_zero, top)``, ReLU6 ``(out_zero, out_zero + 6 / scale)``) or, with
-    ``clamp=None``, saturates it to the output range. ``conv`` makes it a convolution
+    ``clamp=None``, saturates it to the output range; ``float_scale`` (a device with
+    ``requant_float``) makes each channel's multiplier a float32 scale's bits, requantizing as
+    onnxruntime does (:func:`golden.requant.requantize_float`). ``conv`` makes it a convolution
     (:mod:`contract.conv`, on a device with a staging buffer): A is then the input, staged and
     expanded chunk by chunk, and the GEMM its implicit one.
     """
@@ -119,6 +121,7 @@ class Descriptor:
     bias: bool = False
     clamp: tuple[int, int] | None = None
     conv: Conv | None = None
+    float_scale: bool = False
 
     @property
     def order_code(self) -> int:
@@ -129,12 +132,13 @@ def descriptor_fields(config: ArrayConfig) -> list[tuple[str, int]]:
     """The descriptor as the device takes it: ``(field, bits)`` packed least significant first
     (zero points and the output zero point in two's complement where signed): a GEMM's fields
     (:func:`gemm_fields`), then those only a vector descriptor has
-    (:func:`contract.vector.vector_fields`), then a convolution's (:func:`conv_fields`)."""
+    (:func:`contract.vector.vector_fields`), then a convolution's (:func:`conv_fields`), then the
+    float scale's bit."""
     fields = gemm_fields(config)
     have = {name for name, _ in fields}
-    conv = [f for f in fields if f[0].startswith("conv")]  # last: the older fields keep their
-    fields = [f for f in fields if f not in conv]  # registers
-    return fields + [f for f in vector_fields(config) if f[0] not in have] + conv
+    late = [f for f in fields if f[0].startswith("conv") or f[0] == "float_scale"]  # last: the
+    fields = [f for f in fields if f not in late]  # older fields keep their registers
+    return fields + [f for f in vector_fields(config) if f[0] not in have] + late
 
 
 def gemm_fields(config: ArrayConfig) -> list[tuple[str, int]]:
@@ -155,6 +159,8 @@ def gemm_fields(config: ArrayConfig) -> list[tuple[str, int]]:
         fields.append(("vector", 1))
     if config.stage_depth:
         fields += conv_fields()
+    if config.requant_float:
+        fields.append(("float_scale", 1))
     return fields
 
 
@@ -190,6 +196,9 @@ def descriptor_values(config: ArrayConfig, d: Descriptor) -> dict[str, int]:
     """The fields of :func:`descriptor_fields` for ``d`` (a clamp's bounds must lie in the
     output range, the only values its fields hold)."""
     lo, hi = _clamp(config, d)
+    if d.float_scale and not config.requant_float:
+        raise ValueError(f"float_scale needs a device built with requant_float; {config.name} "
+                         f"has none")  # fmt: skip
     if config.requant and d.clamp is not None:
         top = value_range(config.out_width, config.out_signed)
         if not (is_integer(lo) and is_integer(hi) and top[0] <= lo <= top[1]
@@ -201,7 +210,7 @@ def descriptor_values(config: ArrayConfig, d: Descriptor) -> dict[str, int]:
               "q_addr": d.q_addr, "a_zero": d.a_zero, "b_zero": d.b_zero,
               "requant": int(d.requant), "out_zero": d.out_zero, "bias": int(d.bias),
               "clamp": int(d.clamp is not None), "clamp_lo": lo, "clamp_hi": hi,
-              "vector": 0}  # fmt: skip
+              "vector": 0, "float_scale": int(d.float_scale)}  # fmt: skip
     for r in "abcp":
         region = getattr(d, r)
         values[f"{r}_addr"], values[f"{r}_stride"] = region.addr, region.stride
@@ -315,8 +324,10 @@ def check_descriptor(config: ArrayConfig, d: Descriptor) -> tuple[Refusal, str]:
     requant = config.requant and d.requant
     if d.accumulate and requant:
         return Refusal.MODE, "accumulate into C needs C at accumulator width, not requantized"
-    if config.requant and not d.requant and (d.bias or d.clamp is not None):
-        return Refusal.MODE, "a bias or an activation clamp needs requant (the fused output path)"
+    float_scale = config.requant_float and d.float_scale
+    if config.requant and not d.requant and (d.bias or d.clamp is not None or float_scale):
+        return Refusal.MODE, ("a bias, an activation clamp or a float scale needs requant (the "
+                              "fused output path)")  # fmt: skip
     if requant and d.clamp is not None and d.clamp[0] > d.clamp[1]:
         return Refusal.CLAMP, f"clamp = {d.clamp!r} must have its low bound at most its high"
     g = granularity(config)
@@ -472,7 +483,8 @@ def place(config: ArrayConfig, m: int, k: int, n: int, *, order: str = "nmk",
           accumulate: bool = False, pad: int = 0, zeros: tuple[int, int] = (0, 0),
           requant: bool = False, out_zero: int = 0, bias: bool = False,
           clamp: tuple[int, int] | None = None, chunk=None,
-          base: int = 0, conv: Conv | None = None) -> Descriptor:  # fmt: skip
+          base: int = 0, conv: Conv | None = None,
+          float_scale: bool = False) -> Descriptor:  # fmt: skip
     """The driver's descriptor for an ``m x k x n`` GEMM: A, B, C, partial sums and the
     requantization table one after another from address ``base`` (a multiple of 4 KB; 0 unless
     several GEMMs share the DRAM), each from a 4 KB boundary, with
@@ -480,7 +492,7 @@ def place(config: ArrayConfig, m: int, k: int, n: int, *, order: str = "nmk",
     :func:`contract.plan.chunk_sizes` (or ``chunk``). The models evaluate a GEMM given by its
     shape on this placement. With ``conv``, the GEMM is that convolution's
     (:func:`contract.conv.device_gemm`), A its input (pixels by channels) and the chunk sizes
-    :func:`contract.plan.conv_chunk_sizes`."""
+    :func:`contract.plan.conv_chunk_sizes`. ``float_scale`` requantizes with float32 scales."""
     cont = containers(config)
     if chunk is not None:
         size = dict(zip("mkn", chunk, strict=True))
@@ -504,7 +516,7 @@ def place(config: ArrayConfig, m: int, k: int, n: int, *, order: str = "nmk",
     return Descriptor(m, k, n, (size["m"], size["k"], size["n"]), regions["a"], regions["b"],
                       regions["c"], regions["p"], base, accumulate, order, zeros[0], zeros[1],
                       requant, out_zero if requant else 0, bias and requant,
-                      clamp if requant else None, conv)  # fmt: skip
+                      clamp if requant else None, conv, bool(float_scale) and requant)  # fmt: skip
 
 
 def next_base(config: ArrayConfig, d: Descriptor) -> int:

@@ -148,6 +148,8 @@ def _identification(config: ArrayConfig) -> list[Register]:
         Field("zero_points", 3, 1, "1: DESC_A_ZERO and DESC_B_ZERO exist"),
         Field("requant", 4, 1, "1: outputs can be requantized (DESC_REQUANT ...)"),
         Field("vector", 5, 1, "1: a vector unit takes vector descriptors (DESC_VECTOR ...)"),
+        Field("requant_float", 6, 1, "1: requantization can scale by float32 "
+              "(DESC_FLOAT_SCALE)"),
         Field("a_width", 8, 5, "bits of an A (activation) element"),
         Field("b_width", 16, 5, "bits of a B (weight) element"),
         Field("acc_width", 24, 7, "bits of an accumulator and of a C element"),
@@ -164,6 +166,7 @@ def _identification(config: ArrayConfig) -> list[Register]:
             zero_points=int(config.zero_points),
             requant=int(config.requant),
             vector=int(config.vector),
+            requant_float=int(config.requant_float),
             a_width=config.a_width,
             b_width=config.b_width,
             acc_width=config.acc_width,
@@ -239,7 +242,7 @@ def _every_field() -> list[tuple[str, int]]:
     """The descriptor fields of a configuration with every option: each has its slot, so an
     offset is the same in every configuration that has the field."""
     return descriptor_fields(ArrayConfig("ws", 1, 1, zero_points=True, requant=True, vector=True,
-                                         stage_depth=1))  # fmt: skip
+                                         stage_depth=1, requant_float=True))  # fmt: skip
 
 
 def register_map(config: ArrayConfig) -> tuple[Register, ...]:

@@ -39,6 +39,7 @@ from systolic.contract.config import ArrayConfig, value_range
 from systolic.contract.interface import SHIFT_RANGE
 
 __all__ = [
+    "FLOAT_INFINITY_BITS",
     "INT32_MAX",
     "INT32_MIN",
     "RequantParams",
@@ -241,11 +242,17 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
     return q, exponent
 
 
+#: Bit patterns of float32 scales from which on a scale is not finite.
+FLOAT_INFINITY_BITS = 0x7F800000
+
+
 @dataclass(frozen=True)
 class RequantParams:
     """The fused output path of one output tensor: per output channel (column of C) a Q31
     ``multiplier``, a ``shift`` and optionally an int32 ``bias``; one output zero point; the
-    activation: ReLU, a ``clamp`` in output integers, both, or neither."""
+    activation: ReLU, a ``clamp`` in output integers, both, or neither. With ``float_scale``
+    (onnxruntime's arithmetic, :func:`requantize_float`) each ``multiplier`` is the bit pattern
+    of a float32 scale, as the parameter table holds it, and ``shift`` is unused (0)."""
 
     multiplier: np.ndarray
     shift: np.ndarray
@@ -253,6 +260,7 @@ class RequantParams:
     relu: bool = False
     bias: np.ndarray | None = None
     clamp: tuple[int, int] | None = None
+    float_scale: bool = False
 
     @classmethod
     def from_scales(cls, real, out_zero: int = 0, relu: bool = False, bias=None,
@@ -263,6 +271,21 @@ class RequantParams:
                    int(out_zero), relu, None if bias is None else np.asarray(bias, np.int64),
                    clamp)  # fmt: skip
 
+    @classmethod
+    def from_float_scales(cls, scale, out_zero: int = 0, relu: bool = False, bias=None,
+                          clamp: tuple[int, int] | None = None) -> RequantParams:  # fmt: skip
+        """onnxruntime's requantization by the float32 scales ``scale`` (one per channel,
+        :func:`float_scale`)."""
+        bits = np.atleast_1d(np.asarray(scale, dtype=np.float32)).view(np.uint32).astype(np.int64)
+        return cls(bits, np.zeros_like(bits), int(out_zero), relu,
+                   None if bias is None else np.asarray(bias, np.int64), clamp,
+                   float_scale=True)  # fmt: skip
+
+    @property
+    def scales(self) -> np.ndarray:
+        """The float32 scales of a ``float_scale`` table."""
+        return np.asarray(self.multiplier, dtype=np.int64).astype(np.uint32).view(np.float32)
+
     def bounds(self, config: ArrayConfig) -> tuple[int, int] | None:
         """The clamp the descriptor carries (None: saturation only)."""
         return activation_bounds(self.out_zero, config.out_width, config.out_signed, self.relu,
@@ -270,6 +293,9 @@ class RequantParams:
 
     def apply(self, config: ArrayConfig, acc) -> np.ndarray:
         """The fused output path on int32 accumulators ``acc`` (channels along the last axis)."""
+        if self.float_scale:
+            return requantize_float(acc, self.scales, self.out_zero, config.out_width,
+                                    config.out_signed, self.bias, self.bounds(config))  # fmt: skip
         return requantize(acc, self.multiplier, self.shift, self.out_zero, config.out_width,
                           config.out_signed, self.relu, self.bias, self.clamp)  # fmt: skip
 
@@ -280,7 +306,15 @@ class RequantParams:
         if m.shape != (channels,) or s.shape != (channels,):
             raise ValueError(f"multiplier and shift need one value per output channel "
                              f"({channels}), not shapes {m.shape} and {s.shape}")  # fmt: skip
-        if m.size and (m.min() < 0 or m.max() > INT32_MAX):
+        if self.float_scale:
+            if m.size and (m.min() < 0 or m.max() >= FLOAT_INFINITY_BITS):
+                raise ValueError("float scales must be finite and >= 0 (float32 bit patterns in "
+                                 f"[0, {FLOAT_INFINITY_BITS:#x})), not bit patterns "
+                                 f"[{m.min():#x}, {m.max():#x}]")  # fmt: skip
+            if not config.requant_float:
+                raise ValueError(f"float scales need a device built with requant_float; "
+                                 f"{config.name} has none")  # fmt: skip
+        elif m.size and (m.min() < 0 or m.max() > INT32_MAX):
             raise ValueError(f"multipliers must be Q31 values in [0, {INT32_MAX}], "
                              f"not [{m.min()}, {m.max()}]")  # fmt: skip
         lo, hi = SHIFT_RANGE

@@ -200,10 +200,15 @@ def quantize_bias(bias, inputs: Scale, weights: Scale) -> np.ndarray:
     return np.clip(q, INT32_MIN, INT32_MAX).astype(np.int64)
 
 
-def output_params(acc, out_width: int, out_signed: bool, out_zero: int = 0, relu=False):
+def output_params(acc, out_width: int, out_signed: bool, out_zero: int = 0, relu=False,
+                  float_scale: bool = False):  # fmt: skip
     """Requantization that maps each channel's (column's) largest accumulator magnitude onto
-    the output range: min/max calibration of the outputs, per channel."""
+    the output range: min/max calibration of the outputs, per channel; in Q31 multipliers and
+    shifts, or (``float_scale``) in onnxruntime's float32 scales."""
     lo, hi = value_range(out_width, out_signed)
     span = max(min(hi - out_zero, out_zero - lo) if out_signed else hi - out_zero, 1)
     peak = np.abs(np.asarray(acc, dtype=np.int64)).max(axis=0)
-    return RequantParams.from_scales(span / np.maximum(peak, 1), out_zero, relu)
+    real = span / np.maximum(peak, 1)
+    if float_scale:
+        return RequantParams.from_float_scales(real.astype(np.float32), out_zero, relu)
+    return RequantParams.from_scales(real, out_zero, relu)

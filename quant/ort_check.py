@@ -40,6 +40,7 @@ from systolic.golden.requant import (
 from systolic.workloads.onnx_import import attributes
 
 from .onnx_io import constants
+from .ort_device import DeviceFor, device_outputs
 
 __all__ = ["CALIBRATIONS", "CHECKED_OPS", "LayerCheck", "OrtLayer", "check_model", "fused",
            "golden_layer", "ort_layers", "quantize_with_ort"]  # fmt: skip
@@ -81,16 +82,30 @@ class OrtLayer:
 
 @dataclass(frozen=True)
 class LayerCheck:
-    """A layer's comparison: its elements and how many equal onnxruntime's."""
+    """A layer's comparison: its elements, how many of golden's equal onnxruntime's and, when
+    the layer ran on the simulated device, how many of the device's do (``device``; None when
+    it ran on the host or the check ran without the device)."""
 
     name: str
     op: str
     elements: int
     equal: int
+    device: int | None = None
 
     @property
     def rate(self) -> float:
         return self.equal / self.elements if self.elements else 1.0
+
+    @property
+    def device_rate(self) -> float | None:
+        if self.device is None:
+            return None
+        return self.device / self.elements if self.elements else 1.0
+
+    @property
+    def exact(self) -> bool:
+        """Every element equal, golden's and (when it ran there) the device's."""
+        return self.equal == self.elements and self.device in (None, self.elements)
 
 
 def quantize_with_ort(src, out, samples: np.ndarray, *, fmt: str = "QDQ",
@@ -267,10 +282,13 @@ def golden_layer(layer: OrtLayer, x: np.ndarray) -> np.ndarray:
     return y.reshape(c.batch, oh, ow, c.out_channels).transpose(0, 3, 1, 2)
 
 
-def check_model(model: onnx.ModelProto, feeds: dict) -> tuple[list[LayerCheck], list[str]]:
+def check_model(model: onnx.ModelProto, feeds: dict, device: DeviceFor | None = None,
+                **bench) -> tuple[list[LayerCheck], list[str]]:  # fmt: skip
     """Run ``model`` on onnxruntime's CPU provider on ``feeds`` with every checked layer's input
     and output exposed; each layer's :class:`LayerCheck` (golden on onnxruntime's input against
-    onnxruntime's output) and the host's nodes (:func:`ort_layers`)."""
+    onnxruntime's output; with ``device``, the simulated device's too,
+    :func:`quant.ort_device.device_outputs`, ``bench`` its options) and the host's nodes
+    (:func:`ort_layers`)."""
     import onnxruntime as ort
 
     layers, host = ort_layers(model)
@@ -299,13 +317,19 @@ def check_model(model: onnx.ModelProto, feeds: dict) -> tuple[list[LayerCheck], 
     except Exception as e:  # onnxruntime's own errors (Fail, InvalidArgument, ...)
         raise ValueError(f"onnxruntime could not run the model: {e}") from None
     checks = []
+    on_device = device_outputs(layers, values, device, **bench) if device else {}
     for layer in layers:
         want = values[layer.output].astype(np.int64)
         got = golden_layer(layer, values[layer.input])
         if got.shape != want.shape:
             raise ValueError(f"{layer.op} {layer.name!r}: golden's output {got.shape} is not "
                              f"onnxruntime's {want.shape}")  # fmt: skip
-        checks.append(LayerCheck(layer.name, layer.op, want.size, int((got == want).sum())))
+        ran = on_device.get(layer.name)
+        if ran is not None and ran.shape != want.shape:
+            raise ValueError(f"{layer.op} {layer.name!r}: the device's output {ran.shape} is not "
+                             f"onnxruntime's {want.shape}")  # fmt: skip
+        checks.append(LayerCheck(layer.name, layer.op, want.size, int((got == want).sum()),
+                                 None if ran is None else int((ran == want).sum())))  # fmt: skip
     for name, (x, y), params, signed in pools:
         got = ort_global_average_pool(values[x], *params, signed)
         want = values[y].astype(np.int64)

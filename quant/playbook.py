@@ -10,7 +10,9 @@
 4. per-layer sensitivity (one layer at int4 or bf16, the rest int8), then every mix of int8,
    int4 and bf16 over the layers, priced by the energy model: the accuracy-energy Pareto front
    and the cheapest mix above the accuracy floor;
-5. deployment checks on that mix (``quant/deploy_checks.py``), through the simulated RTL.
+5. deployment checks on that mix (``quant/deploy_checks.py``), through the simulated RTL;
+6. onnxruntime's own post-training quantization of the same ONNX file (``quantize_static``,
+   per tensor and per channel) as a baseline row, its accuracy as onnxruntime runs it.
 
 Every choice is made on the validation split; every reported accuracy is on the test split.
 """
@@ -35,6 +37,7 @@ from .deploy_checks import deployment_checks
 from .deployment import LAYER_PRECISIONS, Plan, Recipe, layer_config, make_plan, run_integer
 from .nets import Net, train
 from .onnx_io import net_from_onnx, write_onnx
+from .ort_check import quantize_with_ort
 from .tasks import MODELS, build_net, load_task
 
 __all__ = ["Options", "run_model", "run_playbook"]
@@ -189,6 +192,33 @@ def _qat(net, task, x_cal, bits, recipe, opts, rng) -> tuple[Net, Plan, list[flo
     return tuned, make_plan(tuned, x_cal, f"int{bits}", recipe), losses
 
 
+#: onnxruntime's baselines: quantize_static's QDQ format, u8 activations calibrated by MinMax,
+#: int8 weights within +-64 (``reduce_range``: where its x86 kernels are exact on every CPU).
+ORT_BASELINES = {"per-tensor": False, "per-channel": True}
+
+
+def _ort_baselines(path: Path, shape: tuple, x_cal, task, energy_pj: float) -> list[dict]:
+    """Retention rows of onnxruntime's quantization of the model at ``path`` (samples of
+    ``shape``): calibrated on ``x_cal``, its accuracy on the test split as onnxruntime's
+    InferenceSession computes it; the array work is int8's (``energy_pj``; its float scales
+    change the output path only)."""
+    import onnxruntime as ort
+
+    rows = []
+    x_test = np.asarray(task.x_test, np.float32).reshape(-1, *shape)
+    x_cal = np.asarray(x_cal, np.float32).reshape(-1, *shape)
+    for name, per_channel in ORT_BASELINES.items():
+        model = quantize_with_ort(path, path.with_suffix(f".ort-{name}.onnx"), x_cal,
+                                  fmt="QDQ", per_channel=per_channel)  # fmt: skip
+        session = ort.InferenceSession(model.SerializeToString(),
+                                       providers=["CPUExecutionProvider"])  # fmt: skip
+        logits = session.run(None, {session.get_inputs()[0].name: x_test})[0]
+        test = float(np.mean(np.argmax(logits, axis=-1) == task.y_test))
+        rows.append({"name": f"onnxruntime int8 {name} (QDQ, MinMax, weights +-64)",
+                     "test": test, "energy_pj": energy_pj})  # fmt: skip
+    return rows
+
+
 def run_model(spec: str, opts: Options) -> dict:
     """The playbook on one ``task:model`` (see module); a JSON-able record."""
     task_name, _, model = spec.partition(":")
@@ -305,6 +335,7 @@ def run_model(spec: str, opts: Options) -> dict:
                           "test": _int_accuracy(qat[bits][1], task.x_test, task.y_test,
                                                 opts.rows),
                           "energy_pj": energy([f"int{bits}"] * L)})  # fmt: skip
+    retention += _ort_baselines(path, net.input_shape, x_cal, task, energy(["int8"] * L))
     retention.append(
         {
             "name": f"float fine-tuned {opts.qat_epochs} epochs (QAT's control)",

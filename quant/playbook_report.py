@@ -37,11 +37,12 @@ def _db(x) -> str:
 
 def _summary(records: list[dict]) -> list:
     head = ["model", "float", "PTQ int8", "PTQ int4", "QAT int8", "QAT int4", "bf16",
-            "chosen mix"]  # fmt: skip
+            "onnxruntime int8 per-channel", "chosen mix"]  # fmt: skip
     rows = []
     for r in records:
         by = {row["name"].split(" (")[0].split(",")[0]: row for row in r["retention"]}
-        keys = ["float", "PTQ int8", "PTQ int4", "QAT int8", "QAT int4", "bf16"]
+        keys = ["float", "PTQ int8", "PTQ int4", "QAT int8", "QAT int4", "bf16",
+                "onnxruntime int8 per-channel"]  # fmt: skip
         chosen = next(row for row in r["retention"] if row["name"].startswith("chosen"))
         cells = [f"{_pct(by[k]['test'])} ({_pct(by[k]['retention'])}; {_nj(by[k]['energy_pj'])})"
                  if k != "float" else _pct(by[k]["test"]) for k in keys]  # fmt: skip

@@ -39,7 +39,7 @@ from .core import command_counters, compute_core, offset, word_layouts
 from .dma import ReadEngine, WriteEngine
 from .expander import Expander
 from .fp import arithmetic
-from .requant import q_word_layout
+from .requant import output_path_layout, q_word_layout
 from .sequencer import ChunkWalker
 from .vector import VectorUnit
 
@@ -336,7 +336,7 @@ class Device(wiring.Component):
                     m.d.comb += getattr(dest, name).eq(entry[at : at + len(getattr(dest, name))])
             m.d.comb += [q_buf.read_addr.eq(wr.q_addr), q_buf.read_en.eq(wr.q_en),
                          wr.q_data.eq(q_buf.read_data)]  # fmt: skip
-            for name in ("out_zero", "bias", "clamp", "clamp_lo", "clamp_hi"):
+            for name in output_path_layout(cfg).members:
                 m.d.comb += getattr(wr.path, name).eq(getattr(d, name))
         m.d.comb += [
             c_buf.drain_bank.eq(wr.drain_bank),
@@ -871,7 +871,8 @@ class Device(wiring.Component):
         add(d.order >= len(LOOP_ORDERS), Refusal.ORDER)
         if cfg.requant:
             add(d.accumulate & d.requant, Refusal.MODE)
-            add(~d.requant & (d.bias | d.clamp), Refusal.MODE)
+            floats = d.float_scale if cfg.requant_float else 0
+            add(~d.requant & (d.bias | d.clamp | floats), Refusal.MODE)
             add(d.requant & d.clamp & (d.clamp_lo > d.clamp_hi), Refusal.CLAMP)
         g = granularity(cfg)
         for dim in ("m", "k", "n"):

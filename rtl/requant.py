@@ -1,6 +1,8 @@
 """The fused output path on the way out of the C buffer: per output channel an int32 bias, a Q31
 multiplier and a shift (:mod:`golden.requant` is the reference), then an output zero point and
-the activation clamp (or saturation to the output range)."""
+the activation clamp (or saturation to the output range). A device with ``requant_float`` also
+scales by a float32 per channel as onnxruntime does (:func:`scale_float`), when a descriptor
+asks (``float_scale``): the multiplier's 31 bits then hold the scale's (its sign is 0)."""
 
 from __future__ import annotations
 
@@ -40,10 +42,13 @@ QUANT_PAIR = data.StructLayout(
 
 def output_path_layout(config: ArrayConfig) -> data.StructLayout:
     """A descriptor's settings of the fused output path: the output zero point, whether the
-    bias is added, and the activation clamp (``clamp``: on, ``[clamp_lo, clamp_hi]``)."""
+    bias is added, the activation clamp (``clamp``: on, ``[clamp_lo, clamp_hi]``) and, with
+    ``requant_float``, whether the scale is a float32 (``float_scale``)."""
     out = operand_shape(config.out_width, config.out_signed)
-    return data.StructLayout({"out_zero": out, "bias": 1, "clamp": 1, "clamp_lo": out,
-                              "clamp_hi": out})  # fmt: skip
+    fields = {"out_zero": out, "bias": 1, "clamp": 1, "clamp_lo": out, "clamp_hi": out}
+    if config.requant_float:
+        fields["float_scale"] = 1
+    return data.StructLayout(fields)
 
 
 def q_word_layout(config: ArrayConfig) -> data.ArrayLayout:
@@ -78,6 +83,9 @@ def requantize(m: Module, acc, pair, path, cfg: ArrayConfig, name: str):
     biased = Signal(signed(32), name=f"{name}_biased")  # wraps in 32 bits
     m.d.comb += [x.eq(acc), biased.eq((x + Mux(path.bias, pair.bias, 0))[:32])]
     rounded = scale(m, biased, pair.multiplier, pair.shift, name)
+    if cfg.requant_float:  # the clamp after either: onnxruntime clamps the product, then rounds
+        # to an integer, the same for integer bounds
+        rounded = Mux(path.float_scale, scale_float(m, biased, pair.multiplier, name), rounded)
     lo, hi = value_range(cfg.out_width, cfg.out_signed)
     return clamp(m, rounded + path.out_zero, Mux(path.clamp, path.clamp_lo, lo),
                  Mux(path.clamp, path.clamp_hi, hi), name)  # fmt: skip
@@ -174,7 +182,7 @@ def scale_float(m: Module, x, scale_bits, name: str):
     m.d.comb += [fraction.eq(scale_bits[:23]), biased.eq(scale_bits[23:31])]
     product = Signal(48, name=f"{name}_prod")
     m.d.comb += product.eq(mx[:24] * Cat(fraction, Const(1, 1)))
-    high = Signal(name=f"{name}_high")
+    high = Signal(name=f"{name}_phigh")
     m.d.comb += high.eq(product[47])
     mp = Signal(25, name=f"{name}_mp")
     m.d.comb += mp.eq(Mux(high, _round_even(m, product, 24, 48, f"{name}_p24"),
@@ -191,7 +199,7 @@ def scale_float(m: Module, x, scale_bits, name: str):
     integer = Signal(18, name=f"{name}_int")
     fractional = Signal(5, name=f"{name}_fbits")  # 23 - exponent, where it is used: 7 ... 24
     m.d.comb += fractional.eq(Mux((exponent >= -1) & (exponent < 17), 23 - exponent, 24))
-    with m.If((biased == 0) | (magnitude == 0) | (exponent < -1)):
+    with m.If(~biased.any() | ~magnitude.any() | (exponent < -1)):
         m.d.comb += integer.eq(0)  # a zero scale or x, or below one half
     with m.Elif(exponent >= 17):
         m.d.comb += integer.eq(FLOAT_SATURATE)

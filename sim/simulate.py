@@ -167,7 +167,8 @@ def quant_fields(config: ArrayConfig, q: Quantization | None) -> dict:
     rq = q.params if q else None
     return {"zeros": (q.a_zero, q.b_zero) if q else (0, 0), "requant": rq is not None,
             "out_zero": rq.out_zero if rq else 0, "bias": rq is not None and rq.bias is not None,
-            "clamp": rq.bounds(config) if rq else None}  # fmt: skip
+            "clamp": rq.bounds(config) if rq else None,
+            "float_scale": rq is not None and rq.float_scale}  # fmt: skip
 
 
 class SimulationError(RuntimeError):

@@ -184,8 +184,12 @@ def _quant(rng, config: ArrayConfig, n: int) -> Quantization | None:
     if config.requant and rng.random() < 0.7:
         lo, hi = value_range(config.out_width, config.out_signed)
         out_zero = int(rng.integers(lo, hi, endpoint=True))
-        params = RequantParams(rng.integers(1 << 28, 1 << 31, n), rng.integers(-12, 4, n),
-                               out_zero, bool(rng.random() < 0.5))  # fmt: skip
+        if config.requant_float and rng.random() < 0.5:  # onnxruntime's float32 scales
+            scales = np.float32(2.0) ** rng.uniform(-20, 4, n).astype(np.float32)
+            params = RequantParams.from_float_scales(scales, out_zero, bool(rng.random() < 0.5))
+        else:
+            params = RequantParams(rng.integers(1 << 28, 1 << 31, n), rng.integers(-12, 4, n),
+                                   out_zero, bool(rng.random() < 0.5))  # fmt: skip
     return Quantization(za, zb, params)
 
 

@@ -207,6 +207,13 @@ def add_config_options(p: argparse.ArgumentParser, *, rtl: bool) -> None:
         help="a per-channel output requantization unit on the C read path (acc <= 32 bits)",
     )
     g.add_argument(
+        "--requant-float",
+        action="store_true",
+        default=None,
+        help="the requantization unit also scales by float32, as onnxruntime does (with "
+        "--requant; sim --float-scale)",
+    )
+    g.add_argument(
         "--vector",
         action="store_true",
         default=None,
@@ -349,7 +356,7 @@ def config_from_args(args: argparse.Namespace) -> ArrayConfig:
     keys = ("dataflow", "rows", "cols", "a_width", "b_width", "acc_width", "out_width")
     dma = ("bus_width", "max_burst", "max_reads", "max_writes", "queue_depth")
     for key in (*keys, "a_depth", "b_depth", "c_depth", "zero_points", "requant", "vector",
-                "stage_depth", *dma):  # fmt: skip
+                "stage_depth", "requant_float", *dma):  # fmt: skip
         if getattr(args, key) is not None:
             values[key] = getattr(args, key)
     for key in ("a_signed", "b_signed", "out_signed"):

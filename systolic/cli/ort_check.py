@@ -1,5 +1,6 @@
 """``systolic ort-check``: a model quantized by onnxruntime, every quantized layer against
-golden's arithmetic (quant/ort_check.py)."""
+golden's arithmetic (quant/ort_check.py) and, with ``--rtl``, run by the simulated device
+(quant/ort_device.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ def add_parser(sub) -> None:
         "input and output exposed (a QDQ model as onnxruntime fuses it), and compute each "
         "QLinearConv, QLinearMatMul and QGemm layer with golden (exact accumulators, then "
         "onnxruntime's float requantization) on the tensor onnxruntime fed it. Prints each "
-        "layer's elements equal and the operators left to the host; exit 1 if a layer differs.",
+        "layer's elements equal and the operators left to the host; exit 1 if a layer differs. "
+        "With --rtl every such layer also runs on the simulated device (Verilator, float32 "
+        "scales in its fused output path), whose every output element is compared too.",
     )
     p.add_argument("model", type=Path, metavar="MODEL.onnx", help="the float (or quantized) model")
     p.add_argument("--quantized", action="store_true",
@@ -43,9 +46,23 @@ def add_parser(sub) -> None:
                    help="random samples without --data (8)")  # fmt: skip
     p.add_argument("--out", type=Path, metavar="FILE.onnx",
                    help="keep the quantized model here")  # fmt: skip
+    p.add_argument("--rtl", action="store_true",
+                   help="run every quantized layer on the simulated device too")  # fmt: skip
+    p.add_argument("--dataflow", choices=("ws", "os", "is"), default="ws",
+                   help="the device's dataflow with --rtl (ws)")  # fmt: skip
+    p.add_argument("--array", type=_array, default=(4, 4), metavar="RxC",
+                   help="the device's PE rows x columns with --rtl (4x4)")  # fmt: skip
     add_seed_option(p, "the random samples")
     add_json_option(p, "every layer's check")
     p.set_defaults(func=run)
+
+
+def _array(text: str) -> tuple[int, int]:
+    rows, x, cols = text.lower().partition("x")
+    if not (x and rows.isdigit() and cols.isdigit() and 1 <= int(rows) <= 64
+            and 1 <= int(cols) <= 64):  # fmt: skip
+        raise argparse.ArgumentTypeError(f"must be ROWSxCOLS, each 1..64, not {text!r}")
+    return int(rows), int(cols)
 
 
 def _samples(args: argparse.Namespace, model):
@@ -76,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
     import onnx
 
     from systolic.quant.ort_check import check_model, fused, quantize_with_ort
+    from systolic.quant.ort_device import device_config
 
     if not args.model.is_file():
         raise ValueError(f"no such model file: {args.model}")
@@ -98,33 +116,38 @@ def run(args: argparse.Namespace) -> int:
         graph = fused(model)
         name, dims = graph.graph.input[0].name, graph.graph.input[0].type.tensor_type.shape.dim
         batch = dims[0].dim_value if dims and dims[0].HasField("dim_value") else len(samples)
+        device = device_config(args.dataflow, *args.array) if args.rtl else None
         totals: dict = {}
         for start in range(0, len(samples), batch):  # a model of a fixed batch: a run each
             rows = np.asarray(samples[start : start + batch], np.float32)
             if len(rows) < batch:
                 break  # a last part batch the model cannot take
-            checks, host = check_model(graph, {name: rows})
+            checks, host = check_model(graph, {name: rows}, device)
             for c in checks:
                 seen = totals.get(c.name)
-                totals[c.name] = (
-                    c
-                    if seen is None
-                    else replace(c, elements=seen.elements + c.elements, equal=seen.equal + c.equal)
-                )
+                totals[c.name] = c if seen is None else replace(
+                    c, elements=seen.elements + c.elements, equal=seen.equal + c.equal,
+                    device=None if c.device is None else seen.device + c.device)  # fmt: skip
         if not totals:
             raise ValueError(f"the model takes batches of {batch}: give at least {batch} "
                              f"samples (--samples or --data)")  # fmt: skip
         checks = list(totals.values())
     width = max([len(c.name) for c in checks] + [5])
-    print(f"{'layer':{width}} {'op':14} {'equal':>9} {'elements':>9}  rate", file=out)
+    rtl = "   device  rate" if args.rtl else ""
+    print(f"{'layer':{width}} {'op':24} {'elements':>9} {'golden':>9}  rate{rtl}", file=out)
     for c in checks:
-        print(f"{c.name:{width}} {c.op:14} {c.equal:>9} {c.elements:>9}  {c.rate:.2%}", file=out)
+        on = ""
+        if args.rtl:
+            on = f"  {'host':>7}" if c.device is None else f"  {c.device:>7}  {c.device_rate:.2%}"
+        print(f"{c.name:{width}} {c.op:24} {c.elements:>9} {c.equal:>9}  {c.rate:.2%}{on}",
+              file=out)  # fmt: skip
     print(f"on the host (not checked): {', '.join(host) or 'none'}", file=out)
-    ok = all(c.equal == c.elements for c in checks)
+    ok = all(c.exact for c in checks)
+    where = "golden's and the device's are" if args.rtl else "golden's is"
     print(f"{'every' if ok else 'NOT every'} element of the {len(checks)} quantized layer(s) "
-          f"equals golden's", file=out)  # fmt: skip
+          f"equals onnxruntime's ({where} compared)", file=out)  # fmt: skip
     if args.json:
-        json.dump({"layers": [vars(c) | {"rate": c.rate} for c in checks], "host": host},
-                  sys.stdout, indent=1)  # fmt: skip
+        json.dump({"layers": [vars(c) | {"rate": c.rate, "device_rate": c.device_rate}
+                              for c in checks], "host": host}, sys.stdout, indent=1)  # fmt: skip
         print()
     return 0 if ok else 1

@@ -66,6 +66,9 @@ def add_parser(sub) -> None:
     p.add_argument("--bias", action="store_true",
                    help="add a random per-channel int32 bias before requantization (seeded), "
                    "with --requant")  # fmt: skip
+    p.add_argument("--float-scale", action="store_true",
+                   help="requantize by float32 scales, as onnxruntime does (a device built "
+                   "with --requant-float)")  # fmt: skip
     p.add_argument("--clamp", type=_clamp, metavar="LO,HI",
                    help="activation clamp of the outputs to [LO, HI] (output integers; ReLU6 "
                    "is Z,Z+6/scale), with --requant")  # fmt: skip
@@ -128,9 +131,11 @@ def run(args: argparse.Namespace) -> int:
         args.m, args.k, args.n = device_gemm(conv, word_layout(config, "a").tile)
     coefficients = energy_coefficients(args) if args.energy else None
     params = None
-    if not config.requant and (args.bias or args.clamp or args.relu):
-        raise SystemExit("error: --bias, --clamp and --relu need --requant (the fused output "
-                         "path)")  # fmt: skip
+    if not config.requant and (args.bias or args.clamp or args.relu or args.float_scale):
+        raise SystemExit("error: --bias, --clamp, --relu and --float-scale need --requant (the "
+                         "fused output path)")  # fmt: skip
+    if args.float_scale and not config.requant_float:
+        raise SystemExit("error: --float-scale needs a device built with --requant-float")
     expected_acc = expected
     if config.requant:  # per-channel scales that map each column's range onto the output's
         bias = None
@@ -138,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
             span = int(np.abs(expected).max()) + 1
             bias = rng.integers(-span, span + 1, size=args.n)
         params = output_params(expected if bias is None else expected + bias, config.out_width,
-                               config.out_signed, args.out_zero, args.relu)  # fmt: skip
+                               config.out_signed, args.out_zero, args.relu,
+                               float_scale=args.float_scale)  # fmt: skip
         params = dataclasses.replace(params, bias=bias, clamp=args.clamp)
         params.check(config, args.n)
         expected = params.apply(config, expected_acc)
@@ -168,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
             "out_zero": args.out_zero,
             "relu": args.relu,
             "bias": args.bias,
+            "float_scale": args.float_scale,
             "clamp": list(args.clamp) if args.clamp else None,
         },  # fmt: skip
     }
@@ -214,7 +221,8 @@ def _print_sim(s: dict, mismatches: int, size: int) -> None:
         text = f"  zero points A {q['a_zero']}, B {q['b_zero']}"
         if q["requant"]:
             text += (f"; outputs requantized per channel (output zero point {q['out_zero']}"
-                     f"{', ReLU' if q['relu'] else ''})")  # fmt: skip
+                     f"{', ReLU' if q['relu'] else ''}"
+                     f"{', float32 scales' if q.get('float_scale') else ''})")  # fmt: skip
         print(text)
     print_figures(s)
     if "trace" in s:

@@ -66,6 +66,7 @@ CONV_DEVICE = [
     "128",
     "--zero-points",
     "--requant",
+    "--requant-float",
 ]  # fmt: skip  (tests/sim/test_conv.py's device: one build for both)
 
 

@@ -30,7 +30,8 @@ def test_every_layer_of_a_quantized_model_equals_golden(model, tmp_path):
     report = json.loads(r.stdout)
     assert [x["op"] for x in report["layers"]] == ["QLinearConv", "QGemm"]
     assert all(x["equal"] == x["elements"] > 0 for x in report["layers"])
-    assert "every element of the 2 quantized layer(s) equals golden's" in r.stderr
+    assert ("every element of the 2 quantized layer(s) equals onnxruntime's (golden's is "
+            "compared)") in r.stderr  # fmt: skip
     again = run_cli("ort-check", str(kept), "--quantized", "--seed", "3")  # the kept model
     assert again.returncode == 0, again.stderr
     assert "100.00%" in again.stdout
@@ -47,10 +48,29 @@ def test_a_differing_layer_exits_one(model, monkeypatch, capsys):
     assert "NOT every element" in capsys.readouterr().out
 
 
+@pytest.mark.long
+def test_rtl_runs_every_layer_on_the_device(model, monkeypatch, capsys):
+    """``--rtl``: each layer's device column, and the exit status from both; on
+    tests/sim/test_conv.py's OS device (u8, float scales), not a build of its own."""
+    from systolic.quant import ort_device
+
+    from systolic.cli import main
+
+    from ..quant.test_ort_device import device_for
+
+    monkeypatch.setattr(ort_device, "device_config", lambda *a, **k: device_for)
+    assert main(["ort-check", str(model), "--seed", "4", "--rtl", "--json"]) == 0
+    out, err = capsys.readouterr()
+    report = json.loads(out[out.index("{") :])
+    assert [x["device"] for x in report["layers"]] == [x["elements"] for x in report["layers"]]
+    assert "(golden's and the device's are compared)" in err
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--quantized"], "has no QLinearConv, QLinearMatMul, QGemm layer"),
     (["--data", "missing.npy"], "--data: no such file missing.npy"),
     (["--calibrate", "best"], "argument --calibrate: invalid choice: 'best'"),
+    (["--rtl", "--array", "0x3"], "argument --array: must be ROWSxCOLS, each 1..64, not '0x3'"),
 ])  # fmt: skip
 def test_bad_input_is_one_clear_line(model, args, message):
     r = run_cli("ort-check", str(model), "--seed", "1", *args)

@@ -164,15 +164,16 @@ def test_a_failed_simulation_is_one_line_not_a_traceback(monkeypatch, capsys):
 
 def test_sim_runs_a_convolution():
     """``--conv``: a padded 3x3 convolution as a convolution descriptor on tests/sim/test_conv.py's
-    ws 3x2 device with a staging buffer: bit-exact, the model exact, and its implicit GEMM's
-    shape (6x5 pixels; K = 9 positions x 2 slices of 3 channels)."""
+    ws 3x2 device with a staging buffer, requantized by float32 scales: bit-exact, the model
+    exact, and its implicit GEMM's shape (6x5 pixels; K = 9 positions x 2 slices of 3
+    channels)."""
     r = run_cli("sim", "--dataflow", "ws", "--rows", "3", "--cols", "2", "--a-depth", "128",
                 "--b-depth", "128", "--c-depth", "128", "--stage-depth", "128", "--requant",
-                "--a-zero", "3", "--b-zero", "-2", "--conv", "1,6,5,4,3,3", "--pad", "1",
-                "--seed", "4", "--json")  # fmt: skip
+                "--requant-float", "--float-scale", "--bias", "--a-zero", "3", "--b-zero", "-2",
+                "--conv", "1,6,5,4,3,3", "--pad", "1", "--seed", "4", "--json")  # fmt: skip
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["bit_exact"] and out["model_differences"] == {}
+    assert out["bit_exact"] and out["model_differences"] == {} and out["quant"]["float_scale"]
     assert (out["m"], out["k"], out["n"]) == (30, 54, 3)
 
 

@@ -3,6 +3,7 @@ order, each checked against a property or a hand-worked case rather than its own
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -18,6 +19,7 @@ from systolic.contract.dma import (
     bursts,
     check_descriptor,
     containers,
+    descriptor_values,
     from_image,
     image,
     jobs,
@@ -117,17 +119,32 @@ def _descriptor(config, m, k, n, chunk, order="nmk", **kw):
         ({"requant": True, "q_addr": -64}, Refusal.ALIGNMENT),  # 4 entries of 16 B a word
         ({"bias": True}, Refusal.MODE),  # the fused path's parts need requant
         ({"clamp": (0, 6)}, Refusal.MODE),
+        ({"float_scale": True}, Refusal.MODE),  # a float scale is a mode of the fused path
         ({"requant": True, "clamp": (7, 6)}, Refusal.CLAMP),
         ({"a": Region(0, 1 << 32)}, Refusal.STRIDE),  # no wider than its 32-bit field
     ],
 )
 def test_descriptors_are_refused_with_their_reason(change, refusal):
-    config = ArrayConfig("ws", 4, 4, a_depth=48, b_depth=48, c_depth=48, requant=True)
+    config = ArrayConfig("ws", 4, 4, a_depth=48, b_depth=48, c_depth=48, requant=True,
+                         requant_float=True)  # fmt: skip
     good = _descriptor(config, 32, 16, 16, (8, 8, 8))
     assert check_descriptor(config, good) == (Refusal.NONE, "")
     fields = {f: getattr(good, f) for f in good.__dataclass_fields__} | change
     code, why = check_descriptor(config, Descriptor(**fields))
     assert code == refusal and why, (code, why)
+
+
+def test_a_float_scale_needs_a_device_that_has_the_field():
+    """Only a device built with ``requant_float`` has the descriptor's ``float_scale`` bit: on
+    another, posting one is an error, not a descriptor silently run in fixed point."""
+    fixed = ArrayConfig("ws", 4, 4, requant=True)
+    floats = dataclasses.replace(fixed, requant_float=True)
+    d = place(floats, 8, 8, 8, requant=True, float_scale=True)
+    assert descriptor_values(floats, d)["float_scale"] == 1
+    assert "float_scale" not in descriptor_values(fixed, dataclasses.replace(d, float_scale=False))
+    with pytest.raises(ValueError, match="float_scale needs a device built with requant_float"):
+        descriptor_values(fixed, d)
+    assert not place(floats, 8, 8, 8, float_scale=True).float_scale  # only when requantizing
 
 
 @pytest.mark.parametrize("order", LOOP_ORDERS)

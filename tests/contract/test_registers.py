@@ -27,7 +27,7 @@ from systolic.contract.registers import (
 CONFIGS = [
     ArrayConfig("ws", 4, 4),
     ArrayConfig("os", 2, 3, zero_points=True, a_width=6, b_width=5, acc_width=20),
-    ArrayConfig("is", 8, 2, requant=True, out_width=4),
+    ArrayConfig("is", 8, 2, requant=True, out_width=4, requant_float=True),
     ArrayConfig("ws", 3, 5, number="bf16", bus_width=64, queue_depth=4),
 ]
 IDS = [c.name for c in CONFIGS]
@@ -77,7 +77,9 @@ def test_identification_registers_describe_the_configuration():
     assert by_name["ID"].value == int.from_bytes(b"SYST", "big")
     fmt = by_name["HW_FORMAT"].unpack(by_name["HW_FORMAT"].value)
     assert fmt == {"dataflow": 1, "bf16": 0, "zero_points": 1, "requant": 0, "vector": 0,
-                   "a_width": 6, "b_width": 5, "acc_width": 20}  # fmt: skip
+                   "requant_float": 0, "a_width": 6, "b_width": 5, "acc_width": 20}  # fmt: skip
+    other = {r.name: r for r in register_map(CONFIGS[2])}["HW_FORMAT"]
+    assert other.unpack(other.value)["requant_float"] == 1  # float scales, DESC_FLOAT_SCALE
     assert by_name["HW_ARRAY"].unpack(by_name["HW_ARRAY"].value) == {"rows": 2, "cols": 3}
     assert by_name["HW_Q_DEPTH"].value == 0  # no requantization unit
     assert config_hash(config) != config_hash(CONFIGS[0])

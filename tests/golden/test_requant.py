@@ -102,6 +102,36 @@ def test_invalid_quantization_is_refused():
         requantized_reference(plain, a, a, 0, 0, RequantParams(ones, 0 * ones))
 
 
+def test_float_scale_parameters_requantize_as_onnxruntime_and_refuse_what_the_table_cannot_hold(
+    seed,
+):
+    """``RequantParams.from_float_scales`` holds each scale's float32 bits where the Q31
+    multiplier goes (the parameter table's field) and applies :func:`requantize_float`, the
+    activation's bounds its clamp; scales the hardware cannot take are refused by name."""
+    rng = np.random.default_rng(seed)
+    config = ArrayConfig("ws", 2, 4, requant=True, requant_float=True, out_signed=False)
+    scales = (np.float32(2) ** rng.uniform(-12, 0, 4).astype(np.float32)).astype(np.float32)
+    bias = rng.integers(-1000, 1000, 4)
+    params = RequantParams.from_float_scales(scales, 7, relu=True, bias=bias, clamp=(3, 200))
+    assert params.multiplier.tolist() == [int(x) for x in scales.view(np.uint32)]
+    assert params.scales.tobytes() == scales.tobytes()
+    acc = rng.integers(-(1 << 14), 1 << 14, (5, 4))
+    want = requantize_float(acc, scales, 7, 8, False, bias, (7, 200))  # ReLU: nothing below 7
+    np.testing.assert_array_equal(params.apply(config, acc), want)
+    params.check(config, 4)
+    for bad, message in [
+        (np.float32([np.inf] * 4), r"float scales must be finite and >= 0"),
+        (np.float32([-0.5] * 4), r"float scales must be finite and >= 0"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            RequantParams.from_float_scales(bad).check(config, 4)
+    fixed_only = ArrayConfig("ws", 2, 4, requant=True)
+    with pytest.raises(ValueError, match="float scales need a device built with requant_float"):
+        params.check(fixed_only, 4)
+    with pytest.raises(ValueError, match="requant_float needs requant"):
+        ArrayConfig("ws", 2, 4, requant_float=True)
+
+
 def test_requantize_is_per_channel():
     acc = np.array([[100, 100], [-100, -100]])
     out = requantize(acc, np.array([1 << 30, 1 << 30]), np.array([0, -1]), 0, 8, True)

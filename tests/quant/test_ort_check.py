@@ -86,6 +86,31 @@ def test_a_wrong_scale_is_seen(tmp_path, seed):
     assert (golden_layer(bent, x) != golden_layer(conv, x)).any()
 
 
+def test_the_playbooks_bias_quantization_equals_onnxruntimes(tmp_path, seed):
+    """The playbook's int32 bias (:func:`quant.calibrate.quantize_bias`: the float bias over
+    the input scale times the weight scale, to nearest) at the scales onnxruntime chose equals
+    the bias onnxruntime's quantize_static wrote, every channel of every layer, per tensor and
+    per channel: the two agree on which scale a bias is at."""
+    from systolic.quant.calibrate import Scale, quantize_bias
+    from systolic.quant.onnx_io import constants
+    from systolic.quant.ort_check import CHECKED_OPS
+
+    rng = np.random.default_rng(seed)
+    for per_channel in (False, True):
+        model = _quantized(tmp_path, rng, per_channel, "MinMax")
+        floats = onnx.load(str(tmp_path / "small.onnx"))
+        f_consts, q_consts = constants(floats), constants(model)
+        biased = [n for n in floats.graph.node if n.op_type in ("Conv", "Gemm")]
+        layers = [n for n in model.graph.node if n.op_type in CHECKED_OPS]
+        assert len(biased) == len(layers) == 3
+        for f, q in zip(biased, layers, strict=True):
+            pos = CHECKED_OPS[q.op_type]
+            xs, ws, bias = (q_consts[q.input[pos[i]]] for i in (1, 4, 8))
+            ours = quantize_bias(f_consts[f.input[2]], Scale(xs, 0, 8, False),
+                                 Scale(ws, 0, 8, True))  # fmt: skip
+            np.testing.assert_array_equal(ours, bias, err_msg=f"{q.name} {per_channel}")
+
+
 def test_an_unreadable_layer_is_refused_by_name():
     """A QLinearConv whose weights are not a constant: refused, naming the node."""
     from onnx import TensorProto, helper, numpy_helper

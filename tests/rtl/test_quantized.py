@@ -26,12 +26,14 @@ from systolic.sim.simulate import Quantization, run_gemm, run_gemms
 from ..sim.test_device import CONFIGS as DEVICE_CONFIGS
 
 #: 16-bit operands and a 32-bit accumulator: any int32 value is reachable as an accumulator.
-#: With the vector unit: tests/sim/test_vector.py runs it on the same build.
-RQ = ArrayConfig("ws", 2, 4, a_width=16, b_width=16, acc_width=32, requant=True, vector=True)
+#: With the vector unit: tests/sim/test_vector.py runs it on the same build. Both modes of
+#: requantization: fixed point and onnxruntime's float32 scales.
+RQ = ArrayConfig("ws", 2, 4, a_width=16, b_width=16, acc_width=32, requant=True, vector=True,
+                 requant_float=True)  # fmt: skip
 
 
 RQ_U8 = ArrayConfig("os", 2, 3, a_width=16, b_width=16, acc_width=32, requant=True,
-                    out_signed=False)  # fmt: skip
+                    out_signed=False, requant_float=True)  # fmt: skip
 
 
 def _accumulators_as_gemm(targets: list[int], channels: int):
@@ -49,6 +51,15 @@ def _accumulators_as_gemm(targets: list[int], channels: int):
     b = np.tile(np.array([[-32768], [-32768], [1], [1]]), (1, channels))
     assert ((a @ b - np.array(targets)[:, None]) % (1 << 32) == 0).all()
     return a, b
+
+
+def _float_corner_params(channels: int, rng) -> RequantParams:
+    """onnxruntime's float32 scales at their corners: zero, the smallest subnormal, exactly 1/2
+    (every odd accumulator a tie), one, past saturation, tiny powers of two; then random."""
+    corners = [0.0, 1e-45, 0.5, 1.0, 2.0**20, 2.0**-31, 2.0**-24, 0.75]
+    extra = channels - len(corners)
+    scales = corners + (rng.uniform(0.5, 1, extra) * 2.0 ** rng.integers(-30, 2, extra)).tolist()
+    return RequantParams.from_float_scales(np.array(scales[:channels], np.float32))
 
 
 def _corner_params(channels: int, rng) -> RequantParams:
@@ -104,6 +115,11 @@ def test_requantization_corners_bit_exact(config, seed):
                       clamp=(lo + 5, lo + 30)),  # ReLU narrows it to [lo + 20, lo + 30]
     ]  # fmt: skip
     cases += [Quantization(params=p) for p in fused]
+    floats = _float_corner_params(channels, rng)  # the same again, scaled in float32
+    cases += [Quantization(params=floats)] + [
+        Quantization(params=dataclasses.replace(p, multiplier=floats.multiplier,
+                                                shift=floats.shift, float_scale=True))
+        for p in fused]  # fmt: skip
     results = run_gemms(config, [(a, b)] * len(cases), quant=cases)
     acc = reference(config, a, b)
     assert (acc == np.array(targets)[:, None]).all()
@@ -216,7 +232,7 @@ def _float_scaler(out_width: int, out_signed: bool):
 
 @pytest.mark.parametrize(("out_width", "out_signed"), [(8, False), (8, True), (16, True)])
 def test_the_float_scaler_rounds_as_onnxruntime(seed, out_width, out_signed):
-    """The hardware's float requantization (not yet a mode of the device: issue 35) against
+    """The hardware's float requantization (the device's float_scale mode) alone, against
     golden's :func:`requantize_float` (itself equal to onnxruntime's): accumulators across
     int32, past 2**24 and at its extremes, scales across float32's range, exactly 1/2 (ties),
     powers of two and random; zero points across the output range."""

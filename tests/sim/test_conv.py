@@ -41,15 +41,17 @@ from tests.helpers import direct_conv, random_conv
 
 #: The device of these tests (and of the convolution regression and `systolic sim --conv`
 #: tests): ragged 3-channel slices, zero points and requantization (drawn on or off per
-#: convolution).
+#: convolution, in fixed point or onnxruntime's float32 scales); OS's inputs and outputs u8,
+#: the others' s8 (tests/quant/test_ort_device.py runs onnxruntime's layers of both on them).
 CONFIGS = {
-    "ws-3x2-zp-rq": ArrayConfig("ws", 3, 2, zero_points=True, requant=True, a_depth=128,
-                                b_depth=128, c_depth=128, stage_depth=128),
+    "ws-3x2-zp-rq": ArrayConfig("ws", 3, 2, zero_points=True, requant=True, requant_float=True,
+                                a_depth=128, b_depth=128, c_depth=128, stage_depth=128),
     # OS and IS transpose the staged slices into A words of pixels (3 and 2 a word here)
-    "os-3x2-zp-rq": ArrayConfig("os", 3, 2, zero_points=True, requant=True, a_depth=256,
-                                b_depth=128, c_depth=128, stage_depth=128),
-    "is-3x2-zp-rq": ArrayConfig("is", 3, 2, zero_points=True, requant=True, a_depth=256,
-                                b_depth=256, c_depth=128, stage_depth=128),
+    "os-3x2-zp-rq": ArrayConfig("os", 3, 2, zero_points=True, requant=True, requant_float=True,
+                                a_depth=256, b_depth=128, c_depth=128, stage_depth=128,
+                                a_signed=False, out_signed=False),
+    "is-3x2-zp-rq": ArrayConfig("is", 3, 2, zero_points=True, requant=True, requant_float=True,
+                                a_depth=256, b_depth=256, c_depth=128, stage_depth=128),
 }  # fmt: skip
 CONFIG = CONFIGS["ws-3x2-zp-rq"]
 
@@ -73,6 +75,11 @@ def _chunk(rng, config: ArrayConfig, conv: Conv):
     return tries[int(rng.integers(len(tries)))] if tries else None
 
 
+def _span(signed: bool) -> tuple[int, int]:
+    """An 8-bit operand's values, as ``rng.integers`` takes them."""
+    return (-128, 128) if signed else (0, 256)
+
+
 def _draws(rng, config: ArrayConfig, count: int) -> list:
     out = []
     while len(out) < count:
@@ -80,15 +87,23 @@ def _draws(rng, config: ArrayConfig, count: int) -> list:
         chunk = _chunk(rng, config, conv)
         if chunk is None:
             continue
-        x = rng.integers(-128, 128, (conv.batch, conv.height, conv.width, conv.channels))
+        x = rng.integers(*_span(config.a_signed), (conv.batch, conv.height, conv.width,
+                                                   conv.channels))  # fmt: skip
         w = rng.integers(-128, 128, (conv.out_channels, *conv.kernel, conv.channels))
         q = None
         if config.zero_points and rng.random() < 0.7:
             n = conv.out_channels
-            params = RequantParams(rng.integers(1 << 29, 1 << 30, n), rng.integers(-12, -6, n),
-                                   int(rng.integers(-5, 5)), bool(rng.integers(2)),
-                                   rng.integers(-500, 500, n))  # fmt: skip
-            q = Quantization(int(rng.integers(-10, 10)), int(rng.integers(-10, 10)), params)
+            low = 0 if config.out_signed else 5  # the output zero point: -5..4 or 0..9
+            out_zero, relu, bias = int(rng.integers(-5, 5)) + low, bool(rng.integers(2)), (
+                rng.integers(-500, 500, n))  # fmt: skip
+            if rng.random() < 0.5:  # onnxruntime's float scales: outputs from 0 to saturated
+                scales = np.float32(2.0) ** rng.uniform(-16, -6, n).astype(np.float32)
+                params = RequantParams.from_float_scales(scales, out_zero, relu, bias)
+            else:
+                params = RequantParams(rng.integers(1 << 29, 1 << 30, n),
+                                       rng.integers(-12, -6, n), out_zero, relu, bias)  # fmt: skip
+            a_zero = int(rng.integers(-10, 10)) + (0 if config.a_signed else 128)
+            q = Quantization(a_zero, int(rng.integers(-10, 10)), params)
         out.append(((conv, x, w), q, chunk, LOOP_ORDERS[int(rng.integers(len(LOOP_ORDERS)))]))
         tile = word_layout(config, "a").tile
         assert stage_bound(conv, tile, chunk[0], chunk[1]) <= config.stage_depth
@@ -188,9 +203,10 @@ def test_a_depthwise_convolution_runs_a_slice_at_a_time(name, seed):
         except ValueError:
             continue
         break
-    x = rng.integers(-128, 128, (conv.batch, conv.height, conv.width, channels))
+    x = rng.integers(*_span(config.a_signed), (conv.batch, conv.height, conv.width, channels))
     w = rng.integers(-128, 128, (channels, *conv.kernel, 1))
     za, zb = (int(v) for v in rng.integers(-10, 10, 2))
+    za += 0 if config.a_signed else 128
     parts = depthwise_slices(conv, x, w, tile, zb)
     q = Quantization(za, zb)
     results = run_convs(config, parts, quant=[q] * len(parts), name="depthwise")
