@@ -48,21 +48,23 @@ def add_parser(sub) -> None:
                    help="keep the quantized model here")  # fmt: skip
     p.add_argument("--rtl", action="store_true",
                    help="run every quantized layer on the simulated device too")  # fmt: skip
-    p.add_argument("--dataflow", choices=("ws", "os", "is"), default="ws",
-                   help="the device's dataflow with --rtl (ws)")  # fmt: skip
-    p.add_argument("--array", type=_array, default=(4, 4), metavar="RxC",
-                   help="the device's PE rows x columns with --rtl (4x4)")  # fmt: skip
+    p.add_argument("--device", type=_device, default=("ws", 4, 4), metavar="DF-RxC",
+                   help="the device of --rtl: its dataflow and PE rows x columns (ws-4x4; "
+                   "os-8x8, ...)")  # fmt: skip
     add_seed_option(p, "the random samples")
     add_json_option(p, "every layer's check")
     p.set_defaults(func=run)
 
 
-def _array(text: str) -> tuple[int, int]:
-    rows, x, cols = text.lower().partition("x")
-    if not (x and rows.isdigit() and cols.isdigit() and 1 <= int(rows) <= 64
-            and 1 <= int(cols) <= 64):  # fmt: skip
-        raise argparse.ArgumentTypeError(f"must be ROWSxCOLS, each 1..64, not {text!r}")
-    return int(rows), int(cols)
+def _device(text: str) -> tuple[str, int, int]:
+    """``ws-4x4``: a dataflow, rows and columns."""
+    dataflow, _, shape = text.lower().partition("-")
+    rows, x, cols = shape.partition("x")
+    if not (dataflow in ("ws", "os", "is") and x and rows.isdigit() and cols.isdigit()
+            and 1 <= int(rows) <= 64 and 1 <= int(cols) <= 64):  # fmt: skip
+        raise argparse.ArgumentTypeError(f"must be DATAFLOW-ROWSxCOLS (ws, os or is; 1..64 "
+                                         f"each), as ws-4x4, not {text!r}")  # fmt: skip
+    return dataflow, int(rows), int(cols)
 
 
 def _samples(args: argparse.Namespace, model):
@@ -116,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         graph = fused(model)
         name, dims = graph.graph.input[0].name, graph.graph.input[0].type.tensor_type.shape.dim
         batch = dims[0].dim_value if dims and dims[0].HasField("dim_value") else len(samples)
-        device = device_config(args.dataflow, *args.array) if args.rtl else None
+        device = device_config(*args.device) if args.rtl else None
         totals: dict = {}
         for start in range(0, len(samples), batch):  # a model of a fixed batch: a run each
             rows = np.asarray(samples[start : start + batch], np.float32)
