@@ -12,7 +12,8 @@
    and the cheapest mix above the accuracy floor;
 5. deployment checks on that mix (``quant/deploy_checks.py``), through the simulated RTL;
 6. onnxruntime's own post-training quantization of the same ONNX file (``quantize_static``,
-   per tensor and per channel) as a baseline row, its accuracy as onnxruntime runs it.
+   per tensor and per channel) as a baseline row, its accuracy as onnxruntime runs it; in both
+   its formats, through the simulated RTL, every layer's output equal to onnxruntime's.
 
 Every choice is made on the validation split; every reported accuracy is on the test split.
 """
@@ -33,11 +34,12 @@ from systolic.workloads.evaluate import model_record
 from systolic.workloads.library import Gemm, Workload
 from systolic.workloads.onnx_import import onnx_workload
 
-from .deploy_checks import deployment_checks
+from .deploy_checks import Check, deployment_checks
 from .deployment import LAYER_PRECISIONS, Plan, Recipe, layer_config, make_plan, run_integer
 from .nets import Net, train
 from .onnx_io import net_from_onnx, write_onnx
-from .ort_check import quantize_with_ort
+from .ort_check import check_model, fused, quantize_with_ort
+from .ort_device import device_config
 from .tasks import MODELS, build_net, load_task
 
 __all__ = ["Options", "run_model", "run_playbook"]
@@ -192,24 +194,32 @@ def _qat(net, task, x_cal, bits, recipe, opts, rng) -> tuple[Net, Plan, list[flo
     return tuned, make_plan(tuned, x_cal, f"int{bits}", recipe), losses
 
 
-#: onnxruntime's baselines: quantize_static's QDQ format, u8 activations calibrated by MinMax,
-#: int8 weights within +-64 (``reduce_range``: where its x86 kernels are exact on every CPU).
-ORT_BASELINES = {"per-tensor": False, "per-channel": True}
+#: onnxruntime's quantization of each network: quantize_static's two formats, weights per tensor
+#: and per channel; u8 activations calibrated by MinMax, int8 weights within +-64
+#: (``reduce_range``: where its x86 kernels are exact on every CPU).
+ORT_FORMATS = ("QDQ", "QOperator")
+ORT_WEIGHTS = {"per-tensor": False, "per-channel": True}
 
 
-def _ort_baselines(path: Path, shape: tuple, x_cal, task, energy_pj: float) -> list[dict]:
-    """Retention rows of onnxruntime's quantization of the model at ``path`` (samples of
-    ``shape``): calibrated on ``x_cal``, its accuracy on the test split as onnxruntime's
-    InferenceSession computes it; the array work is int8's (``energy_pj``; its float scales
-    change the output path only)."""
+def _ort_quantizations(path: Path, shape: tuple, x_cal) -> dict:
+    """onnxruntime's quantizations of the model at ``path`` (samples of ``shape``), calibrated
+    on ``x_cal``: ``{(format, weights): model}``."""
+    x_cal = np.asarray(x_cal, np.float32).reshape(-1, *shape)
+    return {(fmt, name): quantize_with_ort(path, path.with_suffix(f".ort-{fmt}-{name}.onnx"),
+                                           x_cal, fmt=fmt, per_channel=per_channel)
+            for fmt in ORT_FORMATS for name, per_channel in ORT_WEIGHTS.items()}  # fmt: skip
+
+
+def _ort_baselines(models: dict, shape: tuple, task, energy_pj: float) -> list[dict]:
+    """Retention rows of onnxruntime's QDQ quantizations: their accuracy on the test split as
+    onnxruntime's InferenceSession computes it; the array work is int8's (``energy_pj``; its
+    float scales change the output path only)."""
     import onnxruntime as ort
 
     rows = []
     x_test = np.asarray(task.x_test, np.float32).reshape(-1, *shape)
-    x_cal = np.asarray(x_cal, np.float32).reshape(-1, *shape)
-    for name, per_channel in ORT_BASELINES.items():
-        model = quantize_with_ort(path, path.with_suffix(f".ort-{name}.onnx"), x_cal,
-                                  fmt="QDQ", per_channel=per_channel)  # fmt: skip
+    for name in ORT_WEIGHTS:
+        model = models["QDQ", name]
         session = ort.InferenceSession(model.SerializeToString(),
                                        providers=["CPUExecutionProvider"])  # fmt: skip
         logits = session.run(None, {session.get_inputs()[0].name: x_test})[0]
@@ -217,6 +227,30 @@ def _ort_baselines(path: Path, shape: tuple, x_cal, task, energy_pj: float) -> l
         rows.append({"name": f"onnxruntime int8 {name} (QDQ, MinMax, weights +-64)",
                      "test": test, "energy_pj": energy_pj})  # fmt: skip
     return rows
+
+
+def _ort_on_the_rtl(models: dict, shape: tuple, x, rows: int) -> tuple[Check, list[dict]]:
+    """onnxruntime's every quantization run on the simulated ``rows x rows`` WS device (every
+    QLinearConv, QLinearMatMul and QGemm layer; :mod:`quant.ort_device`) on the samples ``x``:
+    the check that each output element equals onnxruntime's, and each case's layers."""
+    device = device_config("ws", rows, rows)
+    x = np.asarray(x, np.float32).reshape(-1, *shape)
+    cases = []
+    for (fmt, name), model in models.items():
+        graph = fused(model)
+        found, host = check_model(graph, {graph.graph.input[0].name: x}, device)
+        cases.append({"format": fmt, "weights": name, "host": host,
+                      "layers": [{"name": c.name, "op": c.op, "elements": c.elements,
+                                  "golden": c.equal, "device": c.device}
+                                 for c in found]})  # fmt: skip
+    ran = [layer for case in cases for layer in case["layers"] if layer["device"] is not None]
+    exact = all(layer["device"] == layer["elements"] for layer in ran)
+    detail = (f"{len(cases)} quantizations (QDQ and QOperator, weights per tensor and per "
+              f"channel) of {len(x)} test samples on the simulated {rows}x{rows} WS device: "
+              f"{sum(layer['device'] for layer in ran)} of "
+              f"{sum(layer['elements'] for layer in ran)} output elements of {len(ran)} layers "
+              f"equal onnxruntime's")  # fmt: skip
+    return Check("onnxruntime's quantization on the RTL", exact, detail), cases
 
 
 def run_model(spec: str, opts: Options) -> dict:
@@ -335,7 +369,14 @@ def run_model(spec: str, opts: Options) -> dict:
                           "test": _int_accuracy(qat[bits][1], task.x_test, task.y_test,
                                                 opts.rows),
                           "energy_pj": energy([f"int{bits}"] * L)})  # fmt: skip
-    retention += _ort_baselines(path, net.input_shape, x_cal, task, energy(["int8"] * L))
+    ort_models = _ort_quantizations(path, net.input_shape, x_cal)
+    retention += _ort_baselines(ort_models, net.input_shape, task, energy(["int8"] * L))
+    ort_rtl = None
+    if opts.rtl_samples:
+        check, ort_rtl = _ort_on_the_rtl(ort_models, net.input_shape,
+                                         task.x_test[: opts.rtl_samples], opts.rows)  # fmt: skip
+        checks.append(check)
+        log(f"{spec}: {check.line()}")
     retention.append(
         {
             "name": f"float fine-tuned {opts.qat_epochs} epochs (QAT's control)",
@@ -365,6 +406,7 @@ def run_model(spec: str, opts: Options) -> dict:
         "sensitivity": sensitivity, "base_val": base_val, "mixes": mixes, "chosen": chosen,
         "retention": retention, "checks": [c.__dict__ for c in checks],
         "check_figures": {k: v for k, v in figures.items()}, "rtl_energy": rtl_energy,
+        "ort_rtl": ort_rtl,
         "floor": opts.floor, "energy_batch": opts.energy_batch, "rows": opts.rows,
     }  # fmt: skip
 

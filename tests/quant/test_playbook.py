@@ -30,9 +30,20 @@ def test_short_playbook_run_passes_its_checks(tmp_path):
     checks = {c["name"]: c for c in record["checks"]}
     assert set(checks) == {"RTL equals golden/", "fake-quant model = integer pipeline",
                            "per-layer SQNR against float", "requantization parameters in range",
-                           "accuracy retention guard"}  # fmt: skip
+                           "accuracy retention guard",
+                           "onnxruntime's quantization on the RTL"}  # fmt: skip
     assert all(c["passed"] for c in checks.values()), checks
     assert checks["RTL equals golden/"]["detail"].count("bit-exact") == 2
+    # onnxruntime's four quantizations: both dense layers of each on the device, every element
+    assert [(c["format"], c["weights"]) for c in record["ort_rtl"]] == [
+        ("QDQ", "per-tensor"), ("QDQ", "per-channel"), ("QOperator", "per-tensor"),
+        ("QOperator", "per-channel")]  # fmt: skip
+    for case in record["ort_rtl"]:
+        on_device = [x for x in case["layers"] if x["device"] is not None]
+        assert [x["op"] for x in on_device] == ["QGemm", "QGemm"], case
+        assert all(x["device"] == x["golden"] == x["elements"] > 0 for x in on_device), case
+    ort_rows = [r for r in record["retention"] if r["name"].startswith("onnxruntime")]
+    assert len(ort_rows) == 2 and all(r["test"] > UNTRAINED_ACCURACY for r in ort_rows)
     assert record["onnx_identical"]
     # the file the playbook quantized is a workload too: 64-64-10 per sample
     assert record["gemms"] == [["dense1", 1, 64, 64], ["dense3", 1, 64, 10]]
