@@ -36,7 +36,9 @@ def add_parser(sub) -> None:
         "clipping of outliers), post-training quantization against quantization-aware "
         "training at int8 and int4, per-layer sensitivity and every mix of int8, int4 and "
         "bf16 against the energy model; choose the cheapest mix above the accuracy floor and "
-        "check its deployment, through the simulated RTL. Writes quantize.md, quantize.html, "
+        "check its deployment, through the simulated RTL. onnxruntime's own quantization of "
+        "each network is a baseline row, and its layers run through the RTL too. Writes "
+        "quantize.md, quantize.html, "
         "quantize.json, plots and the ONNX files to OUT; exit 1 if a check fails.",
     )
     p.add_argument("--models", nargs="+", choices=KNOWN, default=list(KNOWN), metavar="TASK:MODEL",
