@@ -23,7 +23,7 @@ that graph is read and checked as a QOperator model.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import onnx
@@ -40,7 +40,7 @@ from systolic.golden.requant import (
 from systolic.workloads.onnx_import import attributes
 
 from .onnx_io import constants
-from .ort_device import DeviceFor, device_outputs
+from .ort_device import DeviceFor, device_outputs, placed
 
 __all__ = ["CALIBRATIONS", "CHECKED_OPS", "LayerCheck", "OrtLayer", "check_model", "fused",
            "golden_layer", "ort_layers", "quantize_with_ort"]  # fmt: skip
@@ -232,18 +232,26 @@ def _layer(node, consts: dict, shapes: dict) -> OrtLayer:
 
 
 def _conv(node, name: str, at: dict, x_shape, w: np.ndarray) -> tuple[Conv, np.ndarray]:
-    """A QLinearConv's geometry (NCHW read as NHWC; a batch of one where the model leaves it
-    symbolic: :func:`golden_layer` takes the input's) and its weights as ``O x kh x kw x
-    C/g``."""
-    if w.ndim != 4 or x_shape is None or len(x_shape) != 4 or None in x_shape[1:]:
-        raise ValueError(f"QLinearConv {name!r}: only 2-D convolutions of a known input shape "
-                         f"are supported (input {x_shape}, weights {w.shape})")  # fmt: skip
+    """A QLinearConv's geometry (NCHW read as NHWC) and its weights as ``O x kh x kw x C/g``.
+    Where the model leaves the input's batch, height or width unknown (shape inference stops
+    at onnxruntime's own operators, QLinearAdd ...), a batch of one and the least height and
+    width the kernel takes: :func:`placed` gives the geometry on the input onnxruntime feeds
+    it."""
+    if w.ndim != 4 or (x_shape is not None and len(x_shape) != 4):
+        raise ValueError(f"QLinearConv {name!r}: only 2-D convolutions are supported (input "
+                         f"{x_shape}, weights {w.shape})")  # fmt: skip
     if at.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
         raise ValueError(f"QLinearConv {name!r}: auto_pad is not supported; give pads")
-    batch, channels, height, width = x_shape
-    conv = Conv(batch or 1, height, width, channels, w.shape[0], tuple(w.shape[2:]),
-                tuple(at.get("strides", (1, 1))), tuple(at.get("pads", (0, 0, 0, 0))),
-                tuple(at.get("dilations", (1, 1))), int(at.get("group", 1)))  # fmt: skip
+    groups = int(at.get("group", 1))
+    kernel, dilation = tuple(w.shape[2:]), tuple(at.get("dilations", (1, 1)))
+    least = [d * (k - 1) + 1 for k, d in zip(kernel, dilation, strict=True)]
+    batch, channels, height, width = x_shape or (None, None, None, None)
+    if channels is not None and channels != w.shape[1] * groups:
+        raise ValueError(f"QLinearConv {name!r}: its input's {channels} channels are not its "
+                         f"weights' {w.shape[1]} x {groups} groups")  # fmt: skip
+    conv = Conv(batch or 1, height or least[0], width or least[1], w.shape[1] * groups,
+                w.shape[0], kernel, tuple(at.get("strides", (1, 1))),
+                tuple(at.get("pads", (0, 0, 0, 0))), dilation, groups)  # fmt: skip
     return conv, w.transpose(0, 2, 3, 1)
 
 
@@ -265,7 +273,7 @@ def golden_layer(layer: OrtLayer, x: np.ndarray) -> np.ndarray:
                               for o in range(layer.weights.shape[1])], axis=1)  # fmt: skip
         y = requantize_float(acc, layer.scale, layer.y_zero, 8, layer.out_signed, layer.bias)
         return y.reshape(*lead, -1)
-    c = replace(layer.conv, batch=x.shape[0])
+    c = placed(layer, x.shape)
     nhwc = x.transpose(0, 2, 3, 1)
     per_group_in, per_group_out = c.channels // c.groups, c.out_channels // c.groups
     one = Conv(c.batch, c.height, c.width, per_group_in, 1, c.kernel, c.stride, c.pads,

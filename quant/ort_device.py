@@ -24,7 +24,7 @@ from systolic.contract.dma import word_layout
 from systolic.golden.requant import RequantParams
 from systolic.sim.simulate import Quantization, run_convs, run_gemms
 
-__all__ = ["DeviceFor", "device_config", "device_outputs"]
+__all__ = ["DeviceFor", "device_config", "device_outputs", "placed"]
 
 #: The device a layer runs on, given its input's and output's signedness.
 DeviceFor = Callable[[bool, bool], ArrayConfig]
@@ -47,6 +47,15 @@ def device_config(dataflow: str = "ws", rows: int = 4, cols: int = 4, *,
     return make
 
 
+def placed(layer, x_shape) -> Conv:
+    """A convolution layer's geometry on an input of ``x_shape`` (NCHW)."""
+    batch, channels, height, width = x_shape
+    if channels != layer.conv.channels:
+        raise ValueError(f"{layer.op} {layer.name!r}: an input of {channels} channels, not "
+                         f"{layer.conv.channels}")  # fmt: skip
+    return replace(layer.conv, batch=batch, height=height, width=width)
+
+
 def _quantization(layer, channels: slice | None = None) -> Quantization:
     """The layer's zero points and fused output path (its channels ``channels``)."""
     if np.unique(layer.w_zero).size > 1:
@@ -61,7 +70,7 @@ def _quantization(layer, channels: slice | None = None) -> Quantization:
 def _conv_jobs(config: ArrayConfig, layer, x: np.ndarray) -> list[tuple]:
     """A convolution's descriptors, their outputs' channels in order: ``((conv, x, w),
     quantization)``, the input NHWC (onnxruntime's is NCHW)."""
-    c = replace(layer.conv, batch=x.shape[0])
+    c = placed(layer, x.shape)
     nhwc = np.asarray(x, np.int64).transpose(0, 2, 3, 1)
     if c.groups > 1 and c.groups == c.channels == c.out_channels:  # depthwise
         q = _quantization(layer)
@@ -110,7 +119,7 @@ def device_outputs(layers: list, values: dict[str, np.ndarray],
             for layer in group:
                 if layer.conv is None:
                     continue
-                c = replace(layer.conv, batch=values[layer.input].shape[0])
+                c = placed(layer, values[layer.input].shape)
                 oh, ow = c.out
                 y = np.concatenate(parts[layer.name], axis=1)  # pixels x channels, by group
                 out[layer.name] = y.reshape(c.batch, oh, ow, c.out_channels).transpose(0, 3, 1, 2)

@@ -133,20 +133,25 @@ def test_an_unreadable_layer_is_refused_by_name():
 @pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
 def test_a_residual_block_equals_golden(tmp_path, seed, fmt):
     """A residual block (two padded 3x3 convolutions with biases, the second's output added to
-    the first's ReLU, a ReLU, global average pooling, a dense layer), quantized by onnxruntime:
-    the convolutions, the dense layer, the residual add (onnxruntime's QLinearAdd, float with
-    fused multiply-adds) and the pooling (QLinearGlobalAveragePool) all equal golden's."""
+    the first's ReLU, a ReLU, a 1x1 convolution, global average pooling, a dense layer),
+    quantized by onnxruntime: the convolutions, the dense layer, the residual add
+    (onnxruntime's QLinearAdd, float with fused multiply-adds) and the pooling
+    (QLinearGlobalAveragePool) all equal golden's. The 1x1 convolution reads the add's output,
+    whose shape ONNX's shape inference leaves unknown (QLinearAdd is onnxruntime's own
+    operator): its geometry is the input's onnxruntime feeds it."""
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(seed)
     weights = {"w1": rng.normal(0, 0.3, (8, 3, 3, 3)), "b1": rng.normal(0, 0.1, 8),
                "w2": rng.normal(0, 0.2, (8, 8, 3, 3)), "b2": rng.normal(0, 0.1, 8),
-               "w3": rng.normal(0, 0.3, (8, 10)), "b3": rng.normal(0, 0.1, 10)}  # fmt: skip
+               "w3": rng.normal(0, 0.3, (8, 10)), "b3": rng.normal(0, 0.1, 10),
+               "w4": rng.normal(0, 0.3, (8, 8, 1, 1)), "b4": rng.normal(0, 0.1, 8)}  # fmt: skip
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c1"], ["r1"]),
              helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
              helper.make_node("Add", ["c2", "r1"], ["s"]), helper.make_node("Relu", ["s"], ["r2"]),
-             helper.make_node("GlobalAveragePool", ["r2"], ["p"]),
+             helper.make_node("Conv", ["r2", "w4", "b4"], ["c4"]),
+             helper.make_node("GlobalAveragePool", ["c4"], ["p"]),
              helper.make_node("Flatten", ["p"], ["f"]),
              helper.make_node("Gemm", ["f", "w3", "b3"], ["y"])]  # fmt: skip
     graph = helper.make_graph(
@@ -164,7 +169,7 @@ def test_a_residual_block_equals_golden(tmp_path, seed, fmt):
         print(f"{c.name:28} {c.op:14} {c.equal}/{c.elements}")
     print("host:", ", ".join(host))
     assert sorted(c.op for c in checks) == ["QGemm", "QLinearAdd", "QLinearConv", "QLinearConv",
-                                            "QLinearGlobalAveragePool"]  # fmt: skip
+                                            "QLinearConv", "QLinearGlobalAveragePool"]  # fmt: skip
     assert all(c.equal == c.elements > 0 for c in checks)
     assert not any("QLinearAdd" in h or "GlobalAveragePool" in h for h in host)
 
