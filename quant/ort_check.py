@@ -23,6 +23,7 @@ that graph is read and checked as a QOperator model.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -117,7 +118,11 @@ def quantize_with_ort(src, out, samples: np.ndarray, *, fmt: str = "QDQ",
     calibrated by ``method`` of :data:`CALIBRATIONS` on ``samples``, the model's first input
     one sample per row of its first axis). ``reduce_range`` keeps the weights within +-64: only
     there is onnxruntime's own arithmetic exact on x86 machines without VNNI
-    (docs/quantization.md)."""
+    (docs/quantization.md). onnxruntime's logging is kept to itself: importing its quantizer
+    sets Python's root logger to INFO (which would print every later library's progress) and
+    ``quantize_static`` warns about pre-processing on every call."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
     from onnxruntime.quantization import (
         CalibrationDataReader,
         CalibrationMethod,
@@ -125,6 +130,8 @@ def quantize_with_ort(src, out, samples: np.ndarray, *, fmt: str = "QDQ",
         QuantType,
         quantize_static,
     )
+
+    root.handlers[:] = handlers
 
     if fmt not in ("QDQ", "QOperator"):
         raise ValueError(f"format must be QDQ or QOperator, not {fmt!r}")
@@ -141,11 +148,15 @@ def quantize_with_ort(src, out, samples: np.ndarray, *, fmt: str = "QDQ",
             row = next(self.rows, None)
             return None if row is None else {name: row[None]}
 
-    quantize_static(str(src), str(out), Reader(), quant_format=getattr(QuantFormat, fmt),
-                    activation_type=QuantType.QInt8 if signed_activations else QuantType.QUInt8,
-                    weight_type=QuantType.QInt8, per_channel=per_channel,
-                    reduce_range=reduce_range,
-                    calibrate_method=getattr(CalibrationMethod, method))  # fmt: skip
+    root.setLevel(logging.ERROR)
+    try:
+        quantize_static(str(src), str(out), Reader(), quant_format=getattr(QuantFormat, fmt),
+                        activation_type=QuantType.QInt8 if signed_activations
+                        else QuantType.QUInt8, weight_type=QuantType.QInt8,
+                        per_channel=per_channel, reduce_range=reduce_range,
+                        calibrate_method=getattr(CalibrationMethod, method))  # fmt: skip
+    finally:
+        root.setLevel(level)
     return onnx.load(str(out))
 
 

@@ -82,10 +82,17 @@ def requantize(m: Module, acc, pair, path, cfg: ArrayConfig, name: str):
     x = Signal(signed(32), name=f"{name}_x")
     biased = Signal(signed(32), name=f"{name}_biased")  # wraps in 32 bits
     m.d.comb += [x.eq(acc), biased.eq((x + Mux(path.bias, pair.bias, 0))[:32])]
-    rounded = scale(m, biased, pair.multiplier, pair.shift, name)
-    if cfg.requant_float:  # the clamp after either: onnxruntime clamps the product, then rounds
-        # to an integer, the same for integer bounds
-        rounded = Mux(path.float_scale, scale_float(m, biased, pair.multiplier, name), rounded)
+    if not cfg.requant_float:
+        rounded = scale(m, biased, pair.multiplier, pair.shift, name)
+    else:  # both arithmetics; the one a descriptor does not use sees 0 (no switching in it).
+        # The clamp after either: onnxruntime clamps the product, then rounds to an integer,
+        # the same for integer bounds.
+        fixed_in = Signal(signed(32), name=f"{name}_fixed_in")
+        float_in = Signal(signed(32), name=f"{name}_float_in")
+        m.d.comb += [fixed_in.eq(Mux(path.float_scale, 0, biased)),
+                     float_in.eq(Mux(path.float_scale, biased, 0))]  # fmt: skip
+        rounded = Mux(path.float_scale, scale_float(m, float_in, pair.multiplier, name),
+                      scale(m, fixed_in, pair.multiplier, pair.shift, name))  # fmt: skip
     lo, hi = value_range(cfg.out_width, cfg.out_signed)
     return clamp(m, rounded + path.out_zero, Mux(path.clamp, path.clamp_lo, lo),
                  Mux(path.clamp, path.clamp_hi, hi), name)  # fmt: skip
