@@ -14,6 +14,7 @@ onnxruntime's layout, to be compared with onnxruntime's own
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -21,6 +22,7 @@ import numpy as np
 from systolic.contract.config import ArrayConfig
 from systolic.contract.conv import Conv, depthwise_slices
 from systolic.contract.dma import word_layout
+from systolic.contract.plan import conv_chunk_sizes
 from systolic.golden.requant import RequantParams
 from systolic.sim.simulate import Quantization, run_convs, run_gemms
 
@@ -93,6 +95,42 @@ def _ran(layer, res) -> None:
         raise ValueError(f"{layer.op} {layer.name!r}: the device refused it (code {res.error})")
 
 
+def _named(owners: list, run, *args, **kwargs):
+    """``run(*args, **kwargs)``, a problem with its ``i``-th GEMM or convolution (sim.simulate
+    names them so) told as a problem of the layer ``owners[i]``."""
+    try:
+        return run(*args, **kwargs)
+    except ValueError as e:
+        found = re.match(r"(?:GEMM|convolution) (\d+)", str(e))
+        if found is None:
+            raise
+        layer = owners[int(found.group(1))]
+        raise ValueError(f"{layer.op} {layer.name!r}: {e}") from None
+
+
+def _chunked(config: ArrayConfig, layer, jobs: list) -> list:
+    """``jobs``, each convolution with the chunk the driver picks for it, their parameters
+    checked; a layer none fits (its staged rows past the staging buffer, ...) or whose
+    parameters the device cannot hold refused by name."""
+    try:
+        for (conv, _, _), q in jobs:
+            q.check(config, conv.out_channels)
+        return [(job, conv_chunk_sizes(config, job[0][0])) for job in jobs]
+    except ValueError as e:
+        raise ValueError(f"{layer.op} {layer.name!r} on {config.name}: {e}") from None
+
+
+def _gemm_quantization(config: ArrayConfig, layer) -> Quantization:
+    """A matrix product's quantization, checked: refused by name where the device cannot
+    hold it."""
+    q = _quantization(layer)
+    try:
+        q.check(config, layer.weights.shape[1])
+    except ValueError as e:
+        raise ValueError(f"{layer.op} {layer.name!r} on {config.name}: {e}") from None
+    return q
+
+
 def device_outputs(layers: list, values: dict[str, np.ndarray],
                    device_for: DeviceFor, **bench) -> dict[str, np.ndarray]:  # fmt: skip
     """Each layer's (:class:`quant.ort_check.OrtLayer`) output computed by the device on its
@@ -106,14 +144,18 @@ def device_outputs(layers: list, values: dict[str, np.ndarray],
     out: dict[str, np.ndarray] = {}
     for signs, group in by_device.items():
         config = device_for(*signs)
-        convs = [(layer, job) for layer in group if layer.conv is not None
-                 for job in _conv_jobs(config, layer, values[layer.input])]  # fmt: skip
+        convs = []  # (layer, (conv, x, w), quantization, chunk)
+        for layer in group:
+            if layer.conv is not None:
+                jobs = _conv_jobs(config, layer, values[layer.input])
+                convs += [(layer, *job, (c["m"], c["k"], c["n"]))
+                          for job, c in _chunked(config, layer, jobs)]  # fmt: skip
         if convs:
-            results = run_convs(config, [job[0] for _, job in convs],
-                                quant=[job[1] for _, job in convs], name="ort-conv",
-                                **bench)  # fmt: skip
+            results = _named([c[0] for c in convs], run_convs, config, [c[1] for c in convs],
+                             quant=[c[2] for c in convs], chunk=[c[3] for c in convs],
+                             name="ort-conv", **bench)  # fmt: skip
             parts: dict[str, list[np.ndarray]] = {}
-            for (layer, _), res in zip(convs, results, strict=True):
+            for (layer, *_), res in zip(convs, results, strict=True):
                 _ran(layer, res)
                 parts.setdefault(layer.name, []).append(res.c)
             for layer in group:
@@ -128,8 +170,10 @@ def device_outputs(layers: list, values: dict[str, np.ndarray],
             inputs = [np.asarray(values[layer.input], np.int64) for layer in gemms]
             operands = [(x.reshape(-1, x.shape[-1]), layer.weights)
                         for x, layer in zip(inputs, gemms, strict=True)]  # fmt: skip
-            results = run_gemms(config, operands, quant=[_quantization(layer) for layer in gemms],
-                                name="ort-gemm", **bench)  # fmt: skip
+            results = _named(gemms, run_gemms, config, operands,
+                             quant=[_gemm_quantization(config, layer) for layer in gemms],
+                             name="ort-gemm",
+                             **bench)  # fmt: skip
             for x, layer, res in zip(inputs, gemms, results, strict=True):
                 _ran(layer, res)
                 out[layer.name] = res.c.reshape(*x.shape[:-1], -1)

@@ -69,9 +69,11 @@ def test_every_quantized_layer_on_the_device_equals_onnxruntime(tmp_path, seed, 
     assert all(c.exact for c in checks)
 
 
-def test_weights_with_a_zero_point_per_channel_are_refused_by_name(tmp_path, seed):
-    """The device subtracts one weight zero point per descriptor: a layer whose channels
-    differ is refused naming it, before any simulation."""
+def test_layers_the_device_cannot_take_are_refused_by_name(tmp_path, seed, monkeypatch):
+    """Before any simulation, naming the layer: weights whose zero points differ by channel
+    (the device subtracts one per descriptor); a convolution whose rows do not fit the staging
+    buffer; a matrix product with more channels than the parameter table holds; one past the
+    simulated DRAM."""
     rng = np.random.default_rng(seed)
     src = tmp_path / "residual.onnx"
     onnx.save(_residual_model(rng), src)
@@ -85,5 +87,21 @@ def test_weights_with_a_zero_point_per_channel_are_refused_by_name(tmp_path, see
     x = np.zeros((1, 3, 6, 6), np.uint8)
     with pytest.raises(ValueError, match=f"QLinearConv {layer.name!r}: its weights' zero points"):
         device_outputs([odd], {layer.input: x}, device_config())
+    with pytest.raises(ValueError, match=f"QLinearConv {layer.name!r} on ws-2x2-au8"):
+        device_outputs([layer], {layer.input: x}, device_config("ws", 2, 2, depth=4))
+    dense = layers[-1]  # 6 inputs: 600 channels, past 256 table words of 2 channels
+    wide = type(dense)(**(vars(dense) | {
+        "weights": np.ones((6, 600), np.int64), "w_zero": np.zeros(600, np.int64),
+        "bias": np.zeros(600, np.int64), "scale": np.ones(600, np.float32)}))  # fmt: skip
+    with pytest.raises(ValueError, match=rf"QGemm {dense.name!r} on ws-2x2-au8.*: 600 output "
+                                         "channels exceed the parameter buffer"):  # fmt: skip
+        device_outputs([wide], {dense.input: np.zeros((1, 6), np.uint8)},
+                       device_config("ws", 2, 2))  # fmt: skip
+    from systolic.sim import simulate
+
+    monkeypatch.setattr(simulate, "DRAM_BYTES", 4096)  # the layer's regions need more
+    with pytest.raises(ValueError, match=rf"QGemm {dense.name!r}: GEMM 0 \(9x6x5\) does not "
+                                         "fit the simulated DRAM"):  # fmt: skip
+        device_outputs([dense], {dense.input: np.zeros((9, 6), np.uint8)}, device_config())
     with pytest.raises(ValueError, match="dataflow must be one of"):
         device_config("xs")
