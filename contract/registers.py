@@ -240,7 +240,9 @@ def _control() -> list[Register]:
 
 def _every_field() -> list[tuple[str, int]]:
     """The descriptor fields of a configuration with every option: each has its slot, so an
-    offset is the same in every configuration that has the field."""
+    offset is the same in every configuration that has the field. 63 slots of the 64 between
+    the descriptor registers and the counters are taken: the next field after one more needs
+    the counters moved (a new VERSION)."""
     return descriptor_fields(ArrayConfig("ws", 1, 1, zero_points=True, requant=True, vector=True,
                                          stage_depth=1, requant_float=True))  # fmt: skip
 

@@ -275,8 +275,10 @@ class RequantParams:
     def from_float_scales(cls, scale, out_zero: int = 0, relu: bool = False, bias=None,
                           clamp: tuple[int, int] | None = None) -> RequantParams:  # fmt: skip
         """onnxruntime's requantization by the float32 scales ``scale`` (one per channel,
-        :func:`float_scale`)."""
-        bits = np.atleast_1d(np.asarray(scale, dtype=np.float32)).view(np.uint32).astype(np.int64)
+        :func:`float_scale`; -0.0 held as 0.0, which scales the same)."""
+        scale = np.atleast_1d(np.asarray(scale, dtype=np.float32))
+        scale = np.where(scale == 0, np.float32(0), scale).astype(np.float32)
+        bits = scale.view(np.uint32).astype(np.int64)
         return cls(bits, np.zeros_like(bits), int(out_zero), relu,
                    None if bias is None else np.asarray(bias, np.int64), clamp,
                    float_scale=True)  # fmt: skip
@@ -307,10 +309,13 @@ class RequantParams:
             raise ValueError(f"multiplier and shift need one value per output channel "
                              f"({channels}), not shapes {m.shape} and {s.shape}")  # fmt: skip
         if self.float_scale:
-            if m.size and (m.min() < 0 or m.max() >= FLOAT_INFINITY_BITS):
-                raise ValueError("float scales must be finite and >= 0 (float32 bit patterns in "
-                                 f"[0, {FLOAT_INFINITY_BITS:#x})), not bit patterns "
-                                 f"[{m.min():#x}, {m.max():#x}]")  # fmt: skip
+            bad = np.flatnonzero((m < 0) | (m >= FLOAT_INFINITY_BITS))
+            if bad.size:
+                c = int(bad[0])
+                value = np.array([m.flat[c] & 0xFFFFFFFF], np.uint32).view(np.float32)[0]
+                raise ValueError(f"float scales must be finite and >= 0 (float32 bit patterns in "
+                                 f"[0, {FLOAT_INFINITY_BITS:#x})): channel {c} holds "
+                                 f"{int(m.flat[c]) & 0xFFFFFFFF:#x} ({value})")  # fmt: skip
             if not config.requant_float:
                 raise ValueError(f"float scales need a device built with requant_float; "
                                  f"{config.name} has none")  # fmt: skip

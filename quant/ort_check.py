@@ -118,11 +118,30 @@ def quantize_with_ort(src, out, samples: np.ndarray, *, fmt: str = "QDQ",
     calibrated by ``method`` of :data:`CALIBRATIONS` on ``samples``, the model's first input
     one sample per row of its first axis). ``reduce_range`` keeps the weights within +-64: only
     there is onnxruntime's own arithmetic exact on x86 machines without VNNI
-    (docs/quantization.md). onnxruntime's logging is kept to itself: importing its quantizer
-    sets Python's root logger to INFO (which would print every later library's progress) and
-    ``quantize_static`` warns about pre-processing on every call."""
+    (docs/quantization.md). onnxruntime's logging is kept to itself: its quantizer logs through
+    Python's root logger, which installs a handler on it (and one of its modules sets it to
+    INFO), so every later library's progress would print; Python's root logger is left as it
+    was found."""
+    if fmt not in ("QDQ", "QOperator"):
+        raise ValueError(f"format must be QDQ or QOperator, not {fmt!r}")
+    if method not in CALIBRATIONS:
+        raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, "
+                         f"not {method!r}")  # fmt: skip
+    name = onnx.load(str(src)).graph.input[0].name
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
+    try:
+        root.setLevel(logging.ERROR)
+        _quantize_static(src, out, samples, name, fmt, per_channel, method, signed_activations,
+                         reduce_range)  # fmt: skip
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    return onnx.load(str(out))
+
+
+def _quantize_static(src, out, samples, name: str, fmt: str, per_channel: bool, method: str,
+                     signed_activations: bool, reduce_range: bool) -> None:  # fmt: skip
     from onnxruntime.quantization import (
         CalibrationDataReader,
         CalibrationMethod,
@@ -130,15 +149,6 @@ def quantize_with_ort(src, out, samples: np.ndarray, *, fmt: str = "QDQ",
         QuantType,
         quantize_static,
     )
-
-    root.handlers[:] = handlers
-
-    if fmt not in ("QDQ", "QOperator"):
-        raise ValueError(f"format must be QDQ or QOperator, not {fmt!r}")
-    if method not in CALIBRATIONS:
-        raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, "
-                         f"not {method!r}")  # fmt: skip
-    name = onnx.load(str(src)).graph.input[0].name
 
     class Reader(CalibrationDataReader):
         def __init__(self):
@@ -148,16 +158,11 @@ def quantize_with_ort(src, out, samples: np.ndarray, *, fmt: str = "QDQ",
             row = next(self.rows, None)
             return None if row is None else {name: row[None]}
 
-    root.setLevel(logging.ERROR)
-    try:
-        quantize_static(str(src), str(out), Reader(), quant_format=getattr(QuantFormat, fmt),
-                        activation_type=QuantType.QInt8 if signed_activations
-                        else QuantType.QUInt8, weight_type=QuantType.QInt8,
-                        per_channel=per_channel, reduce_range=reduce_range,
-                        calibrate_method=getattr(CalibrationMethod, method))  # fmt: skip
-    finally:
-        root.setLevel(level)
-    return onnx.load(str(out))
+    quantize_static(str(src), str(out), Reader(), quant_format=getattr(QuantFormat, fmt),
+                    activation_type=QuantType.QInt8 if signed_activations else QuantType.QUInt8,
+                    weight_type=QuantType.QInt8, per_channel=per_channel,
+                    reduce_range=reduce_range,
+                    calibrate_method=getattr(CalibrationMethod, method))  # fmt: skip
 
 
 def fused(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -218,6 +223,10 @@ def _layer(node, consts: dict, shapes: dict) -> OrtLayer:
         return consts[node.input[i]]
 
     xs, xz, w, ws, wz, ys, yz, bias = (const(i) for i in pos[1:])
+    if np.asarray(w).dtype != np.int8:
+        raise ValueError(f"{node.op_type} {name!r}: {np.asarray(w).dtype} weights are not "
+                         f"supported; the device takes int8 weights (quantize_static's "
+                         f"weight_type QInt8)")  # fmt: skip
     at = attributes(node)
     scale = float_scale(xs, ws, ys)
     if node.op_type == "QGemm":

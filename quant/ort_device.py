@@ -23,6 +23,7 @@ from systolic.contract.config import ArrayConfig
 from systolic.contract.conv import Conv, depthwise_slices
 from systolic.contract.dma import word_layout
 from systolic.contract.plan import conv_chunk_sizes
+from systolic.contract.refusal import Refusal
 from systolic.golden.requant import RequantParams
 from systolic.sim.simulate import Quantization, run_convs, run_gemms
 
@@ -92,7 +93,8 @@ def _conv_jobs(config: ArrayConfig, layer, x: np.ndarray) -> list[tuple]:
 
 def _ran(layer, res) -> None:
     if res.error:
-        raise ValueError(f"{layer.op} {layer.name!r}: the device refused it (code {res.error})")
+        raise ValueError(f"{layer.op} {layer.name!r}: the device refused it "
+                         f"({Refusal(res.error).name}, code {res.error})")  # fmt: skip
 
 
 def _named(owners: list, run, *args, **kwargs):

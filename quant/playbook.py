@@ -244,7 +244,7 @@ def _ort_on_the_rtl(models: dict, shape: tuple, x, rows: int) -> tuple[Check, li
                                   "golden": c.equal, "device": c.device}
                                  for c in found]})  # fmt: skip
     ran = [layer for case in cases for layer in case["layers"] if layer["device"] is not None]
-    exact = all(layer["device"] == layer["elements"] for layer in ran)
+    exact = bool(ran) and all(layer["device"] == layer["elements"] for layer in ran)
     detail = (f"{len(cases)} quantizations (QDQ and QOperator, weights per tensor and per "
               f"channel) of {len(x)} test samples on the simulated {rows}x{rows} WS device: "
               f"{sum(layer['device'] for layer in ran)} of "

@@ -48,22 +48,26 @@ def add_parser(sub) -> None:
                    help="keep the quantized model here")  # fmt: skip
     p.add_argument("--rtl", action="store_true",
                    help="run every quantized layer on the simulated device too")  # fmt: skip
-    p.add_argument("--device", type=_device, default=("ws", 4, 4), metavar="DF-RxC",
-                   help="the device of --rtl: its dataflow and PE rows x columns (ws-4x4; "
-                   "os-8x8, ...)")  # fmt: skip
+    p.add_argument("--device", type=_device, metavar="DF-RxC",
+                   help="the device of --rtl (implies it): its dataflow and PE rows x columns "
+                   "(ws-4x4; os-8x8, ...)")  # fmt: skip
     add_seed_option(p, "the random samples")
     add_json_option(p, "every layer's check")
     p.set_defaults(func=run)
 
 
 def _device(text: str) -> tuple[str, int, int]:
-    """``ws-4x4``: a dataflow, rows and columns."""
+    """``ws-4x4``: a dataflow, rows and columns (within what the RTL generator builds)."""
+    from systolic.contract.config import RTL_LIMITS
+
+    (r0, r1), (c0, c1) = RTL_LIMITS["rows"], RTL_LIMITS["cols"]
     dataflow, _, shape = text.lower().partition("-")
     rows, x, cols = shape.partition("x")
     if not (dataflow in ("ws", "os", "is") and x and rows.isdigit() and cols.isdigit()
-            and 1 <= int(rows) <= 64 and 1 <= int(cols) <= 64):  # fmt: skip
-        raise argparse.ArgumentTypeError(f"must be DATAFLOW-ROWSxCOLS (ws, os or is; 1..64 "
-                                         f"each), as ws-4x4, not {text!r}")  # fmt: skip
+            and r0 <= int(rows) <= r1 and c0 <= int(cols) <= c1):  # fmt: skip
+        raise argparse.ArgumentTypeError(f"must be DATAFLOW-ROWSxCOLS (ws, os or is; rows "
+                                         f"{r0}..{r1}, columns {c0}..{c1}), as ws-4x4, not "
+                                         f"{text!r}")  # fmt: skip
     return dataflow, int(rows), int(cols)
 
 
@@ -97,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
     from systolic.quant.ort_check import check_model, fused, quantize_with_ort
     from systolic.quant.ort_device import device_config
 
+    args.rtl = args.rtl or args.device is not None  # a device named: run on it
     if not args.model.is_file():
         raise ValueError(f"no such model file: {args.model}")
     try:
@@ -118,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         graph = fused(model)
         name, dims = graph.graph.input[0].name, graph.graph.input[0].type.tensor_type.shape.dim
         batch = dims[0].dim_value if dims and dims[0].HasField("dim_value") else len(samples)
-        device = device_config(*args.device) if args.rtl else None
+        device = device_config(*(args.device or ("ws", 4, 4))) if args.rtl else None
         totals: dict = {}
         for start in range(0, len(samples), batch):  # a model of a fixed batch: a run each
             rows = np.asarray(samples[start : start + batch], np.float32)

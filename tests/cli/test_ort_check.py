@@ -70,9 +70,8 @@ def test_rtl_runs_every_layer_on_the_device(model, monkeypatch, capsys):
     (["--quantized"], "has no QLinearConv, QLinearMatMul, QGemm layer"),
     (["--data", "missing.npy"], "--data: no such file missing.npy"),
     (["--calibrate", "best"], "argument --calibrate: invalid choice: 'best'"),
-    (["--rtl", "--device", "ws-0x3"],
-     "argument --device: must be DATAFLOW-ROWSxCOLS (ws, os or is; 1..64 each), as ws-4x4, "
-     "not 'ws-0x3'"),
+    (["--device", "ws-0x3"], "argument --device: must be DATAFLOW-ROWSxCOLS (ws, os or is; "
+                             "rows 1..64, columns 1..64), as ws-4x4, not 'ws-0x3'"),
 ])  # fmt: skip
 def test_bad_input_is_one_clear_line(model, args, message):
     r = run_cli("ort-check", str(model), "--seed", "1", *args)

@@ -4,6 +4,7 @@ requantization against their definitions, and every invalid parameter refused.""
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -119,11 +120,17 @@ def test_float_scale_parameters_requantize_as_onnxruntime_and_refuse_what_the_ta
     want = requantize_float(acc, scales, 7, 8, False, bias, (7, 200))  # ReLU: nothing below 7
     np.testing.assert_array_equal(params.apply(config, acc), want)
     params.check(config, 4)
-    for bad, message in [
-        (np.float32([np.inf] * 4), r"float scales must be finite and >= 0"),
-        (np.float32([-0.5] * 4), r"float scales must be finite and >= 0"),
+    # the table's edges: the largest finite scale and zeros of either sign are taken
+    edge = RequantParams.from_float_scales(np.float32([3.4028235e38, 0.0, -0.0, 1e-45]))
+    edge.check(config, 4)
+    assert edge.multiplier.tolist() == [0x7F7FFFFF, 0, 0, 1]
+    for bad, channel in [
+        (np.float32([1, np.inf, 1, 1]), "channel 1 holds 0x7f800000 (inf)"),
+        (np.float32([1, 1, np.nan, 1]), "channel 2 holds 0x7fc00000 (nan)"),
+        (np.float32([1, 1, 1, -0.5]), "channel 3 holds 0xbf000000 (-0.5)"),
     ]:
-        with pytest.raises(ValueError, match=message):
+        with pytest.raises(ValueError, match=r"float scales must be finite and >= 0 .*: "
+                                             + re.escape(channel)):  # fmt: skip
             RequantParams.from_float_scales(bad).check(config, 4)
     fixed_only = ArrayConfig("ws", 2, 4, requant=True)
     with pytest.raises(ValueError, match="float scales need a device built with requant_float"):

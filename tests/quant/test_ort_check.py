@@ -71,6 +71,18 @@ def test_every_quantized_layer_equals_golden(tmp_path, seed, fmt, activations, m
         assert len(set(layers[0].scale.tolist())) > 1
 
 
+def test_quantizing_leaves_pythons_root_logger_as_it_was(tmp_path, seed):
+    """onnxruntime's quantizer logs through the root logger (installing a handler, one of its
+    modules at INFO): after a quantization the root logger has the handlers and level it had,
+    so a later library's INFO lines (Verilator's commands) do not print."""
+    import logging
+
+    root = logging.getLogger()
+    before = (list(root.handlers), root.level)
+    _quantized(tmp_path, np.random.default_rng(seed), False, "MinMax")
+    assert (list(root.handlers), root.level) == before
+
+
 def test_a_wrong_scale_is_seen(tmp_path, seed):
     """The comparison can fail: golden with one channel's scale a float32 step off differs."""
     from dataclasses import replace
@@ -112,7 +124,8 @@ def test_the_playbooks_bias_quantization_equals_onnxruntimes(tmp_path, seed):
 
 
 def test_an_unreadable_layer_is_refused_by_name():
-    """A QLinearConv whose weights are not a constant: refused, naming the node."""
+    """A QLinearConv whose weights are not a constant, and one whose weights are u8 (the
+    device's are int8): refused, naming the node."""
     from onnx import TensorProto, helper, numpy_helper
 
     inits = [numpy_helper.from_array(np.asarray(v), k) for k, v in {
@@ -127,6 +140,13 @@ def test_an_unreadable_layer_is_refused_by_name():
         [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 2, 4, 4])], inits)  # fmt: skip
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     with pytest.raises(ValueError, match="QLinearConv 'conv7': input 'w' is not a constant"):
+        ort_layers(model)
+    inits += [numpy_helper.from_array(np.ones((2, 2, 1, 1), np.uint8), "w"),
+              numpy_helper.from_array(np.uint8(0), "zw")]  # fmt: skip
+    del inits[3]  # the int8 weight zero point, replaced by the u8 one
+    graph = helper.make_graph([node], "g", [graph.input[0]], list(graph.output), inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(ValueError, match="QLinearConv 'conv7': uint8 weights are not supported"):
         ort_layers(model)
 
 

@@ -133,28 +133,31 @@ def test_requantization_corners_bit_exact(config, seed):
 
 
 def test_fused_path_refusals_on_the_device(seed):
-    """A bias or a clamp without requantization, and a clamp upside down, are refused by the
-    device as the contract says, moving nothing; the next descriptor runs."""
+    """A bias, a clamp or a float scale without requantization, and a clamp upside down, are
+    refused by the device as the contract says, moving nothing; the next descriptor runs."""
     config = RQ  # built above
     rng = np.random.default_rng(seed)
     good = place(config, 5, 4, 6, requant=True, bias=True, clamp=(-3, 40))
-    cases = {
-        Refusal.MODE: dataclasses.replace(good, requant=False, clamp=None),
-        Refusal.CLAMP: dataclasses.replace(good, clamp=(41, 40)),
-    }
-    for code, d in cases.items():
+    floats = dataclasses.replace(good, requant=False, bias=False, clamp=None, float_scale=True)
+    refused = [
+        (Refusal.MODE, dataclasses.replace(good, requant=False, clamp=None)),
+        (Refusal.MODE, floats),
+        (Refusal.CLAMP, dataclasses.replace(good, clamp=(41, 40))),
+    ]
+    for code, d in refused:
         assert check_descriptor(config, d)[0] is code, code
-    operands = random_operands(rng, config, [(5, 4, 6)] * 3)
-    acc = reference(config, *operands[2])
+    operands = random_operands(rng, config, [(5, 4, 6)] * 4)
+    acc = reference(config, *operands[3])
     span = int(np.abs(acc).max()) + 1
     params = output_params(acc, 8, True)
     params = dataclasses.replace(params, bias=rng.integers(-span, span + 1, 6), clamp=(-3, 40))
-    quant = [None, None, Quantization(params=params)]
-    res = run_gemms(config, operands, descriptors=[*cases.values(), good], quant=quant)
-    for code, r in zip([*cases, Refusal.NONE], res, strict=True):
+    quant = [None, None, None, Quantization(params=params)]
+    codes = [code for code, _ in refused] + [Refusal.NONE]
+    res = run_gemms(config, operands, descriptors=[d for _, d in refused] + [good], quant=quant)
+    for code, r in zip(codes, res, strict=True):
         assert r.error == int(code), (code, r.error)
         assert dict(predict_device(config, r.descriptor, DEFAULT_MEMORY)) == r.counters, code
-    assert np.array_equal(res[2].c, requantized_reference(config, *operands[2], 0, 0, params))
+    assert np.array_equal(res[3].c, requantized_reference(config, *operands[3], 0, 0, params))
 
 
 @pytest.mark.parametrize(
