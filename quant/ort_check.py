@@ -43,8 +43,8 @@ from systolic.workloads.onnx_import import attributes
 from .onnx_io import constants
 from .ort_device import DeviceFor, device_outputs, placed
 
-__all__ = ["CALIBRATIONS", "CHECKED_OPS", "LayerCheck", "OrtLayer", "check_model", "fused",
-           "golden_layer", "ort_layers", "quantize_with_ort"]  # fmt: skip
+__all__ = ["CALIBRATIONS", "CHECKED_OPS", "DYNAMIC_OPS", "LayerCheck", "OrtLayer", "check_model",
+           "fused", "golden_layer", "ort_layers", "quantize_with_ort"]  # fmt: skip
 
 #: onnxruntime's calibrators, by the names ``quantize_static`` gives them.
 CALIBRATIONS = ("MinMax", "Entropy", "Percentile")
@@ -56,6 +56,10 @@ CHECKED_OPS = {
     "QLinearMatMul": (0, 1, 2, 3, 4, 5, 6, 7, None),
     "QGemm": (0, 1, 2, 3, 4, 5, 7, 8, 6),
 }
+
+
+#: quantize_dynamic's integer products: int32 out, the input quantized as the model runs.
+DYNAMIC_OPS = ("MatMulInteger", "ConvInteger")
 
 
 @dataclass(frozen=True)
@@ -189,11 +193,16 @@ def fused(model: onnx.ModelProto) -> onnx.ModelProto:
 def ort_layers(model: onnx.ModelProto) -> tuple[list[OrtLayer], list[str]]:
     """The model's checked layers (:data:`CHECKED_OPS`), in graph order, and its other nodes
     (``"name (op)"``: run on the host, not checked). A checked operator this reading cannot
-    follow raises ValueError naming the node and the reason."""
+    follow, or an integer product of dynamic quantization (:data:`DYNAMIC_OPS`), raises
+    ValueError naming the node and the reason."""
     consts = constants(model)
     shapes = _shapes(model)
     layers, host = [], []
     for node in model.graph.node:
+        if node.op_type in DYNAMIC_OPS:
+            raise ValueError(f"{node.op_type} {node.name or node.output[0]!r}: a product of "
+                             f"dynamic quantization (its input's zero point is computed as it "
+                             f"runs) is not checked; quantize with quantize_static")  # fmt: skip
         if node.op_type not in CHECKED_OPS:
             host.append(f"{node.name or node.output[0]} ({node.op_type})")
             continue

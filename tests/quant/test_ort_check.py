@@ -150,6 +150,21 @@ def test_an_unreadable_layer_is_refused_by_name():
         ort_layers(model)
 
 
+def test_a_dynamically_quantized_model_is_refused_by_node_name(tmp_path, seed):
+    """quantize_dynamic's MatMulInteger (its input quantized as the model runs): refused,
+    naming the node, not passed over as a host operator."""
+    from onnxruntime.quantization import quantize_dynamic
+
+    rng = np.random.default_rng(seed)
+    src = tmp_path / "mlp.onnx"
+    write_onnx(Net("mlp", (6,), [Dense(rng.normal(0, 0.3, (6, 5)), b=rng.normal(0, 0.1, 5))]),
+               src)  # fmt: skip
+    quantize_dynamic(str(src), str(tmp_path / "d.onnx"))
+    message = r"MatMulInteger '.+': a product of dynamic quantization .* quantize_static"
+    with pytest.raises(ValueError, match=message):
+        ort_layers(onnx.load(str(tmp_path / "d.onnx")))
+
+
 @pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
 def test_a_residual_block_equals_golden(tmp_path, seed, fmt):
     """A residual block (two padded 3x3 convolutions with biases, the second's output added to
