@@ -201,16 +201,17 @@ def _stream(config: ArrayConfig, shape: tuple, dram: Dram, order: str, requant: 
     DRAM, whichever is larger; fewer bytes first on a tie) within :data:`STREAM_SLACK` of the
     best, and the ``tuned`` chunk: the one fastest as a queue of three."""
     bus = config.bus_width // 8
+    cont = containers(config)
     ranked = []
     for chunk in _halvings(config, largest):
         d = place(config, *shape, order=order, chunk=chunk, requant=requant,
                   accumulate=accumulate)  # fmt: skip
         if check_descriptor(config, d)[0] is not Refusal.NONE:
             return largest  # refused whatever its chunks: nothing to tune
+        js = jobs(config, d)
         compute = sum(command_counters(config, *j.chunk.shape, j.accumulate)["cycles"]
-                      for j in jobs(config, d))  # fmt: skip
-        moved = sum(t.words * containers(config)[t.fmt]
-                    for j in jobs(config, d) for side in transfers(config, d, j)
+                      for j in js)  # fmt: skip
+        moved = sum(t.words * cont[t.fmt] for j in js for side in transfers(config, d, j)
                     for t in side)  # fmt: skip
         rate = max(compute, moved / bus, moved / dram.bandwidth)
         ranked.append((rate, moved, tuple(-c for c in chunk), chunk, d))
