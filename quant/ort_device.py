@@ -136,10 +136,10 @@ def _gemm_quantization(config: ArrayConfig, layer) -> Quantization:
 def device_outputs(layers: list, values: dict[str, np.ndarray],
                    device_for: DeviceFor, **bench) -> dict[str, np.ndarray]:  # fmt: skip
     """Each layer's (:class:`quant.ort_check.OrtLayer`) output computed by the device on its
-    input ``values[layer.input]``
-    (onnxruntime's tensors by name), in onnxruntime's layout, by layer name. The layers of one
-    device run on one simulator process: their convolutions in one batch, their matrix products
-    in another. ``bench`` goes to :func:`sim.simulate.run_gemms` (``timeout``, ``memory``)."""
+    input ``values[layer.input]`` (onnxruntime's tensors by name), in onnxruntime's layout, by
+    layer name. The layers of one device run on one simulator process a kind: their
+    convolutions in one batch, their matrix products in another. ``bench`` goes to
+    :func:`sim.simulate.run_gemms` (``timeout``, ``memory``)."""
     by_device: dict[tuple[bool, bool], list] = {}
     for layer in layers:
         by_device.setdefault((layer.in_signed, layer.out_signed), []).append(layer)
@@ -174,8 +174,7 @@ def device_outputs(layers: list, values: dict[str, np.ndarray],
                         for x, layer in zip(inputs, gemms, strict=True)]  # fmt: skip
             results = _named(gemms, run_gemms, config, operands,
                              quant=[_gemm_quantization(config, layer) for layer in gemms],
-                             name="ort-gemm",
-                             **bench)  # fmt: skip
+                             name="ort-gemm", **bench)  # fmt: skip
             for x, layer, res in zip(inputs, gemms, results, strict=True):
                 _ran(layer, res)
                 out[layer.name] = res.c.reshape(*x.shape[:-1], -1)
