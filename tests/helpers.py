@@ -184,3 +184,15 @@ def direct_conv(conv, x, w, za: int = 0, zb: int = 0):
             taps = np.asarray(w, np.int64)[:, ky, kx, :] - zb
             out += win * taps[:, 0] if conv.groups > 1 else win @ taps.T
     return out.reshape(-1, conv.out_channels)
+
+
+def float_onnx(name: str, nodes: list, weights: dict, x_shape: list, y_shape: list):
+    """A float ONNX model (IR 8, which onnxruntime loads) of ``nodes`` from input ``x`` to output
+    ``y``, ``weights`` its float32 initializers by name."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in weights.items()]
+    graph = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)], inits)  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)

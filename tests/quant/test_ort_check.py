@@ -17,6 +17,8 @@ from systolic.quant.ort_check import (
     quantize_with_ort,
 )
 
+from ..helpers import float_onnx
+
 
 def _net(rng) -> Net:
     """A small CNN with biases: a padded 3x3 convolution and a strided one, ReLUs, a dense
@@ -174,7 +176,7 @@ def test_a_residual_block_equals_golden(tmp_path, seed, fmt):
     (QLinearGlobalAveragePool) all equal golden's. The 1x1 convolution reads the add's output,
     whose shape ONNX's shape inference leaves unknown (QLinearAdd is onnxruntime's own
     operator): its geometry is the input's onnxruntime feeds it."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper
 
     rng = np.random.default_rng(seed)
     weights = {"w1": rng.normal(0, 0.3, (8, 3, 3, 3)), "b1": rng.normal(0, 0.1, 8),
@@ -189,13 +191,8 @@ def test_a_residual_block_equals_golden(tmp_path, seed, fmt):
              helper.make_node("GlobalAveragePool", ["c4"], ["p"]),
              helper.make_node("Flatten", ["p"], ["f"]),
              helper.make_node("Gemm", ["f", "w3", "b3"], ["y"])]  # fmt: skip
-    graph = helper.make_graph(
-        nodes, "residual", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, 8, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 10])],
-        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()])  # fmt: skip
     src = tmp_path / "residual.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
-                                ir_version=8), src)  # fmt: skip
+    onnx.save(float_onnx("residual", nodes, weights, ["n", 3, 8, 8], ["n", 10]), src)
     model = quantize_with_ort(src, tmp_path / "q.onnx", rng.normal(0, 1, (8, 3, 8, 8)), fmt=fmt,
                               per_channel=True)  # fmt: skip
     checks, host = check_model(fused(model), {"x": rng.normal(0, 1, (4, 3, 8, 8)).astype(
@@ -213,7 +210,7 @@ def test_asymmetric_attributes_are_read_as_given(tmp_path, seed):
     """A convolution with asymmetric pads, unequal strides and a dilation, and a Gemm with its
     weights transposed (transB), quantized by onnxruntime: every layer equal (the attributes
     read at non-default, asymmetric values)."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper
 
     rng = np.random.default_rng(seed)
     weights = {"w1": rng.normal(0, 0.3, (4, 3, 3, 3)), "b1": rng.normal(0, 0.1, 4),
@@ -222,13 +219,8 @@ def test_asymmetric_attributes_are_read_as_given(tmp_path, seed):
                               strides=[2, 1], dilations=[1, 2]),
              helper.make_node("Flatten", ["c"], ["f"]),
              helper.make_node("Gemm", ["f", "w2", "b2"], ["y"], transB=1)]  # fmt: skip
-    graph = helper.make_graph(
-        nodes, "odd", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, 8, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 7])],
-        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()])  # fmt: skip
     src = tmp_path / "odd.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
-                                ir_version=8), src)  # fmt: skip
+    onnx.save(float_onnx("odd", nodes, weights, ["n", 3, 8, 8], ["n", 7]), src)
     model = quantize_with_ort(src, tmp_path / "q.onnx", rng.normal(0, 1, (8, 3, 8, 8)),
                               fmt="QOperator", per_channel=True)  # fmt: skip
     layers, _ = ort_layers(model)

@@ -4,12 +4,15 @@ onnxruntime's."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import onnx
 import pytest
 from systolic.quant.ort_check import check_model, fused, ort_layers, quantize_with_ort
 from systolic.quant.ort_device import device_config, device_outputs
 
+from ..helpers import float_onnx
 from ..sim.test_conv import CONFIGS as CONV_CONFIGS
 
 #: tests/sim/test_conv.py's devices (float scales, a staging buffer): WS s8 in and out, OS u8.
@@ -24,7 +27,7 @@ def device_for(in_signed: bool, out_signed: bool):
 def _residual_model(rng) -> onnx.ModelProto:
     """A float CNN with biases: a padded 3x3 convolution, ReLU, a depthwise 3x3 one added to
     it (a residual), ReLU, global average pooling, a dense layer."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper
 
     weights = {"w1": rng.normal(0, 0.3, (6, 3, 3, 3)), "b1": rng.normal(0, 0.1, 6),
                "w2": rng.normal(0, 0.3, (6, 1, 3, 3)), "b2": rng.normal(0, 0.1, 6),
@@ -36,11 +39,7 @@ def _residual_model(rng) -> onnx.ModelProto:
              helper.make_node("GlobalAveragePool", ["r2"], ["p"]),
              helper.make_node("Flatten", ["p"], ["f"]),
              helper.make_node("Gemm", ["f", "w3", "b3"], ["y"])]  # fmt: skip
-    graph = helper.make_graph(
-        nodes, "residual", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, 6, 6])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 5])],
-        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()])  # fmt: skip
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    return float_onnx("residual", nodes, weights, ["n", 3, 6, 6], ["n", 5])
 
 
 @pytest.mark.long
@@ -83,16 +82,15 @@ def test_layers_the_device_cannot_take_are_refused_by_name(tmp_path, seed, monke
     layer = layers[0]
     zeros = layer.w_zero.copy()
     zeros[0] = 3
-    odd = type(layer)(**(vars(layer) | {"w_zero": zeros}))
+    odd = replace(layer, w_zero=zeros)
     x = np.zeros((1, 3, 6, 6), np.uint8)
     with pytest.raises(ValueError, match=f"QLinearConv {layer.name!r}: its weights' zero points"):
         device_outputs([odd], {layer.input: x}, device_config())
     with pytest.raises(ValueError, match=f"QLinearConv {layer.name!r} on ws-2x2-au8"):
         device_outputs([layer], {layer.input: x}, device_config("ws", 2, 2, depth=4))
     dense = layers[-1]  # 6 inputs: 600 channels, past 256 table words of 2 channels
-    wide = type(dense)(**(vars(dense) | {
-        "weights": np.ones((6, 600), np.int64), "w_zero": np.zeros(600, np.int64),
-        "bias": np.zeros(600, np.int64), "scale": np.ones(600, np.float32)}))  # fmt: skip
+    wide = replace(dense, weights=np.ones((6, 600), np.int64), w_zero=np.zeros(600, np.int64),
+                   bias=np.zeros(600, np.int64), scale=np.ones(600, np.float32))  # fmt: skip
     with pytest.raises(ValueError, match=rf"QGemm {dense.name!r} on ws-2x2-au8.*: 600 output "
                                          "channels exceed the parameter buffer"):  # fmt: skip
         device_outputs([wide], {dense.input: np.zeros((1, 6), np.uint8)},
