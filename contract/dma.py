@@ -38,6 +38,7 @@ __all__ = [
     "Refusal",
     "Region",
     "Transfer",
+    "b_first",
     "beat_bytes",
     "bursts",
     "c_format",
@@ -546,9 +547,22 @@ class Transfer:
         return sum(w for _, w in self.segments)
 
 
+def b_first(config: ArrayConfig, chunk: tuple[int, int, int], conv: Conv | None = None) -> bool:
+    """Whether a descriptor's jobs (chunks of ``chunk``) load B before A: the operand whose
+    chunk has fewer words goes first (A on a tie), so the compute can start on it while the
+    larger one's words arrive behind the controller's reads (docs/memory.md, computing on a
+    partly loaded chunk). A convolution's A goes first: it stages and expands, and the compute
+    waits for all of it."""
+    if conv is not None:
+        return False
+    need = footprint(config, *chunk)
+    return need["b"] < need["a"]
+
+
 def transfers(config: ArrayConfig, d: Descriptor, job: Job) -> tuple[list, list]:
-    """``(loads, stores)`` of ``job``: loads in the order the read engine serves them (A, B,
-    then C or partial sums), and the store, if any."""
+    """``(loads, stores)`` of ``job``: loads in the order the read engine serves them (A and B,
+    the smaller chunk first (:func:`b_first`), then C or partial sums), and the store, if
+    any."""
     cont = containers(config)
     ch = job.chunk
 
@@ -576,7 +590,8 @@ def transfers(config: ArrayConfig, d: Descriptor, job: Job) -> tuple[list, list]
     elif job.load_a:
         loads.append(transfer("a", d.a, job.banks["a"], "a"))
     if job.load_b:
-        loads.append(transfer("b", d.b, job.banks["b"], "b"))
+        b = transfer("b", d.b, job.banks["b"], "b")
+        loads.insert(0 if b_first(config, d.chunk, d.conv) else len(loads), b)
     if job.c_in is not None:  # C and partial sums come in at accumulator width
         loads.append(transfer(job.c_in, d.c if job.c_in == "c" else d.p, job.banks["c"], "p"))
     stores = []

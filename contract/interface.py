@@ -17,6 +17,7 @@ __all__ = [
     "NAN32",
     "SHIFT_BITS",
     "SHIFT_RANGE",
+    "TIMED_COUNTERS",
     "TOPS",
 ]
 
@@ -58,13 +59,20 @@ DEVICE_COUNTERS = {
         for name, text in COUNTERS.items()
         if name != "cycles"
     },  # fmt: skip
-    "array_wait_cycles": "cycles a chunk waited for its operands or its C bank (memory bound)",
+    "array_wait_cycles": "cycles a chunk waited to start: its loads not under way, or its C "
+    "bank not its own (memory bound)",
     "dma_wait_cycles": "cycles the read engine waited for a bank to be released",
     **{f"dram_read_beats_{b}": f"read beats of {b.upper()}" for b in "abcq"},
     **{f"dram_read_bytes_{b}": f"bytes read for {b.upper()}" for b in "abcq"},
     "dram_write_beats": "write beats (C and partial sums)",
     "dram_write_bytes": "bytes written",
 }
+
+#: The device counters the memory's timing moves: the cycles and waits, and the array's busy
+#: cycles before and between its vectors (a chunk computes on its operands as they land,
+#: docs/memory.md). The others count work and traffic, whatever the memory.
+TIMED_COUNTERS = ("cycles", "array_wait_cycles", "dma_wait_cycles", "compute_cycles",
+                  "fill_cycles", "stall_cycles")  # fmt: skip
 
 #: Per-channel requantization parameters: a Q31 multiplier in ``[0, 2**31)`` (unsigned, 31 bits)
 #: and a shift in ``SHIFT_RANGE`` (signed, 6 bits; positive shifts left), as golden.requant

@@ -10,13 +10,14 @@ the descriptor carries, so RTL and models see the same descriptor.
 
 On small GEMMs the pipeline model errs by up to tens of percents (tests/models/test_pipeline.py),
 more than the gains it finds, so there the tuned chunks are checked on the exact device model
-(cheap at that size) and kept only if they are faster than the largest. A driver with a GEMM
-alone to run and the time to choose (``chunking="exact"``) goes further, on GEMMs of up to
-:data:`EXACT_PICK_MACS`: it times the pipeline model's few fastest halvings, its tuned chunk and
-the largest on the exact model, and keeps the fastest there (WS 16x16, 16x256x256 behind a
-memory that is not the limit: the tuned 16x128x128 takes 6,304 cycles, the pipeline model's
-third-ranked 16x64x128 5,840). Sweeps keep ``tuned``: timing candidates exactly made a sweep's
-points 12 times slower on average (``sweeps/bench_model.py``'s per-point timing, 4
+(cheap at that size) and kept only if they are faster than the largest. A driver with a GEMM alone
+to run and the time to choose (``chunking="exact"``) goes further, on GEMMs of up to
+:data:`EXACT_PICK_MACS`: of every chunk that fits whose sizes halve the GEMM's (not only the
+largest chunk's: one that holds the whole of K and little of N can be the fastest), it times the
+pipeline model's few fastest, its tuned chunk and the largest on the exact model, and keeps the
+fastest there (OS 16x16, 64x256x256 behind a memory that is not the limit: the tuned 32x64x128
+takes 18,125 cycles, 64x256x16 17,485). Sweeps keep ``tuned``: timing candidates exactly made a
+sweep's points 12 times slower on average (``sweeps/bench_model.py``'s per-point timing, 4
 configurations: 12 ms to 149 ms a point).
 
 A driver that queues a batch of GEMMs back to back (``chunking="stream"``) wants another chunk:
@@ -49,6 +50,7 @@ from systolic.contract.dma import (
     place,
     transfers,
 )
+from systolic.contract.layouts import footprint
 from systolic.contract.memory import Dram
 from systolic.contract.plan import chunk_sizes, granularity
 
@@ -85,8 +87,8 @@ MIN_GAIN = 0.01
 EXACT_CHECK_MACS = 1 << 18
 
 #: ``exact``: GEMMs of at most this many multiply-accumulates have the pipeline model's
-#: :data:`EXACT_CANDIDATES` fastest halvings, the tuned chunk and the largest timed on the exact
-#: model; larger ones take the ``tuned`` chunk.
+#: :data:`EXACT_CANDIDATES` fastest chunks that fit (sizes halving the GEMM's), the tuned chunk
+#: and the largest timed on the exact model; larger ones take the ``tuned`` chunk.
 EXACT_PICK_MACS = 1 << 22
 EXACT_CANDIDATES = 4
 
@@ -176,14 +178,18 @@ def _halvings(config: ArrayConfig, largest: tuple) -> list[tuple[int, int, int]]
 
 def _exact_pick(config: ArrayConfig, shape: tuple, dram: Dram, order: str, requant: bool,
                 accumulate: bool, largest: tuple, tuned: tuple) -> tuple:  # fmt: skip
-    """The ``exact`` chunk: of the pipeline model's :data:`EXACT_CANDIDATES` fastest halvings,
-    the tuned chunk and the largest, the fastest on the exact model; of those within
-    :data:`MIN_GAIN` of it, the one holding the most (fewer bytes moved), then the faster."""
+    """The ``exact`` chunk: of the pipeline model's :data:`EXACT_CANDIDATES` fastest chunks that
+    fit (sizes halving the GEMM's), the tuned chunk and the largest, the fastest on the exact
+    model; of those within :data:`MIN_GAIN` of it, the one holding the most (fewer bytes
+    moved), then the faster."""
     d = place(config, *shape, order=order, chunk=largest, requant=requant, accumulate=accumulate)
     if check_descriptor(config, d)[0] is not Refusal.NONE:
         return tuned  # refused whatever its chunks (they fit): nothing to time
     cycles = chunk_cycles(config, shape, order, accumulate, table_words(config, d), dram)
-    ranked = sorted(_halvings(config, largest), key=lambda c: (cycles(c), tuple(-x for x in c)))
+    depth = {"a": config.a_depth, "b": config.b_depth, "c": config.c_depth}
+    fitting = [c for c in _halvings(config, shape)
+               if all(w <= depth[b] for b, w in footprint(config, *c).items())]  # fmt: skip
+    ranked = sorted(fitting, key=lambda c: (cycles(c), tuple(-x for x in c)))
     timed = []
     for chunk in dict.fromkeys([*ranked[:EXACT_CANDIDATES], tuned, largest]):
         d = place(config, *shape, order=order, chunk=chunk, requant=requant,

@@ -26,6 +26,11 @@ OS: ``T = MT * NT`` tiles of ``K`` steps, ``g = max(drain_cycles - K, 0)`` idle 
 each; the last step reaches the mesh in cycle ``L = (T-1)(K+g) + K - 1 + READ_LATENCY``, the last
 result row leaves ``latency + rows - 1`` cycles later, so
 ``cycles = L + latency + rows - 1 + 1 + DONE_DELAY``.
+
+A chunk may start while its A and B banks are still loading (rtl/device.py): the controllers read
+a word only from the cycle after it lands, and wait for it otherwise. :func:`gated_counters`
+follows each preload row, stream vector and OS step through those waits, given the cycle each
+word may be read; the closed forms above are the case where every word is in from the start.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ from systolic.contract.timing import DONE_DELAY, READ_LATENCY, mesh_timing
 __all__ = [
     "GemmPrediction",
     "command_counters",
+    "gated_counters",
+    "landing_tails",
     "predict",
     "stationary_schedule",
     "stationary_stream_start",
@@ -130,6 +137,116 @@ def _command_counters(config: ArrayConfig, m: int, k: int, n: int, accumulate: b
         }
     c["stall_cycles"] = c["cycles"] - c["stream_cycles"] - c["fill_cycles"] - c["drain_cycles"]
     return tuple((name, c[name]) for name in COUNTERS)
+
+
+def gated_counters(config: ArrayConfig, m: int, k: int, n: int, accumulate: bool,
+                   ready: dict) -> dict[str, int]:  # fmt: skip
+    """:func:`command_counters` of a command whose operands are still arriving: ``ready[b]``
+    (``b`` in ``"ab"``) gives, for each address of buffer ``b``'s bank, the first busy cycle in
+    which the controller may read it (None: every word is in). A controller that cannot read
+    its next word waits, in the cycle-exact order of rtl/controller.py; the counters that count
+    reads and vectors do not change, the cycles and their split into fill and stall do."""
+    closed = command_counters(config, m, k, n, accumulate)
+    ready = {b: r for b, r in ready.items() if r is not None and len(r) and max(r) > 0}
+    if not ready:
+        return closed
+    array = mesh_timing(config)
+    if config.dataflow is Dataflow.OS:
+        first, last = _os_steps(config.rows, m, k, n, config.cols, array.drain_cycles, ready)
+        last_step = last + READ_LATENCY
+        cycles = last_step + array.latency + config.rows + DONE_DELAY
+        drain = cycles - 1 - last_step
+    else:
+        ws = config.dataflow is Dataflow.WS
+        p, q, r = (m, k, n) if ws else (n, k, m)
+        x, s = (ready.get("a"), ready.get("b")) if ws else (ready.get("b"), ready.get("a"))
+        first, last = _stationary_reads(config.rows, config.cols, p, q, r, array.release_wait,
+                                        x, s)  # fmt: skip
+        cycles = last + READ_LATENCY + array.latency + 1 + DONE_DELAY
+        drain = array.latency + DONE_DELAY
+    out = dict(closed, cycles=cycles, fill_cycles=first + READ_LATENCY, drain_cycles=drain)
+    out["stall_cycles"] = cycles - out["stream_cycles"] - out["fill_cycles"] - drain
+    return out
+
+
+def landing_tails(config: ArrayConfig, m: int, k: int, n: int,
+                  accumulate: bool = False) -> tuple[int, int]:  # fmt: skip
+    """Per operand (A, B): the busy cycles of a command from the first read of its bank's last
+    word to its end, with every other word in; a chunk whose last word of an operand lands
+    late ends about that long after it (what models.pipeline prices a started chunk by)."""
+    cycles = command_counters(config, m, k, n, accumulate)["cycles"]
+    rows, cols = config.rows, config.cols
+    array = mesh_timing(config)
+    if config.dataflow is Dataflow.OS:
+        step = k + max(array.drain_cycles - k, 0)
+        n_tiles = math.ceil(n / cols)
+        a_read = (math.ceil(m / rows) - 1) * n_tiles * step + k - 1  # tile (MT-1, 0)'s last step
+        b_read = (n_tiles - 1) * step + k - 1  # tile (0, NT-1)'s
+        return cycles - a_read, cycles - b_read
+    ws = config.dataflow is Dataflow.WS
+    p, q = (m, k) if ws else (n, k)
+    q_tiles = math.ceil(q / rows)
+    # X's last word: the last vector of tile (0, QT-1)
+    x_read = stationary_stream_start(rows, p, q_tiles, array.release_wait) + p - 1
+    # S's: row Q-1 of the last tile, its preload's row QT*rows - Q; the rest of the preload,
+    # the tile's stream and the mesh follow it
+    s_after = rows - 1 - (q_tiles * rows - q) + p + READ_LATENCY + array.latency + 1 + DONE_DELAY
+    x_after = cycles - x_read
+    return (x_after, s_after) if ws else (s_after, x_after)
+
+
+def _stationary_reads(rows: int, cols: int, p: int, q: int, r: int, wait: int, x, s) -> tuple:
+    """The first and the last stream read's busy cycle of the WS/IS controller when word ``a``
+    of X may be read from cycle ``x[a]`` and of S from ``s[a]`` (None: from the start): tile
+    ``i = (rt, qt)``, rt outer, preloads its rows last first (rows past Q read nothing) once
+    its bank is free, then streams its P vectors, each read waiting for its word."""
+    q_tiles, r_tiles = math.ceil(q / rows), math.ceil(r / cols)
+    tiles = q_tiles * r_tiles
+    stream_end = [0] * tiles
+    preload_end = stream_last = -1
+    first = None
+    for i in range(tiles):
+        rt, qt = divmod(i, q_tiles)
+        c = preload_end + 1
+        if i >= 2:  # its bank, once the tile two before has streamed and released it
+            c = max(c, stream_end[i - 2] + wait)
+        for j in range(rows):
+            c += j > 0
+            row = qt * rows + rows - 1 - j
+            if s is not None and row < q:
+                c = max(c, s[rt * q + row])
+        preload_end = c
+        c = max(stream_last + 1, preload_end + 1)
+        for v in range(p):
+            c += v > 0
+            if x is not None:
+                c = max(c, x[qt * p + v])
+            if first is None:
+                first = c
+        stream_end[i] = stream_last = c
+    return first, stream_last
+
+
+def _os_steps(rows: int, m: int, k: int, n: int, cols: int, drain: int, ready: dict) -> tuple:
+    """The first and the last step's busy cycle of the OS controller when A's word ``w`` may be
+    read from ``ready["a"][w]`` and B's from ``ready["b"][w]``: tiles ``(mt, nt)``, mt outer,
+    each its K steps, ``max(drain - K, 0)`` idle cycles after each."""
+    a, b = ready.get("a"), ready.get("b")
+    gap = max(drain - k, 0)
+    n_tiles = math.ceil(n / cols)
+    c, first = -1 - gap, None
+    for i in range(math.ceil(m / rows) * n_tiles):
+        mt, nt = divmod(i, n_tiles)
+        c += 1 + gap
+        for step in range(k):
+            c += step > 0
+            if a is not None:
+                c = max(c, a[mt * k + step])
+            if b is not None:
+                c = max(c, b[nt * k + step])
+            if first is None:
+                first = c
+    return first, c
 
 
 @dataclass

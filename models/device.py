@@ -3,7 +3,7 @@
 A cycle-level account of the device's control (rtl/device.py, rtl/dma.py, rtl/sequencer.py) and
 of the DRAM model's rules (docs/memory.md, sim/dram.py), without its datapath: the three
 walkers and their bank states, the read engine's bursts and outstanding limit, the compute
-core's command cycles (:func:`models.cycles.command_counters`), the write engine's producer,
+core's command cycles (:func:`models.cycles.gated_counters`), the write engine's producer,
 write buffer and bursts, and the DRAM's in-order bus with its beat clock
 (:class:`contract.memory.BeatClock`). Cycle 0 is the descriptor's first running cycle, the
 one :data:`contract.timing.DESCRIPTOR_LATENCY` cycles after its acceptance.
@@ -45,7 +45,7 @@ from systolic.contract.timing import (
     expansion_cycles,
 )
 
-from .cycles import command_counters
+from .cycles import gated_counters
 
 __all__ = [
     "DeviceFigures",
@@ -69,9 +69,9 @@ def _expansion(config: ArrayConfig, pixels: int, words: int) -> int:
 
 
 def _moves(config: ArrayConfig, d: Descriptor) -> tuple[list, list, list]:
-    """Per job, its loads ``(buffer, bank, bursts, from partial sums, expansion cycles)`` and its
-    stores ``(bank, bursts, words, beat bytes, container bytes)``, and the table's load; a
-    burst is ``(address, beats, beat bytes)``."""
+    """Per job, its loads ``(buffer, bank, bursts, from partial sums, expansion cycles, beats a
+    word)`` and its stores ``(bank, bursts, words, beat bytes, container bytes)``, and the
+    table's load; a burst is ``(address, beats, beat bytes)``."""
     cont = containers(config)
 
     def burst_list(t):
@@ -87,13 +87,13 @@ def _moves(config: ArrayConfig, d: Descriptor) -> tuple[list, list, list]:
         ls, ss = transfers(config, d, job)
         pixels = job.chunk.m1 - job.chunk.m0
         loads.append([("c" if t.kind in "cp" else t.kind, t.bank,
-                       burst_list(t), t.kind == "p",
-                       _expansion(config, pixels, t.expand)) for t in ls])  # fmt: skip
+                       burst_list(t), t.kind == "p", _expansion(config, pixels, t.expand),
+                       max(1, cont[t.fmt] // beat_bytes(config, t.fmt))) for t in ls])  # fmt: skip
         stores.append([(t.bank, burst_list(t), t.words, beat_bytes(config, t.fmt), cont[t.fmt])
                        for t in ss])  # fmt: skip
     q = []
     if d.requant and config.requant:
-        q = [("q", 0, burst_list(q_transfer(config, d)), False, 0)]
+        q = [("q", 0, burst_list(q_transfer(config, d)), False, 0, 1)]
     return loads, stores, q
 
 
@@ -139,15 +139,17 @@ class DramBus:
 
 
 class _Reader:
-    """The read side: a job's loads (A, then B, then C) each once its bank is free, the
-    requantization table first; and the read engine's bursts, at most ``max_reads`` in
-    flight (rtl/dma.py's ReadEngine). A convolution's A load first sets the expander up (once
-    the bank is free and the expander done with the load before), then stages, then expands
-    (rtl/expander.py; contract.timing.CONV_SETUP_CYCLES, expansion_cycles)."""
+    """The read side: a job's loads (A and B in :func:`contract.dma.transfers`' order, then C)
+    each once its bank is free, the requantization table first; and the read engine's bursts,
+    at most ``max_reads`` in flight (rtl/dma.py's ReadEngine), recording the cycle each A and B
+    word lands in its bank (``arrivals``: the compute may start before the last). A
+    convolution's A load first sets the expander up (once the bank is free and the expander
+    done with the load before), then stages, then expands (rtl/expander.py;
+    contract.timing.CONV_SETUP_CYCLES, expansion_cycles)."""
 
-    __slots__ = ("active", "beat", "cmd", "expand", "expanded_at", "inflight", "issued", "job",
-                 "loads", "max_reads", "q_cmd", "q_loaded", "q_pending", "setup",
-                 "setup_at")  # fmt: skip
+    __slots__ = ("active", "arrivals", "beat", "cmd", "expand", "expanded_at", "inflight",
+                 "issued", "job", "loads", "max_reads", "q_cmd", "q_loaded", "q_pending",
+                 "setup", "setup_at", "sub")  # fmt: skip
 
     def __init__(self, config: ArrayConfig):
         self.loads, self.max_reads = [], config.max_reads
@@ -156,8 +158,9 @@ class _Reader:
         self.job = self.issued = 0  # the job whose loads are issued, and how many are
         self.active = None  # bursts left to request of the command being requested
         self.cmd = None
-        self.inflight = deque()  # (kind, bank, beats, last, words expanded)
-        self.beat = 0  # beats in of the oldest burst in flight
+        self.inflight = deque()  # (kind, bank, beats, last, words expanded, beats a word)
+        self.beat = self.sub = 0  # beats in of the oldest burst in flight, and of its word
+        self.arrivals = {}  # (buffer, bank): the cycle each word of its last A or B load landed
         self.setup = False  # the expander is set up for the pending load (or being set up)
         self.setup_at = None  # the cycle its staging command is ready
         self.expand = None  # the expander's load: (bank, words), from setup to expanded
@@ -172,7 +175,7 @@ class _Reader:
         return bool(self.active) and len(self.inflight) < self.max_reads and (
             bus.out < bus.max_requests)  # fmt: skip
 
-    def command(self, t: int, state: dict, writes_out: int, ready: bool, q_now: bool) -> tuple:
+    def command(self, t: int, state: dict, writes_out: bool, ready: bool, q_now: bool) -> tuple:
         """``(command accepted or None, waiting for a bank, job advances, expander set up)``
         this cycle; ``q_now``: the table's load may go (it goes first)."""
         cmd, wait, advance, setup = None, False, False, False
@@ -183,7 +186,7 @@ class _Reader:
             if not need:
                 advance = True
             else:
-                kind, bank, _, from_p, expand = need[0]
+                kind, bank, _, from_p, expand, _ = need[0]
                 if expand and self.setup:
                     cmd = need[0] if t >= self.setup_at else None
                 elif expand:
@@ -199,7 +202,7 @@ class _Reader:
     def set_up(self, t: int) -> None:
         """The expander takes the pending A load: its staging command is ready after the
         setup's cycles."""
-        _, bank, _, _, words = self.loads[self.job][self.issued]
+        _, bank, _, _, words, _ = self.loads[self.job][self.issued]
         self.setup, self.setup_at, self.expand = True, t + CONV_SETUP_CYCLES, (bank, words)
 
     def expanded(self, state: dict) -> tuple:
@@ -209,22 +212,29 @@ class _Reader:
         self.expand = self.expanded_at = None
         return "a", bank
 
-    def take_beat(self, bus: DramBus) -> tuple[int, tuple | None]:
-        """A read beat arrives: ``(requests completed, (buffer, bank, words to expand) loaded
-        or None)``."""
-        kind, bank, beats, last, expand = self.inflight[0]
+    def take_beat(self, t: int, bus: DramBus) -> tuple[int, tuple | None]:
+        """A read beat arrives in cycle ``t``: ``(requests completed, (buffer, bank, words to
+        expand) loaded or None)``."""
+        kind, bank, beats, last, expand, per_word = self.inflight[0]
         bus.serve_beat()
         self.beat += 1
+        self.sub += 1
+        if self.sub == per_word:  # a word is written into the bank
+            self.sub = 0
+            if kind in "ab" and not expand:
+                self.arrivals[kind, bank].append(t)
         if self.beat < beats:
             return 0, None
         self.inflight.popleft()
         self.beat = 0
+        if last:
+            self.sub = 0
         bus.queue.popleft()
         return 1, ((kind, bank, expand) if last else None)
 
     def send_ar(self, t: int, bus: DramBus) -> None:
         _, beats, beat = self.active.popleft()
-        self.inflight.append((self.cmd[0], self.cmd[1], beats, not self.active, self.cmd[4]))
+        self.inflight.append((*self.cmd[:2], beats, not self.active, *self.cmd[4:6]))
         bus.queue.append(["r", t + bus.latency, beats, beat, 0])
         if not self.active:
             self.active = None
@@ -236,6 +246,7 @@ class _Reader:
             self.q_pending = False
         else:
             state[cmd[0]][cmd[1]] = LOADING
+            self.arrivals[cmd[0], cmd[1]] = []
             self.issued += 1
             self.setup = False
 
@@ -254,17 +265,25 @@ class _Reader:
 
 
 class _Compute:
-    """The compute core: a chunk runs once its A and B banks are full and its C bank is its
-    own (loaded, for a C read back; free, for a new C)."""
+    """The compute core: a chunk runs once its A and B banks are full or loading (not a
+    convolution's A, which the expander writes out of order) and its C bank is its own
+    (loaded, for a C read back; free, for a new C). Started on a loading bank, its controller
+    reads each word once it has landed: its end is known once the last has
+    (:func:`models.cycles.gated_counters`)."""
 
-    __slots__ = ("busy", "config", "done_at", "job", "js")
+    __slots__ = ("busy", "config", "counters", "done_at", "early_a", "job", "js", "pending",
+                 "started")  # fmt: skip
 
     def __init__(self, config: ArrayConfig):
         self.config, self.js = config, []
         self.job, self.busy, self.done_at = 0, False, None
+        self.early_a = True
+        self.pending = set()  # the loading banks whose words the running chunk still awaits
+        self.started = 0
+        self.counters = None  # the running chunk's
 
-    def restart(self, js: list) -> None:
-        self.js, self.job = js, 0
+    def restart(self, js: list, early_a: bool) -> None:
+        self.js, self.job, self.early_a = js, 0, early_a
 
     def decide(self, t: int, state: dict) -> tuple[bool, bool, bool]:
         """``(a chunk starts, the running one finishes, the array waits)`` this cycle."""
@@ -278,19 +297,47 @@ class _Compute:
             c_ready = c_now == LOADED
         else:
             c_ready = (c_now == FREE) if _new_c(self.js, self.job) else True
-        ready = state["a"][j.banks["a"]] == FULL and state["b"][j.banks["b"]] == FULL and c_ready
+        a, b = state["a"][j.banks["a"]], state["b"][j.banks["b"]]
+        ready = ((a == FULL or (a == LOADING and self.early_a)) and b in (FULL, LOADING)
+                 and c_ready)  # fmt: skip
         return ready, False, not ready
 
-    def start(self, t: int, state: dict) -> None:
+    def start(self, t: int, state: dict, arrivals: dict) -> None:
         j = self.js[self.job]
-        self.busy = True
-        self.done_at = t + 1 + command_counters(self.config, *j.chunk.shape, j.accumulate)["cycles"]
+        self.busy, self.started = True, t
+        self.pending = {(k, j.banks[k]) for k in "ab" if state[k][j.banks[k]] == LOADING}
         state["c"][j.banks["c"]] = COMPUTE
+        self.done_at = None if self.pending else self._done(arrivals)
 
-    def finish(self, state: dict) -> None:
+    def landed(self, what: tuple, arrivals: dict) -> None:
+        """A load ``(buffer, bank)`` has its last word in: the running chunk's end is known
+        once every load it awaits has."""
+        if self.busy and what in self.pending:
+            self.pending.discard(what)
+            if not self.pending:
+                self.done_at = self._done(arrivals)
+
+    def _done(self, arrivals: dict) -> int:
+        """The running chunk's counters and last busy cycle, from the cycles its words landed:
+        a word that landed in cycle ``u`` is read from ``u + 1`` on, busy cycle ``u - t0``
+        of a chunk started in ``t0``."""
+        j, t0 = self.js[self.job], self.started
+        ready = {}
+        for k in "ab":
+            landed = arrivals.get((k, j.banks[k]))
+            if landed and landed[-1] > t0:
+                ready[k] = [u - t0 for u in landed]
+        self.counters = gated_counters(self.config, *j.chunk.shape, j.accumulate, ready)
+        return t0 + 1 + self.counters["cycles"]
+
+    def finish(self, state: dict, counts: dict) -> None:
         js, i = self.js, self.job
         j = js[i]
         self.busy = False
+        if any(state[k][j.banks[k]] == LOADING for k in "ab"):
+            raise AssertionError("a chunk ended before its loads did")  # its reads wait for them
+        for name, value in self.counters.items():
+            counts["compute_cycles" if name == "cycles" else name] += value
         if j.store:
             state["c"][j.banks["c"]] = FULL
         nxt = js[i + 1] if i + 1 < len(js) else None
@@ -323,14 +370,22 @@ class _Writer:
         self.outstanding = 0  # bursts whose response is still to come
         self.store_bank, self.per_word, self.producing_per_word = 0, 1, 1
 
-    def aw_taken(self, bus: DramBus, ar_taken: bool) -> bool:
+    def aw_valid(self) -> bool:
+        """A burst's AW is requested (taken, or held by a full DRAM)."""
         return bool(
             self.requesting
             and self.pushed > self.announced
             and self.outstanding < self.max_writes
             and len(self.bursts) < self.max_writes
-            and bus.out + ar_taken < bus.max_requests
         )
+
+    def aw_taken(self, bus: DramBus, ar_taken: bool) -> bool:
+        return self.aw_valid() and bus.out + ar_taken < bus.max_requests
+
+    def unanswered(self) -> bool:
+        """A write may still be unordered against a later read of its bytes: accepted and not
+        answered, or requested and not accepted (rtl/dma.py's ``unanswered``)."""
+        return self.outstanding > 0 or self.aw_valid()
 
     def restart(self, js: list, stores: list) -> None:
         self.js, self.stores, self.job = js, stores, 0
@@ -428,7 +483,7 @@ def _next_event(t: int, bus: DramBus, wr: _Writer, cp: _Compute, limit: int,
             times.append(-(-u // bus.clock.num))
     if bus.responses:
         times.append(bus.responses[0])
-    if cp.busy:
+    if cp.busy and cp.done_at is not None:
         times.append(cp.done_at)
     return max(t + 1, min(times))
 
@@ -452,7 +507,8 @@ class _Entry:
         self.js = self.loads = self.stores = self.q = None
         self.depends = (before is not None and not self.refused and not before.refused
                         and reads_what_writes(config, d, before.d))  # fmt: skip
-        self.counts = {"array_wait_cycles": 0, "dma_wait_cycles": 0, "jobs": 0}
+        waits = ("array_wait_cycles", "dma_wait_cycles", "jobs", "compute_cycles")
+        self.counts = dict.fromkeys(waits + tuple(n for n in COUNTERS if n != "cycles"), 0)
 
     def begin(self, config: ArrayConfig, banks: dict) -> None:
         """Its jobs on the banks after ``banks`` (the last job's before it), which it updates."""
@@ -563,7 +619,7 @@ class _Queue:
             rd.restart(e.loads, e.q if self.config.requant and e.d.requant else [])
             cur["rd"], nxt["rd"] = mv.x, mv.x + 1
         if mv.cp_follow:
-            cp.restart(es[nxt["cp"]].js)
+            cp.restart(es[nxt["cp"]].js, es[nxt["cp"]].d.conv is None)
             cur["cp"], nxt["cp"] = nxt["cp"], nxt["cp"] + 1
         if mv.wr_follow:
             wr.restart(es[nxt["wr"]].js, es[nxt["wr"]].stores)
@@ -604,7 +660,7 @@ def _timeline(config: ArrayConfig, items: list, dram: Dram, limit: int,
         ar_taken = rd.active is not None and rd.ar_taken(bus)
         rd_ready = rd.active is None or (ar_taken and len(rd.active) == 1)
         cmd, dma_wait, rd_advance, setup = rd.command(
-            t, state, wr.outstanding, rd_ready, mv.q_now) if (
+            t, state, wr.unanswered(), rd_ready, mv.q_now) if (
             mv.q_now or mv.rd_valid) else _NOTHING  # fmt: skip
         expanded = rd.expanded_at == t
         aw_taken = wr.requesting is not None and wr.aw_taken(bus, ar_taken)
@@ -637,7 +693,7 @@ def _timeline(config: ArrayConfig, items: list, dram: Dram, limit: int,
         if dma_wait:
             entries[cur["rd"]].counts["dma_wait_cycles"] += 1
         # ---- updates at the end of the cycle ----
-        completed_requests, loaded = rd.take_beat(bus) if r_take else (0, None)
+        completed_requests, loaded = rd.take_beat(t, bus) if r_take else (0, None)
         stored = wr.take_beat(t, bus) if w_take else None
         if b_take:
             bus.responses.popleft()
@@ -662,15 +718,16 @@ def _timeline(config: ArrayConfig, items: list, dram: Dram, limit: int,
             rd.issued = 0
         if loaded and rd.loaded(t, loaded, state):
             note((t, "loaded", f"{loaded[0]}{loaded[1]}"))
+            cp.landed(loaded[:2], rd.arrivals)
         if expanded:
             note((t, "loaded", "a{}".format(*rd.expanded(state)[1:])))
         if go:
             note((t, "compute", cp.job))
-            cp.start(t, state)
+            cp.start(t, state, rd.arrivals)
         if finished:
             note((t, "computed", cp.job))
             entries[cur["cp"]].counts["jobs"] += 1
-            cp.finish(state)
+            cp.finish(state, entries[cur["cp"]].counts)
         if store is not None:
             note((t, "store", store[0]))
             wr.accept(store, state)
@@ -787,16 +844,9 @@ def predict_stream(config: ArrayConfig, items: list, dram: Dram,
 
 
 def _static_counts(config: ArrayConfig, d: Descriptor) -> dict[str, int]:
-    """The counters a descriptor's jobs fix whatever the timing: the compute core's, summed
-    over the chunks, and the DRAM traffic of each operand."""
-    out = dict.fromkeys((n for n in DEVICE_COUNTERS if n not in ("cycles", "jobs")
-                         and not n.endswith("wait_cycles")), 0)  # fmt: skip
-    for job in jobs(config, d):
-        counters = command_counters(config, *job.chunk.shape, job.accumulate)
-        out["compute_cycles"] += counters["cycles"]
-        for name in COUNTERS:
-            if name != "cycles":
-                out[name] += counters[name]
+    """The counters a descriptor's jobs fix whatever the timing: the DRAM traffic of each
+    operand (the compute core's come from the timeline, as a chunk may wait for its words)."""
+    out = {n: 0 for n in DEVICE_COUNTERS if n.startswith("dram_")}
     loads, stores, q = _moves(config, d)
     for buf, _, burst_list, *_ in q + [load for job in loads for load in job]:
         out[f"dram_read_beats_{buf}"] += sum(n for _, n, _ in burst_list)

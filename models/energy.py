@@ -41,7 +41,7 @@ from .logic import TERMS, logic_events
 from .sram import NODES as SRAM_NODES
 from .sram import buffer_macros
 from .technology import dram_energy, factor
-from .toggles import flag_flips, predict_toggles
+from .toggles import flag_flips, predict_toggles, waiting_flips
 from .uncertainty import FIT, energy_range
 
 __all__ = [
@@ -455,7 +455,14 @@ def figures_energy(
     source: str, dram: DramEnergy | None = None, expanded: int = 0,
 ) -> EnergyReport:  # fmt: skip
     """:func:`energy` of a :class:`contract.figures.GemmFigures` (a prediction or an RTL result;
-    ``expanded``: a convolution descriptor's A words expanded, as :func:`energy` takes)."""
+    ``expanded``: a convolution descriptor's A words expanded, as :func:`energy` takes). A
+    model's toggles count the chunks' closed forms: the device's waits for words to land add
+    their control flips (:func:`models.toggles.waiting_flips`; measured toggles have them)."""
+    d = getattr(fig, "descriptor", None)
+    if source == "model" and d is not None:
+        toggles = dict(toggles)
+        waits = waiting_flips(fig.config, d, fig.counters["compute_cycles"])
+        toggles[("control", "control")] = toggles.get(("control", "control"), 0) + waits
     return energy(fig.config, fig.counters, fig.offchip_words, toggles, fig.macs, coefficients,
                   source=source, dram=dram, shape=fig.shape, expanded=expanded)  # fmt: skip
 

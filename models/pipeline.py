@@ -5,20 +5,23 @@ time proportional to the chunks (tens of microseconds for a transformer GEMM), n
 what the RTL is held to, and at the sweeps' scales it would take seconds a layer. This model
 gives the same descriptor's counters:
 
-- **exactly**: the chunks, every compute counter (the chunks' classes of
-  :func:`models.cycles.command_counters`, summed) and the DRAM beats and bytes per operand (the
-  loads and stores of :func:`contract.dma.jobs`, found by walking the loop order);
-- **approximately**: ``cycles``, ``array_wait_cycles`` and ``dma_wait_cycles``, from a timeline
-  of the chunks' transfers rather than of their beats. The ping-pong banks let chunk ``j``
-  compute while the read engine loads chunk ``j + 2`` into the bank chunk ``j`` frees and the
-  write engine stores chunk ``j``; a transfer takes a latency and its beats (``max(1, beat /
-  bandwidth)`` cycles each) or, when too few requests may be in flight to cover the latency,
-  its bursts' round trips; reads and writes share one bus; partial sums wait for every write's
-  answer. What it leaves out is the order in which the DRAM serves reads and writes burst by
-  burst: a store interleaved with reads that each wait a latency takes longer than its beats.
-  ``tests/models/test_pipeline.py`` bounds the difference against :mod:`models.device` on
-  random configurations, shapes, memories and loop orders, and docs/memory.md gives the
-  figures.
+- **exactly**: the chunks, every compute counter that counts work (the chunks' classes of
+  :func:`models.cycles.command_counters`, summed: vectors, preloads, reads and writes) and the
+  DRAM beats and bytes per operand (the loads and stores of :func:`contract.dma.jobs`, found by
+  walking the loop order);
+- **approximately**: the counters the memory's timing moves
+  (:data:`contract.interface.TIMED_COUNTERS`), from a timeline of the chunks' transfers rather
+  than of their beats. The ping-pong banks let chunk ``j`` compute while the read engine loads
+  chunk ``j + 2`` into the bank chunk ``j`` frees and the write engine stores chunk ``j``; a chunk
+  starts once its loads are issued, computes past its closed form while the rest land (the cycles
+  it waits count as fill and stalls, :func:`models.cycles.landing_tails`); a transfer takes a
+  latency and its beats (``max(1, beat / bandwidth)`` cycles each) or, when too few requests may
+  be in flight to cover the latency, its bursts' round trips; reads and writes share one bus;
+  partial sums wait for every write's answer. What it leaves out is the order in which the DRAM
+  serves reads and writes burst by burst: a store interleaved with reads that each wait a latency
+  takes longer than its beats. ``tests/models/test_pipeline.py`` bounds the difference against
+  :mod:`models.device` on random configurations, shapes, memories and loop orders, and
+  docs/memory.md gives the figures.
 
 The walk over the chunks is compiled (:mod:`models.timeline`); this module gives it the
 descriptor's numbers and turns its sums into counters.
@@ -38,6 +41,7 @@ from systolic.contract.conv import Conv, stage
 from systolic.contract.dma import (
     Descriptor,
     Refusal,
+    b_first,
     beat_bytes,
     check_descriptor,
     containers,
@@ -49,7 +53,7 @@ from systolic.contract.memory import Dram
 from systolic.contract.timing import CONV_SETUP_CYCLES, expansion_cycles
 
 from . import timeline
-from .cycles import command_counters
+from .cycles import command_counters, landing_tails
 from .device import DevicePrediction
 
 __all__ = ["chunk_cycles", "expanded_words", "pipeline_counters", "predict_pipeline", "table_words"]
@@ -100,10 +104,12 @@ def table_words(config: ArrayConfig, d: Descriptor) -> int:
 @functools.lru_cache(maxsize=4096)
 def _classes(config: ArrayConfig, chunk: tuple, last: tuple, accumulating: tuple):
     """Per chunk class (bit 0: M ragged, 1: K ragged, 2: N ragged, 3: accumulating): its
-    compute cycles, and a row of its :data:`contract.interface.COUNTERS`. (A class that never
-    occurs counts 0 times.)"""
+    compute cycles, a row of its :data:`contract.interface.COUNTERS`, and what it computes
+    after the last word of its A and of its B (:func:`models.cycles.landing_tails`). (A class
+    that never occurs counts 0 times.)"""
     compute = np.zeros(16, np.int64)
     table = np.zeros((16, len(COUNTERS)), np.int64)
+    after = np.zeros((2, 16), np.int64)
     options = [[(0, c), (1, x)] if x != c else [(0, c)] for c, x in zip(chunk, last, strict=True)]
     for (rm, m), (rk, k), (rn, n) in itertools.product(*options):
         for acc in accumulating:
@@ -111,7 +117,8 @@ def _classes(config: ArrayConfig, chunk: tuple, last: tuple, accumulating: tuple
             counters = command_counters(config, m, k, n, acc)
             compute[cls] = counters["cycles"]
             table[cls] = [counters[name] for name in COUNTERS]
-    return compute, table
+            after[:, cls] = landing_tails(config, m, k, n, acc)
+    return compute, table, after
 
 
 @functools.lru_cache(maxsize=4096)
@@ -179,10 +186,11 @@ def chunk_cycles(config: ArrayConfig, total: tuple[int, int, int], order: str, a
 
     def cycles(chunk: tuple[int, int, int]) -> int:
         per_dim, last, accumulating = _shape(total, chunk, accumulate)
-        compute, _ = _classes(config, chunk, last, accumulating)
+        compute, _, after = _classes(config, chunk, last, accumulating)
         counts = np.array([per_dim[x] for x in loops], np.int64)
         out = timeline.walk(counts, dims, np.array(chunk, np.int64), size, accumulate, compute,
-                            formats, bus, table, window, *_PLAIN)  # fmt: skip
+                            after, b_first(config, chunk), formats, bus, table, window,
+                            *_PLAIN)  # fmt: skip
         return int(math.ceil(out[2]))
 
     return cycles
@@ -199,19 +207,23 @@ def pipeline_counters(config: ArrayConfig, total: tuple[int, int, int], chunk: t
     valid once the largest is."""
     out = dict.fromkeys(DEVICE_COUNTERS, 0)
     per_dim, last, accumulating = _shape(total, chunk, accumulate)
-    compute, table_of = _classes(config, chunk, last, accumulating)
+    compute, table_of, after = _classes(config, chunk, last, accumulating)
     fmt = "c" if q_words else "p"  # finished C requantized, or at accumulator width
     bus, table, window = _bus(config, dram, q_words)
     cont = containers(config)
-    words, classes, cycles, waiting, dma_wait = timeline.walk(
+    words, classes, cycles, waiting, dma_wait, filled, stalled = timeline.walk(
         np.array([per_dim["mkn".index(x)] for x in order], np.int64),
         np.array(["mkn".index(x) for x in order], np.int64),
-        np.array(chunk, np.int64), np.array(total, np.int64), accumulate, compute,
-        _formats(config, fmt), bus, table, window,
+        np.array(chunk, np.int64), np.array(total, np.int64), accumulate, compute, after,
+        b_first(config, chunk, conv), _formats(config, fmt), bus, table, window,
         *_staging(config, conv, total, chunk))  # fmt: skip
     out["jobs"] = int(classes.sum())
     for name, value in zip(COUNTERS, (classes @ table_of).tolist(), strict=True):
         out["compute_cycles" if name == "cycles" else name] = value
+    # the array waits for words to land: the first ones in its fill, the rest in stalls
+    out["fill_cycles"] += int(round(filled))
+    out["stall_cycles"] += int(round(stalled))
+    out["compute_cycles"] += int(round(filled)) + int(round(stalled))
     words = words.tolist()
     for op, t, f in (("a", timeline.A, "a"), ("b", timeline.B, "b"), ("c", timeline.C_IN, "p")):
         out[f"dram_read_bytes_{op}"] = words[t] * cont[f]

@@ -47,16 +47,18 @@ def transfer_time(runs, per_run, beat, window, bw, latency, max_burst, max_reque
 
 
 @njit(cache=True)
-def walk(counts, dims, chunk, total, accumulate, compute, formats, bus, table, read_window,
-         staged, slices, expand, expander):  # fmt: skip
+def walk(counts, dims, chunk, total, accumulate, compute, after, b_first, formats, bus, table,
+         read_window, staged, slices, expand, expander):  # fmt: skip
     """Every chunk of a descriptor, in loop order, and the pipeline's timeline.
 
     ``counts``/``dims``: the chunks along each loop, outermost first, and the dimension each
-    loop runs over; ``chunk``/``total``: M, K and N of a chunk and of the GEMM; ``compute``:
-    the compute cycles of each chunk class (bit 0: M ragged, 1: K ragged, 2: N ragged, 3:
-    accumulating); ``formats``: per transfer, ``(rowwise, tile, container / beat, beat,
-    window)``; ``bus``: ``(bandwidth, latency, max_burst, max_requests, max burst bytes)``;
-    ``table``: cycles to load the requantization table first.
+    loop runs over; ``chunk``/``total``: M, K and N of a chunk and of the GEMM; ``compute``: the
+    compute cycles of each chunk class (bit 0: M ragged, 1: K ragged, 2: N ragged, 3:
+    accumulating), and ``after[o]`` of operand ``o`` (A, B): the cycles it still computes after
+    its last word lands (:func:`models.cycles.landing_tails`); ``b_first``: B loads before A
+    (:func:`contract.dma.b_first`); ``formats``: per transfer, ``(rowwise, tile, container /
+    beat, beat, window)``; ``bus``: ``(bandwidth, latency, max_burst, max_requests, max burst
+    bytes)``; ``table``: cycles to load the requantization table first.
 
     A convolution's A loads stage and expand (:func:`contract.dma.staging`): ``staged`` holds
     per M chunk the words each slice stages, ``slices`` per K chunk its slices, ``expand`` the
@@ -64,8 +66,9 @@ def walk(counts, dims, chunk, total, accumulate, compute, formats, bus, table, r
     :func:`contract.timing.expansion_cycles`), ``expander`` the cycles of the expander's setup
     and any further latency; ``staged`` is empty for a GEMM.
 
-    Returns the words each transfer moved, the chunks of each class, and the cycles and the
-    array's and the read engine's waits (see :func:`timeline`).
+    Returns the words each transfer moved, the chunks of each class, and the cycles, the
+    array's and the read engine's waits and the cycles the chunks computed past their closed
+    forms, waiting for their first words and for the rest (see :func:`timeline`).
     """
     jobs = counts[0] * counts[1] * counts[2]
     last = np.empty(3, np.int64)
@@ -94,6 +97,7 @@ def walk(counts, dims, chunk, total, accumulate, compute, formats, bus, table, r
                                  bus[3], bus[4])  # fmt: skip
             cost[t, r, 0], cost[t, r, 1], cost[t, r, 2] = runs * words, b, s
     busy = np.empty(jobs)
+    tails = np.empty((2, jobs))
     moves = np.zeros((5, jobs), np.bool_)  # which transfers each chunk makes
     new_c = np.empty(jobs, np.bool_)
     partial = np.empty(jobs, np.bool_)
@@ -114,6 +118,7 @@ def walk(counts, dims, chunk, total, accumulate, compute, formats, bus, table, r
         cls = rm + 2 * rk + 4 * rn + 8 * acc
         classes[cls] += 1
         busy[j] = compute[cls] + 2
+        tails[0, j], tails[1, j] = after[0, cls] + 2, after[1, cls] + 2
         moves[A, j], moves[B, j], moves[C_IN, j] = new_a, new_b, new_c[j] and acc
         moves[FINAL, j], moves[PARTIAL, j] = leaves and last_k, leaves and not last_k
         partial[j] = new_c[j] and acc and k > 0
@@ -136,27 +141,32 @@ def walk(counts, dims, chunk, total, accumulate, compute, formats, bus, table, r
                 c = cost[t, ragged[t, j]]
                 words[t] += np.int64(c[0])
                 buses[t, j], spans[t, j] = c[1], c[2]
-    cycles, waiting, dma_wait = timeline(
-        busy, buses[:3], spans[:3], buses[FINAL] + buses[PARTIAL], spans[FINAL] + spans[PARTIAL],
-        moves[:3], new_c, partial, bus[1], table, read_window, expanded, expander)  # fmt: skip
-    return words, classes, cycles, waiting, dma_wait
+    cycles, waiting, dma_wait, filled, stalled = timeline(
+        busy, tails, b_first, buses[:3], spans[:3], buses[FINAL] + buses[PARTIAL],
+        spans[FINAL] + spans[PARTIAL], moves[:3], new_c, partial, bus[1], table, read_window,
+        expanded, expander)  # fmt: skip
+    return words, classes, cycles, waiting, dma_wait, filled, stalled
 
 
 @njit(cache=True)
-def timeline(busy, buses, spans, store_bus, store_span, loads, new_c, partial, latency, table,
-             read_window, expanded, expander):  # fmt: skip
-    """Cycles of the chunk pipeline, and the array's and the read engine's waits.
+def timeline(busy, tails, b_first, buses, spans, store_bus, store_span, loads, new_c, partial,
+             latency, table, read_window, expanded, expander):  # fmt: skip
+    """Cycles of the chunk pipeline, the array's and the read engine's waits, and the cycles
+    chunks spent computing past ``busy``: waiting for their first words, and for the rest.
 
-    Chunk ``j`` computes ``busy[j]`` cycles from ``S[j]`` (its loads in, the previous chunk done,
-    its C bank stored from two C chunks back) to ``F[j]``. The read engine takes the chunks'
-    loads in order; a load starts once the engine has issued the previous one and its bank is
-    free (the last chunk using what the bank holds is done), and partial sums once every write
-    is answered; its data arrives ``spans`` after it starts, or later when the bus is still
-    busy. A chunk's store starts when it is done and ends ``store_span`` later, or later behind
-    the reads already requested (at most ``read_window`` cycles of them); the reads behind it
-    move back by its bus time. A convolution's A load (``expanded[j]`` words) waits for the
-    expander to finish the one before, sets it up (``expander[0]`` cycles), stages, and fills
-    its bank ``expander[1] + expanded[j]`` cycles after its last staged word.
+    Chunk ``j`` computes from ``S[j]`` (the first words of its A and B loads in, a convolution's
+    A and its C in, the previous chunk done, its C bank stored from two C chunks back) to
+    ``F[j]``: ``busy[j]`` cycles later, or ``tails[o, j]`` after operand ``o``'s last word lands
+    if that is later (it computes on a partly loaded chunk). The read engine takes the chunks'
+    loads in order (B before A if ``b_first``); a load starts once the engine has issued the
+    previous one and its bank is free (the last chunk using what the bank holds is done), and
+    partial sums once every write is answered; its data arrives ``spans`` after it starts, or
+    later when the bus is still busy. A chunk's store starts when it is done and ends
+    ``store_span`` later, or later behind the reads already requested (at most ``read_window``
+    cycles of them); the reads behind it move back by its bus time. A convolution's A load
+    (``expanded[j]`` words) waits for the expander to finish the one before, sets it up
+    (``expander[0]`` cycles), stages, and fills its bank ``expander[1] + expanded[j]`` cycles
+    after its last staged word.
     """
     jobs = busy.shape[0]
     bank_of = np.empty((3, jobs), np.int64)  # the bank each load goes to
@@ -166,30 +176,35 @@ def timeline(busy, buses, spans, store_bus, store_span, loads, new_c, partial, l
             count += loads[i, j]
             bank_of[i, j] = count % 2
     free = np.zeros((3, 2))  # per operand: when each bank is free
-    ready = np.zeros(jobs)
+    ready = np.zeros(jobs)  # when chunk j may start: its loads issued, what it awaits whole in
+    landed = np.zeros((3, jobs))  # when the last word of its A and of its B load lands, and
+    # (row 2) when the first word of the later of the two lands
     # the bus free, the read engine's next issue, writes answered, its wait, the expander free
     state = np.zeros(5)
     state[1] = START + table
-    bus_free = acked = end = waiting = prev = written = 0.0
+    bus_free = acked = end = waiting = prev = written = stalled = filled = 0.0
     c_free = np.zeros(2)
     c_bank = 1
     for j in range(min(jobs, 2)):
         _loaded_before(j, loads, ready, state)
-        _load(j, 0, 3, loads, free, bank_of, partial, buses, spans, ready, state, latency,
-              expanded, expander)  # fmt: skip
+        _load(j, 0, 3, b_first, loads, free, bank_of, partial, buses, spans, ready, landed,
+              state, latency, expanded, expander)  # fmt: skip
     for j in range(jobs):
         if new_c[j]:
             c_bank ^= 1
         begin = max(prev, ready[j] + HANDOFF, c_free[c_bank])
         waiting += begin - prev
-        prev = begin + busy[j]
+        progress = max(begin, landed[2, j] + HANDOFF)  # busy, waiting for its first words
+        prev = max(progress + busy[j], landed[0, j] + tails[0, j], landed[1, j] + tails[1, j])
+        filled += progress - begin
+        stalled += prev - progress - busy[j]
         for i in range(3):  # the banks whose chunk this was the last to use
             if j + 1 == jobs or loads[i, j + 1]:
                 free[i, bank_of[i, j] ^ 1] = prev
         if j + 2 < jobs:  # A and B of the chunk after next go out before this store
             _loaded_before(j + 2, loads, ready, state)
-            _load(j + 2, 0, 2, loads, free, bank_of, partial, buses, spans, ready, state,
-                  latency, expanded, expander)  # fmt: skip
+            _load(j + 2, 0, 2, b_first, loads, free, bank_of, partial, buses, spans, ready,
+                  landed, state, latency, expanded, expander)  # fmt: skip
         if store_bus[j]:  # one store at a time, behind the reads already requested
             bus_free = state[0]
             start = max(prev + STORE_START, written)
@@ -201,9 +216,9 @@ def timeline(busy, buses, spans, store_bus, store_span, loads, new_c, partial, l
             end = max(end, acked)
             c_free[c_bank] = written + 1
         if j + 2 < jobs:
-            _load(j + 2, 2, 3, loads, free, bank_of, partial, buses, spans, ready, state,
-                  latency, expanded, expander)  # fmt: skip
-    return max(end, prev, state[0]) + 1, waiting, state[3]
+            _load(j + 2, 2, 3, b_first, loads, free, bank_of, partial, buses, spans, ready,
+                  landed, state, latency, expanded, expander)  # fmt: skip
+    return max(end, prev, state[0]) + 1, waiting, state[3], filled, stalled
 
 
 @njit(cache=True)
@@ -214,11 +229,13 @@ def _loaded_before(j, loads, ready, state):
 
 
 @njit(cache=True)
-def _load(j, first, stop, loads, free, bank_of, partial, buses, spans, ready, state, latency,
-          expanded, expander):  # fmt: skip
-    """The read engine serves chunk ``j``'s loads ``first..stop-1`` in order: A, B, then C or
-    partial sums."""
-    for i in range(first, stop):
+def _load(j, first, stop, b_first, loads, free, bank_of, partial, buses, spans, ready, landed,
+          state, latency, expanded, expander):  # fmt: skip
+    """The read engine serves chunk ``j``'s loads ``first..stop-1`` in order: A and B (B first
+    if ``b_first``), then C or partial sums. The chunk may start once its A and B loads are
+    under way, their first words in (not a convolution's A: once expanded), and its C is in."""
+    for x in range(first, stop):
+        i = 1 - x if b_first and x < 2 else x
         if not loads[i, j]:
             continue
         issued = state[1]
@@ -231,8 +248,14 @@ def _load(j, first, stop, loads, free, bank_of, partial, buses, spans, ready, st
         state[3] += gate - issued
         if conv:
             gate += expander[0]
+        first_beat = max(gate + latency, state[0])
         state[0] = max(gate + latency + spans[i, j], state[0] + buses[i, j])
-        ready[j] = max(ready[j], state[0])
+        if i < 2:  # the chunk starts once its loads are issued, computes from its first words
+            landed[i, j] = state[0]
+            landed[2, j] = max(landed[2, j], first_beat)
+            ready[j] = max(ready[j], gate)
+        else:
+            ready[j] = max(ready[j], state[0])
         if conv:
             state[4] = state[0] + expander[1] + expanded[j]
             ready[j] = max(ready[j], state[4])

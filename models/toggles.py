@@ -16,7 +16,8 @@ Approximations, which ``systolic compare --energy`` measures against the RTL:
 - operand registers start each command from the values the previous one left, the mesh starts
   each GEMM from zero (its reset);
 - controller and buffer-port registers are estimated from the counters: a binary counter flips
-  two bits per increment on average, and each counted event advances one counter and one address.
+  two bits per increment on average, and each counted event advances one counter and one address
+  (a read also the address's registered copy, rtl/controller.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dataclasses import replace
 import numpy as np
 from systolic.contract.activity import stream_traffic
 from systolic.contract.config import ArrayConfig, Dataflow
+from systolic.contract.dma import Descriptor, jobs
 from systolic.contract.layouts import footprint
 from systolic.contract.plan import chunk_sizes, steps
 from systolic.contract.timing import release_wait
@@ -292,7 +294,24 @@ def _control(counts: _Counts, c: dict) -> None:
     events = (2 * c["cycles"] + c["preload_cycles"] + c["a_reads"] + c["b_reads"]
               + c["c_reads"] + c["c_writes"])  # fmt: skip
     addresses = c["a_reads"] + c["b_reads"] + c["c_reads"] + c["c_writes"]
-    counts.add("control", "control", 2 * (events + addresses))
+    # the registered copies of the read addresses the landed comparison reads (rtl/controller):
+    # one step a read, and a preload row's row count beside its address
+    copies = c["a_reads"] + c["b_reads"] + c["preload_cycles"]
+    counts.add("control", "control", 2 * (events + addresses + copies))
+
+
+def waiting_flips(config: ArrayConfig, d: Descriptor, compute_cycles: int) -> int:
+    """Control flips of the busy cycles descriptor ``d``'s chunks spend waiting for words to
+    land (a device's ``compute_cycles`` past the chunks' closed forms, which the predictions
+    here count): each advances the cycle counter and a fill or stall counter, two flips each,
+    as :func:`_control` prices a busy cycle."""
+    return 4 * max(0, compute_cycles - _closed_compute(config, d))
+
+
+@functools.lru_cache(maxsize=4096)
+def _closed_compute(config: ArrayConfig, d: Descriptor) -> int:
+    return sum(command_counters(config, *j.chunk.shape, j.accumulate)["cycles"]
+               for j in jobs(config, d))  # fmt: skip
 
 
 def predict_toggles(

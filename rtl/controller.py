@@ -6,6 +6,13 @@ mesh, send each result vector to the accumulator buffer with its address, and ho
 cycle past the last update (:data:`contract.timing.DONE_DELAY`, the ``finishing`` register).
 Loop bounds are compared against the command's dimensions as the loops run, so a ragged last
 tile (a dimension that is not a multiple of the array) costs no division hardware.
+
+A command may start while its operand banks are still loading: each read buffer has a pair of
+inputs, ``*_open`` (the bank is full) and ``*_landed`` (how many of its words have landed, in
+address order), and a read waits until its word has landed. Every mesh input is a valid flow,
+so a wait is a gap in the flow (models.cycles.gated_counters follows it). The comparison reads
+a registered copy of each read address, stepped beside the loop counters, so that no adder
+stands between the registers and the sequencers' ``go`` (the clock's critical path otherwise).
 """
 
 from __future__ import annotations
@@ -60,6 +67,20 @@ class _Controller(wiring.Component):
         with m.If(enable & (address >= depth)):
             m.d.sync += self.range_error.eq(1)
 
+    def _landed(self, buffer: str, address):
+        """Whether the word at ``address`` of ``buffer``'s bank may be read this cycle."""
+        return getattr(self, f"{buffer}_open") | (address < getattr(self, f"{buffer}_landed"))
+
+
+def _gates(*buffers: str) -> dict:
+    """The ports that hold a read back until its word has landed: open by default (a command
+    on banks loaded whole)."""
+    out = {}
+    for b in buffers:
+        out[f"{b}_open"] = In(1, init=1)
+        out[f"{b}_landed"] = In(unsigned(ADDR_BITS + 1))
+    return out
+
 
 class StationaryController(_Controller):
     """Controller of the WS and IS arrays, on the abstract problem ``Y[P,R] = X[P,Q] @ S[Q,R]``.
@@ -97,6 +118,7 @@ class StationaryController(_Controller):
                 "preload": Out(Flow(StationaryArray.preload_layout(config))),
                 "stream": Out(Flow(StationaryArray.stream_layout(config))),
                 "result": In(Flow(StationaryArray.result_layout(config))),
+                **_gates("x", "s"),
             },
         )
 
@@ -130,10 +152,14 @@ class StationaryController(_Controller):
         pl_s_tile = Signal(_WIDE, name="pl_s_tile")  # rt * Q
         pl_finished = Signal(name="pl_finished")
         bank_free = ~Mux(pl_bank, loaded[1], loaded[0]) & ~Mux(pl_bank, timers[1], timers[0]).any()
-        pl_go = running & ~pl_finished & (pl_row.any() | bank_free)
         q = pl_q0 + (rows - 1) - pl_row
-        pl_reads = pl_go & (q < Q)
         s_addr = self.s_base + pl_s_tile + q
+        # registered copies of q and s_addr for the landed comparison (see the module)
+        pl_q = Signal(_WIDE, name="pl_q")
+        pl_at = Signal(_WIDE, name="pl_at")
+        s_in = (pl_q >= Q) | self._landed("s", pl_at)
+        pl_go = running & ~pl_finished & (pl_row.any() | bank_free) & s_in
+        pl_reads = pl_go & (q < Q)
         m.d.comb += [self.s_read.valid.eq(pl_reads), self.s_read.payload.eq(s_addr)]
         self._check(m, pl_reads, s_addr, s_depth)
         pl_zero = Signal(name="pl_zero")
@@ -149,13 +175,23 @@ class StationaryController(_Controller):
                 m.d.sync += [pl_row.eq(0), pl_bank.eq(~pl_bank)]
                 m.d.comb += set_loaded.eq(Mux(pl_bank, 0b10, 0b01))
                 with m.If(pl_q0 + rows < Q):
-                    m.d.sync += pl_q0.eq(pl_q0 + rows)
+                    m.d.sync += [
+                        pl_q0.eq(pl_q0 + rows),
+                        pl_q.eq(pl_q0 + 2 * rows - 1),
+                        pl_at.eq(self.s_base + pl_s_tile + pl_q0 + 2 * rows - 1),
+                    ]
                 with m.Else():
-                    m.d.sync += [pl_q0.eq(0), pl_r0.eq(pl_r0 + cols), pl_s_tile.eq(pl_s_tile + Q)]
+                    m.d.sync += [
+                        pl_q0.eq(0),
+                        pl_r0.eq(pl_r0 + cols),
+                        pl_s_tile.eq(pl_s_tile + Q),
+                        pl_q.eq(rows - 1),
+                        pl_at.eq(self.s_base + pl_s_tile + Q + rows - 1),
+                    ]
                     with m.If(pl_r0 + cols >= R):
                         m.d.sync += pl_finished.eq(1)
             with m.Else():
-                m.d.sync += pl_row.eq(pl_row + 1)
+                m.d.sync += [pl_row.eq(pl_row + 1), pl_q.eq(pl_q - 1), pl_at.eq(pl_at - 1)]
 
         # -- stream sequencer -------------------------------------------------------------------
         st_bank = Signal(name="st_bank")
@@ -164,13 +200,16 @@ class StationaryController(_Controller):
         st_r0 = Signal(_WIDE, name="st_r0")
         st_x_tile = Signal(_WIDE, name="st_x_tile")  # qt * P
         st_finished = Signal(name="st_finished")
-        st_go = running & ~st_finished & (st_p.any() | Mux(st_bank, loaded[1], loaded[0]))
         x_addr = self.x_base + st_x_tile + st_p
+        st_at = Signal(_WIDE, name="st_at")  # x_addr, registered (see the module)
+        st_go = (running & ~st_finished & (st_p.any() | Mux(st_bank, loaded[1], loaded[0]))
+                 & self._landed("x", st_at))  # fmt: skip
         m.d.comb += [self.x_read.valid.eq(st_go), self.x_read.payload.eq(x_addr)]
         self._check(m, st_go, x_addr, x_depth)
         m.d.sync += [self.stream.valid.eq(st_go), self.stream.payload.bank.eq(st_bank)]
         m.d.comb += self.stream.payload.data.eq(self.x_data)
         with m.If(st_go):
+            m.d.sync += st_at.eq(st_at + 1)  # the next vector, or the next tile's first
             with m.If(st_p == P - 1):
                 m.d.sync += [st_p.eq(0), st_bank.eq(~st_bank)]
                 m.d.comb += clear_loaded.eq(Mux(st_bank, 0b10, 0b01))
@@ -180,13 +219,37 @@ class StationaryController(_Controller):
                 with m.If(st_q0 + rows < Q):
                     m.d.sync += [st_q0.eq(st_q0 + rows), st_x_tile.eq(st_x_tile + P)]
                 with m.Else():
-                    m.d.sync += [st_q0.eq(0), st_x_tile.eq(0), st_r0.eq(st_r0 + cols)]
+                    m.d.sync += [
+                        st_q0.eq(0),
+                        st_x_tile.eq(0),
+                        st_r0.eq(st_r0 + cols),
+                        st_at.eq(self.x_base),
+                    ]
                     with m.If(st_r0 + cols >= R):
                         m.d.sync += st_finished.eq(1)
             with m.Else():
                 m.d.sync += st_p.eq(st_p + 1)
 
         # -- write-back sequencer ---------------------------------------------------------------
+        last_result = self._write_back(m, y_depth)
+
+        _run_control(m, self, last_result)
+        with m.If(self.start):
+            m.d.sync += [
+                pl_bank.eq(0), pl_row.eq(0), pl_q0.eq(0), pl_r0.eq(0), pl_s_tile.eq(0),
+                pl_finished.eq(0), st_bank.eq(0), st_p.eq(0), st_q0.eq(0), st_r0.eq(0),
+                st_x_tile.eq(0), st_finished.eq(0), loaded.eq(0), timers[0].eq(0),
+                timers[1].eq(0), pl_q.eq(rows - 1), pl_at.eq(self.s_base + rows - 1),
+                st_at.eq(self.x_base),
+            ]  # fmt: skip
+        return m
+
+    def _write_back(self, m: Module, y_depth: int):
+        """The write-back sequencer: result ``(rt, qt, p)`` to ``Y[rt, p]``, accumulating for
+        ``qt > 0``; returns the strobe of the last result's update."""
+        rows, cols = self._config.rows, self._config.cols
+        P, Q, R = self.dim_p, self.dim_q, self.dim_r  # noqa: N806 (the problem's names)
+        running = self.busy
         wb_p = Signal(_WIDE, name="wb_p")
         wb_q0 = Signal(_WIDE, name="wb_q0")
         wb_r0 = Signal(_WIDE, name="wb_r0")
@@ -211,16 +274,9 @@ class StationaryController(_Controller):
                     m.d.comb += last_result.eq(wb_r0 + cols >= R)
             with m.Else():
                 m.d.sync += wb_p.eq(wb_p + 1)
-
-        _run_control(m, self, last_result)
         with m.If(self.start):
-            m.d.sync += [
-                pl_bank.eq(0), pl_row.eq(0), pl_q0.eq(0), pl_r0.eq(0), pl_s_tile.eq(0),
-                pl_finished.eq(0), st_bank.eq(0), st_p.eq(0), st_q0.eq(0), st_r0.eq(0),
-                st_x_tile.eq(0), st_finished.eq(0), wb_p.eq(0), wb_q0.eq(0), wb_r0.eq(0),
-                wb_y_tile.eq(0), loaded.eq(0), timers[0].eq(0), timers[1].eq(0),
-            ]  # fmt: skip
-        return m
+            m.d.sync += [wb_p.eq(0), wb_q0.eq(0), wb_r0.eq(0), wb_y_tile.eq(0)]
+        return last_result
 
 
 def _run_control(m: Module, ctrl: _Controller, last_result) -> None:
@@ -262,6 +318,7 @@ class OutputStationaryController(_Controller):
                 "b_data": In(layout["b"].shape),
                 "operands": Out(Flow(layout)),
                 "result": In(Flow(OutputStationaryArray.result_layout(config))),
+                **_gates("a", "b"),
             },
         )
 
@@ -281,9 +338,12 @@ class OutputStationaryController(_Controller):
         a_tile = Signal(_WIDE, name="os_a_tile")  # mt * K
         b_tile = Signal(_WIDE, name="os_b_tile")  # nt * K
         finished = Signal(name="os_finished")
-        go = running & ~finished & ~gap.any()
         a_addr = self.a_base + a_tile + k
         b_addr = self.b_base + b_tile + k
+        a_at = Signal(_WIDE, name="os_a_at")  # a_addr and b_addr, registered (see the module)
+        b_at = Signal(_WIDE, name="os_b_at")
+        go = (running & ~finished & ~gap.any() & self._landed("a", a_at)
+              & self._landed("b", b_at))  # fmt: skip
         m.d.comb += [
             self.a_read.valid.eq(go),
             self.a_read.payload.eq(a_addr),
@@ -301,14 +361,25 @@ class OutputStationaryController(_Controller):
         with m.If(gap.any()):
             m.d.sync += gap.eq(gap - 1)
         with m.If(go):
+            m.d.sync += [a_at.eq(a_at + 1), b_at.eq(b_at + 1)]  # the next step's words
             with m.If(last):
                 m.d.sync += k.eq(0)
                 with m.If(rows > K):
                     m.d.sync += gap.eq(rows - K)
-                with m.If(n0 + cols < N):
-                    m.d.sync += [n0.eq(n0 + cols), b_tile.eq(b_tile + K)]
-                with m.Else():
-                    m.d.sync += [n0.eq(0), b_tile.eq(0), m0.eq(m0 + rows), a_tile.eq(a_tile + K)]
+                with m.If(n0 + cols < N):  # the next B tile, the same A tile again
+                    m.d.sync += [
+                        n0.eq(n0 + cols),
+                        b_tile.eq(b_tile + K),
+                        a_at.eq(self.a_base + a_tile),
+                    ]
+                with m.Else():  # the next A tile, B from its first tile
+                    m.d.sync += [
+                        n0.eq(0),
+                        b_tile.eq(0),
+                        m0.eq(m0 + rows),
+                        a_tile.eq(a_tile + K),
+                        b_at.eq(self.b_base),
+                    ]
                     with m.If(m0 + rows >= M):
                         m.d.sync += finished.eq(1)
             with m.Else():
@@ -347,5 +418,6 @@ class OutputStationaryController(_Controller):
             m.d.sync += [
                 k.eq(0), gap.eq(0), m0.eq(0), n0.eq(0), a_tile.eq(0), b_tile.eq(0),
                 finished.eq(0), wb_r.eq(0), wb_m0.eq(0), wb_n0.eq(0), wb_c_tile.eq(0),
+                a_at.eq(self.a_base), b_at.eq(self.b_base),
             ]  # fmt: skip
         return m

@@ -12,7 +12,14 @@ from systolic.contract.layouts import layouts
 from .array import OutputStationaryArray, StationaryArray, operand_shape
 from .controller import OutputStationaryController, StationaryController
 
-__all__ = ["command_counters", "compute_core", "counters_layout", "offset", "word_layouts"]
+__all__ = [
+    "command_counters",
+    "compute_core",
+    "counters_layout",
+    "offset",
+    "read_gates",
+    "word_layouts",
+]
 
 
 def word_layouts(config: ArrayConfig) -> dict[str, data.ArrayLayout]:
@@ -84,6 +91,14 @@ def compute_core(m: Module, cfg: ArrayConfig, a_data, b_data, cmd, depths: dict)
         preloaded = array.preload.valid
     wiring.connect(m, array.result, ctrl.result)
     return ctrl, array, reads, streamed, preloaded
+
+
+def read_gates(cfg: ArrayConfig, ctrl) -> dict:
+    """Per buffer (``"a"``, ``"b"``): the controller's ``(open, landed)`` inputs that hold its
+    reads of that buffer's bank back until their words have landed."""
+    names = {Dataflow.OS: "ab", Dataflow.WS: "xs", Dataflow.IS: "sx"}[cfg.dataflow]
+    return {k: (getattr(ctrl, f"{v}_open"), getattr(ctrl, f"{v}_landed"))
+            for k, v in zip("ab", names, strict=True)}  # fmt: skip
 
 
 def command_counters(m: Module, ctrl, reads, streamed, preloaded, updates, start):

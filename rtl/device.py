@@ -35,7 +35,7 @@ from .arith import divide, equals, remainder
 from .banks import BankedAccumulator, BankedInput
 from .buffers import InputBuffer
 from .control import ControlRegisters, descriptor_layout, device_counters_layout
-from .core import command_counters, compute_core, offset, word_layouts
+from .core import command_counters, compute_core, offset, read_gates, word_layouts
 from .dma import ReadEngine, WriteEngine
 from .expander import Expander
 from .fp import arithmetic
@@ -96,6 +96,7 @@ class _Slot:
         self.steps = {k: Signal(ADDR_BITS, name=f"slot{i}_step_{k}") for k in "abcp"}
         self.end = {k: Signal(ADDR_BITS + 1, name=f"slot{i}_end_{k}") for k in "cp"}
         self.spills = Signal(name=f"slot{i}_spills")
+        self.b_first = Signal(name=f"slot{i}_b_first")  # its jobs load B before A
         self.depends = Signal(name=f"slot{i}_depends")  # reads what the slot before writes
         # the compute and write sides have taken it (the other slot may hold an older one)
         self.took = {w: Signal(name=f"slot{i}_{w}_took") for w in ("cp", "wr")}
@@ -125,6 +126,7 @@ class _Run:
         self.error = Signal(4, name="error")  # the last completed descriptor's refusal
         # the checker's results (set by Device._check)
         self.checked = self.refusal = self.depends = self.steps = self.ends = self.spills = None
+        self.b_first = None
         self.conv = None  # a convolution's check (with a staging buffer)
 
     def slot_field(self, ptr, get):
@@ -165,6 +167,9 @@ class _Banks:
         self.b = [Signal(_STATE, name=f"b_bank{b}_state") for b in (0, 1)]
         self.c = [Signal(_STATE, name=f"c_bank{b}_state") for b in (0, 1)]
         self.q_loaded = Signal(name="q_loaded")
+        # per A and B bank: the words its load has written so far (in address order)
+        self.landed = {k: [Signal(ADDR_BITS + 1, name=f"{k}_bank{b}_landed") for b in (0, 1)]
+                       for k in "ab"}  # fmt: skip
 
 
 class _ReadSide(NamedTuple):
@@ -279,6 +284,7 @@ class Device(wiring.Component):
                     m.d.sync += [slot.error.eq(run.refusal), slot.depends.eq(run.depends),
                                  slot.state.eq(verdict)]  # fmt: skip
                     m.d.sync += [slot.steps[k].eq(run.steps[k]) for k in "abcp"]
+                    m.d.sync += slot.b_first.eq(run.b_first)
                     m.d.sync += [slot.end[k].eq(run.ends[k]) for k in "cp"]
                     m.d.sync += slot.spills.eq(run.spills)
                     if run.conv is not None:
@@ -395,12 +401,14 @@ class Device(wiring.Component):
         q_pending = Signal(name="q_pending")
         need = Cat(w.load_a, w.load_b, w.c_in.any()) & ~done_mask
         kind = Signal(2, name="rd_kind")  # 0 A, 1 B, 2 C
-        m.d.comb += kind.eq(Mux(need[0], 0, Mux(need[1], 1, 2)))
+        b_first = run.slot_field(run.ptr["rd"], lambda s: s.b_first)
+        m.d.comb += kind.eq(Mux(need[1] & b_first, 1, Mux(need[0], 0, Mux(need[1], 1, 2))))
         any_need = need.any()
         bank = Mux(~kind.any(), w.bank_a, Mux(kind == 1, w.bank_b, w.bank_c))
-        # partial sums come back only once every write is acknowledged (AXI orders nothing
-        # between a write and a later read of the same address)
-        c_free = ~_state_of(c_state, w.bank_c).any() & (~wr.outstanding.any() | (w.c_in != 2))
+        # partial sums come back only once every write is acknowledged and no AW waits (AXI
+        # orders nothing between a write and a later read of the same address, and a slave
+        # may take a read before a write whose W beats went ahead of its AW)
+        c_free = ~_state_of(c_state, w.bank_c).any() & (~wr.unanswered | (w.c_in != 2))
         a_free = ~_state_of(a_state, w.bank_a).any()
         exp = eng.exp
         if exp is not None:  # the A bank's write port is the expander's while it works
@@ -445,6 +453,7 @@ class Device(wiring.Component):
                 with m.If(cmd.valid & cmd.ready):
                     m.d.sync += done_mask.eq(done_mask | 1)
                     _set_state(m, a_state, w.bank_a, LOADING)
+                    _set_state(m, banks.landed["a"], w.bank_a, 0)
         with m.Elif(w.valid & any_need):
             m.d.comb += [cmd.valid.eq(free), cmd.payload.bank.eq(bank)]
             with m.Switch(kind):
@@ -461,8 +470,10 @@ class Device(wiring.Component):
                 m.d.sync += done_mask.eq(done_mask | (1 << kind))
                 with m.If(equals(kind, 0)):
                     _set_state(m, a_state, w.bank_a, LOADING)
+                    _set_state(m, banks.landed["a"], w.bank_a, 0)
                 with m.Elif(kind == 1):
                     _set_state(m, b_state, w.bank_b, LOADING)
+                    _set_state(m, banks.landed["b"], w.bank_b, 0)
                 with m.Else():
                     _set_state(m, c_state, w.bank_c, LOADING)
         dma_wait = ~q_now & w.valid & any_need & ~free
@@ -531,10 +542,19 @@ class Device(wiring.Component):
                      c_buf.update.payload.accumulate.eq(upd.payload.accumulate)]  # fmt: skip
         c_now = _state_of(c_state, w.bank_c)
         c_ready = Mux(w.c_in.any(), c_now == LOADED, Mux(w.new_c, ~c_now.any(), 1))
-        ready = (
-            (_state_of(a_state, w.bank_a) == FULL) & (_state_of(b_state, w.bank_b) == FULL)
-            & c_ready
-        )  # fmt: skip
+        # a chunk may start on banks still loading (not a convolution's A: the expander writes
+        # it out of order); its controller reads a word once it has landed
+        for k, buf in (("a", a_buf), ("b", b_buf)):
+            with m.If(buf.fill.valid):
+                _set_state(m, banks.landed[k], buf.fill.payload.bank, buf.fill.payload.addr + 1)
+        a_now, b_now = _state_of(a_state, w.bank_a), _state_of(b_state, w.bank_b)
+        gates = read_gates(cfg, ctrl)
+        for k, now, bank in (("a", a_now, w.bank_a), ("b", b_now, w.bank_b)):
+            is_open, landed = gates[k]
+            m.d.comb += [is_open.eq(now != LOADING), landed.eq(_state_of(banks.landed[k], bank))]
+        early_a = ~d.conv if cfg.stage_depth else Const(1)
+        a_ok = (a_now == FULL) | ((a_now == LOADING) & early_a)
+        ready = a_ok & ((b_now == FULL) | (b_now == LOADING)) & c_ready
         computing = Signal(name="computing")
         go = w.valid & ~computing & ready
         m.d.comb += [ctrl.start.eq(go), ctrl.accumulate.eq(w.k0.any() | w.c_in.any())]
@@ -880,9 +900,11 @@ class Device(wiring.Component):
             add(~size.any() | (size > total), Refusal.CHUNK)
             if g[dim] > 1:
                 add((size != total) & remainder(size, g[dim], DIM_BITS).any(), Refusal.CHUNK)
+        words = {}
         for k in "abc":
             tiles, lines = geo.tiles_lines(k if k != "c" else "p", *geo.shape(k, d.mc, d.kc, d.nc))
-            add(product(f"{k}_words", tiles, lines) > getattr(cfg, f"{k}_depth"), Refusal.CHUNK)
+            words[k] = product(f"{k}_words", tiles, lines)
+            add(words[k] > getattr(cfg, f"{k}_depth"), Refusal.CHUNK)
         if cfg.requant:
             add(
                 d.requant & (divide(d.n + cfg.cols - 1, cfg.cols, DIM_BITS + 1) > cfg.q_depth),
@@ -932,9 +954,16 @@ class Device(wiring.Component):
             steps[k] = product(f"{k}_step", tiles, getattr(d, f"{k}_stride"))[:ADDR_BITS]
         run.checked = checking & (step == CHECK_CYCLES - 1)
         run.refusal, run.steps, run.spills = code, steps, spills
+        # the smaller chunk loads first (contract.dma.b_first); a convolution's A always
+        run.b_first = (words["b"] < words["a"]) & (~d.conv if cfg.stage_depth else 1)
         run.conv = conv
         run.ends = {k: ends[k][2] for k in "cp"}
-        # reads of this descriptor against the writes of the one before it (in the other slot)
+        run.depends = self._depends(run, d, ends)
+
+    @staticmethod
+    def _depends(run: _Run, d, ends: dict):
+        """Whether the checked descriptor ``d`` reads a byte (its regions ``ends``: ``(used,
+        first byte, past the last)``) that the one before it, in the other slot, writes."""
         other = ~run.ptr["chk"]
         reads = [ends["a"], ends["b"], (d.accumulate, *ends["c"][1:]), ends["p"]]
         if "q" in ends:
@@ -944,7 +973,7 @@ class Device(wiring.Component):
                   (run.slot_field(other, lambda s: s.spills),
                    run.slot_field(other, lambda s: s.desc.p_addr),
                    run.slot_field(other, lambda s: s.end["p"]))]  # fmt: skip
-        run.depends = Cat(
+        return Cat(
             r_on & w_on & (r_lo < w_hi) & (w_lo < r_hi)
             for r_on, r_lo, r_hi in reads
             for w_on, w_lo, w_hi in writes

@@ -303,7 +303,9 @@ class WriteEngine(wiring.Component):
     request side issues a burst once its first beat is in the FIFO (the producer, at least one
     beat a cycle, stays ahead of the DRAM, at most one), and the data side sends the beats with
     ``WLAST`` at each burst's end. A store is done (``stored``) at its last W beat, which
-    releases the bank; its responses are counted in ``outstanding``.
+    releases the bank; ``unanswered`` while a write may still be unordered against a later read
+    of its bytes: a burst accepted and not yet answered, or requested and not yet accepted (its
+    W beats may go first, and a slave may serve a read that arrives before its AW).
 
     Ports
     -----
@@ -331,7 +333,7 @@ class WriteEngine(wiring.Component):
             "drain_en": Out(1),
             "drain_data": In(c_word),
             "stored": Out(Flow(data.StructLayout({"bank": 1}))),
-            "outstanding": Out(range(config.max_writes + 1)),
+            "unanswered": Out(1),
             "idle": Out(1),
         }
         if config.requant:
@@ -555,6 +557,6 @@ class WriteEngine(wiring.Component):
         m.d.comb += b.ready.eq(1)
         m.d.sync += req.outstanding.eq(req.outstanding + req.sent - (b.valid & b.ready))
         m.d.comb += [
-            self.outstanding.eq(req.outstanding),
+            self.unanswered.eq(req.outstanding.any() | self.mem.aw.valid),
             self.idle.eq(~producing & ~requesting & ~req.bursts.r_rdy & ~req.outstanding.any()),
         ]

@@ -45,7 +45,7 @@ from systolic.contract.dma import (
     place,
     word_layout,
 )
-from systolic.contract.interface import DEVICE_COUNTERS
+from systolic.contract.interface import DEVICE_COUNTERS, TIMED_COUNTERS
 from systolic.contract.memory import Dram
 from systolic.contract.plan import chunk_sizes, granularity
 from systolic.golden.conv import conv_reference
@@ -57,8 +57,6 @@ from systolic.sim.simulate import Quantization, SimResult, quant_fields, run_gem
 
 __all__ = ["Case", "Outcome", "case", "replay_command", "run_regression", "write_junit"]
 
-#: Counters that depend on the memory's timing (not compared behind the AXI RAM).
-TIMING = ("cycles", "array_wait_cycles", "dma_wait_cycles")
 
 #: The DRAM settings cases run behind (a few, so that cases share simulator runs): fast and
 #: near, narrow and far, one byte a cycle with few requests in flight.
@@ -297,7 +295,7 @@ def _judge(config: ArrayConfig, c: Case, r: SimResult) -> list[str]:
         failures.append(f"C differs from golden/ in {len(bad)} element(s), first at [{i}, {j}]: "
                         f"{r.c[i, j]} instead of {want[i, j]}")  # fmt: skip
     predicted = dict(predict_device(config, r.descriptor, r.memory))
-    names = [k for k in DEVICE_COUNTERS if c.memory is not None or k not in TIMING]
+    names = [k for k in DEVICE_COUNTERS if c.memory is not None or k not in TIMED_COUNTERS]
     for name in names:
         if r.counters[name] != predicted[name]:
             failures.append(f"counter {name}: RTL {r.counters[name]}, model {predicted[name]}")

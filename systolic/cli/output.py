@@ -28,9 +28,9 @@ def print_figures(s: dict) -> None:
         mem = s["memory"]
         print(f"  DRAM {mem['bandwidth']} B/cycle, latency {mem['latency']} cycles, "
               f"{mem['max_requests']} requests; loop order {s.get('order', 'nmk')}")  # fmt: skip
-        print(f"  compute: the array busy {c['compute_cycles']} cycles; it waited "
-              f"{c['array_wait_cycles']} cycles for memory, the DMA "
-              f"{c['dma_wait_cycles']} cycles for a free bank")  # fmt: skip
+        print(f"  compute: the array busy {c['compute_cycles']} cycles (words it waited for "
+              f"to land in its fill and stalls); it waited {c['array_wait_cycles']} cycles to "
+              f"start a chunk, the DMA {c['dma_wait_cycles']} cycles for a free bank")  # fmt: skip
         read = sum(c[f"dram_read_bytes_{b}"] for b in "abcq")
         moved = read + c["dram_write_bytes"]
         rate = moved / s["cycles"] if s["cycles"] else 0.0

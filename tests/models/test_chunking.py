@@ -7,10 +7,11 @@ import random
 
 import pytest
 from systolic.contract.config import ArrayConfig
-from systolic.contract.dma import LOOP_ORDERS, Refusal, check_descriptor, next_base, place
+from systolic.contract.dma import LOOP_ORDERS, Refusal, check_descriptor, jobs, next_base, place
 from systolic.contract.memory import DEFAULT_MEMORY, Dram
 from systolic.contract.plan import chunk_sizes
 from systolic.models.chunking import EXACT_CHECK_MACS, choose_chunk
+from systolic.models.cycles import command_counters
 from systolic.models.device import predict_device, predict_stream
 
 
@@ -18,19 +19,24 @@ def _exact(config, shape, dram, chunk, order="nmk") -> dict:
     return predict_device(config, place(config, *shape, order=order, chunk=chunk), dram)
 
 
-def test_tuned_chunks_bring_a_compute_bound_gemm_within_two_percent():
-    """BERT-base FFN on OS 16x16 behind the default DRAM: the largest chunks leave the first
-    loads and the last 128x768 store exposed (over 2% of the cycles); the tuned ones do not."""
+def test_a_compute_bound_gemm_loses_little_to_memory():
+    """BERT-base FFN on OS 16x16 behind the default DRAM: the largest chunks (32 of 128x96x768)
+    leave the last 128x768 store exposed, and lost 2.48% of the cycles to memory while the
+    first chunk waited for all of its loads; computing on its first words, they lose 2.11%,
+    and the tuner keeps them (halving N is predicted to save 0.93%, under its 1%). Lost: the
+    cycles the array would not need with every word in (the closed forms of the chunks)."""
     config = ArrayConfig("os", 16, 16, a_depth=8192, b_depth=8192, c_depth=8192)
     shape = (128, 768, 3072)
     lost = {}
     for how in ("fit", "tuned"):
         chunk = choose_chunk(config, *shape, DEFAULT_MEMORY, chunking=how)
-        c = _exact(config, shape, DEFAULT_MEMORY, chunk)
-        lost[how] = 1 - c["compute_cycles"] / c["cycles"]
+        d = place(config, *shape, chunk=chunk)
+        work = sum(command_counters(config, *j.chunk.shape, j.accumulate)["cycles"]
+                   for j in jobs(config, d))  # fmt: skip
+        lost[how] = 1 - work / predict_device(config, d, DEFAULT_MEMORY)["cycles"]
     print(f"utilization lost to memory: fit {lost['fit']:.2%}, tuned {lost['tuned']:.2%}")
-    assert lost["fit"] > 0.02
-    assert lost["tuned"] <= 0.02
+    assert lost["fit"] < 0.022
+    assert lost["tuned"] <= lost["fit"]
 
 
 def test_tuned_chunks_are_valid_and_rarely_slower(seed):
@@ -97,20 +103,22 @@ def test_the_exact_model_overrules_the_pipeline_models_pick_on_a_small_gemm():
 @pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
 def test_exact_chunks_bring_one_small_gemm_near_the_bound(dataflow):
     """16x16, K = N = 256 and 16 rows (IS: M = K = 256, N = 16) alone behind a memory that is
-    not the limit: the ``tuned`` chunks take 17% (WS, IS) and 11% (OS) over the larger of the
-    compute bound and the port's (the compulsory bytes over the bus's 16 a cycle); the
-    ``exact`` ones, the exact model's pick of the pipeline model's best four (on OS its first
-    takes 11% too), under 10%."""
+    not the limit: the ``tuned`` and the ``exact`` chunks (the exact model's pick of the
+    pipeline model's best four) under 10% over the larger of the compute bound and the port's
+    (the compulsory bytes over the bus's 16 a cycle). While a chunk waited for all of its loads,
+    the tuned ones took 17% (WS, IS) and 11% (OS), the exact ones 8.6% and 5.7%; computing on a
+    partly loaded chunk, the tuned 5.2% and 1.2%, the exact ones (among every chunk that fits)
+    1.8% and 1.2%."""
     config, dram = ArrayConfig(dataflow, 16, 16), Dram(64, 1, 64)
     shape = (256, 256, 16) if dataflow == "is" else (16, 256, 256)
     m, k, n = shape
     compulsory = m * k + k * n + m * n * 4  # A and B bytes, C at 32 bits
     bound = max(m * k * n // config.pes, compulsory // 16)
-    chunk = choose_chunk(config, *shape, dram, chunking="exact")
-    assert choose_chunk(config, *shape, dram) != chunk  # the tuned one
-    ratio = _exact(config, shape, dram, chunk).measured_cycles / bound
-    print(f"tuned {chunk}: {ratio:.3f}x the bound")
-    assert ratio <= 1.1
+    for how in ("tuned", "exact"):
+        chunk = choose_chunk(config, *shape, dram, chunking=how)
+        ratio = _exact(config, shape, dram, chunk).measured_cycles / bound
+        print(f"{how} {chunk}: {ratio:.3f}x the bound")
+        assert ratio <= 1.1, how
 
 
 def _queue_of_three(config, shape, dram, chunk, order) -> int:

@@ -39,7 +39,7 @@ def test_a_convolution_moves_its_staged_rows_and_computes_its_gemm(seed):
         dram = Dram(int(rng.choice([4, 16, 64])), int(rng.choice([1, 20])), 64)
         got, gemm = predict_device(config, d, dram), predict_device(config, twin, dram)
         assert got["jobs"] == gemm["jobs"] > 0
-        for name in ("compute_cycles", "stream_cycles", "a_reads", "b_reads", "c_writes",
+        for name in ("preload_cycles", "stream_cycles", "a_reads", "b_reads", "c_writes",
                      "dram_read_bytes_b", "dram_write_bytes"):  # fmt: skip
             assert got[name] == gemm[name], (name, conv, d.chunk)
         staged = 0

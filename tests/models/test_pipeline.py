@@ -13,6 +13,7 @@ import pytest
 from systolic.contract.config import ArrayConfig
 from systolic.contract.conv import device_gemm
 from systolic.contract.dma import LOOP_ORDERS, place, word_layout
+from systolic.contract.interface import TIMED_COUNTERS
 from systolic.contract.memory import Dram
 from systolic.models.device import predict_device
 from systolic.models.pipeline import predict_pipeline
@@ -20,7 +21,7 @@ from systolic.models.pipeline import predict_pipeline
 from ..helpers import at_most, random_conv
 
 #: What the pipeline model approximates; every other counter must be exact.
-TIMING = ("cycles", "array_wait_cycles", "dma_wait_cycles")
+TIMING = TIMED_COUNTERS
 
 #: Bounds on |pipeline - exact| / exact cycles over the random cases below: mean + 6 sd over
 #: seeds 1-200 (make seeds), rounded up. Median: mean 2.1%, sd 0.78%, worst 4.5%; 90th
@@ -78,7 +79,7 @@ def test_cycles_within_bounds_of_the_device_model(seed):
         config, d, memory = _case(rng, odd_bus=False)
         exact, fast = predict_device(config, d, memory), predict_pipeline(config, d, memory)
         moved = sum(exact[f"dram_read_bytes_{b}"] for b in "abcq") + exact["dram_write_bytes"]
-        assert fast["cycles"] >= exact["compute_cycles"]
+        assert fast["cycles"] >= fast["compute_cycles"]  # the array's busy cycles
         assert fast["cycles"] >= moved / memory.bandwidth
         errors.append(abs(fast["cycles"] - exact["cycles"]) / exact["cycles"])
     _within_bounds(errors, "pipeline vs exact cycles")
@@ -128,6 +129,6 @@ def test_convolutions_exact_counters_and_cycles_within_the_same_bounds(seed):
         where = f"{config.name} {d.conv} {d.chunk} {d.order} {memory}"
         assert {k: v for k, v in fast.items() if k not in TIMING} == {
             k: v for k, v in exact.items() if k not in TIMING}, where  # fmt: skip
-        assert fast["cycles"] >= exact["compute_cycles"], where
+        assert fast["cycles"] >= fast["compute_cycles"], where
         errors.append(abs(fast["cycles"] - exact["cycles"]) / exact["cycles"])
     _within_bounds(errors, "convolutions, pipeline vs exact cycles")

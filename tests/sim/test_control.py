@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 
 from systolic.contract.dma import Refusal, check_descriptor, descriptor_values, place
-from systolic.contract.interface import DEVICE_COUNTERS
+from systolic.contract.interface import DEVICE_COUNTERS, TIMED_COUNTERS
 from systolic.contract.memory import Dram
 from systolic.models.device import predict_device, predict_stream
 from systolic.sim.build import build_model, run_cocotb
 
-from .test_axi_conformance import CONFIGS, TIMING
+from .test_axi_conformance import CONFIGS
 
 CONFIG = CONFIGS[0]  # shares the conformance test's build (AXI4 port at the wrapper's edge)
 
@@ -35,7 +35,7 @@ def test_registers_through_an_independent_axi_lite_master(seed, tmp_path):
     # they run one after another; none is checked on an idle device but the first)
     posts = CONFIG.queue_depth + 2
     predicted = predict_stream(CONFIG, [(d, 0)] * posts, Dram(1)).registers
-    work = [k for k in DEVICE_COUNTERS if k not in TIMING]
+    work = [k for k in DEVICE_COUNTERS if k not in TIMED_COUNTERS]
     assert {k: got[k] for k in work} == {k: predicted[k] for k in work}
     assert got["jobs"] == posts * predict_device(CONFIG, d, Dram(1))["jobs"]
     assert got["cycles"] >= got["compute_cycles"] > 0

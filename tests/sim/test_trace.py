@@ -11,6 +11,7 @@ from systolic.contract.dma import jobs
 from systolic.contract.memory import Dram
 from systolic.contract.trace import chrome_trace, trace_order
 from systolic.golden.data import random_operands
+from systolic.golden.reference import reference
 from systolic.golden.requant import RequantParams
 from systolic.models.device import trace_device
 from systolic.sim.simulate import Quantization, run_gemms
@@ -64,3 +65,27 @@ def test_timeline_event_for_event_against_the_model(seed):
                        memory=memory, trace=True, name="trace")  # fmt: skip
     assert any(what == "q0" for _, _, what in res.trace)
     _check(IS_REQUANT, res, memory)
+
+
+def test_a_chunk_computes_while_its_operands_land(seed):
+    """A chunk starts once its A and B loads are under way, not once they are in, and the
+    operand whose chunk has fewer words loads first: behind a slow DRAM the RTL's first
+    compute starts before its loads end, in the order the word counts give (counted here from
+    the shapes), bit-exact, every event where the model puts it."""
+    rng = np.random.default_rng(seed)
+    memory = Dram(1, 30, 4)  # a word of A or B lands every two or three cycles
+    # WS 2x3, one chunk each: A words ceil(K / 2) * M, B words ceil(N / 3) * K
+    shapes = [(2, 8, 9), (8, 6, 3)]  # A 8 < B 24 words: A first; A 24 > B 6 words: B first
+    operands = random_operands(rng, WS, shapes)
+    runs = run_gemms(WS, operands, memory=memory, chunk=shapes, trace=True, name="trace")
+    for (m, k, n), (a, b), res in zip(shapes, operands, runs, strict=True):
+        where = f"{WS.name} {(m, k, n)}"
+        np.testing.assert_array_equal(res.c, reference(WS, a, b), err_msg=where)
+        _check(WS, res, memory)
+        events = sorted(res.trace, key=trace_order)
+        first = "b" if -(-n // WS.cols) * k < -(-k // WS.rows) * m else "a"
+        loads = [what[0] for _, name, what in events if name == "load"]
+        assert loads == [first, "b" if first == "a" else "a"], where
+        start = next(t for t, name, _ in events if name == "compute")
+        last_in = max(t for t, name, _ in events if name == "loaded")
+        assert start < last_in, f"{where}: the compute waited for every word ({start})"
