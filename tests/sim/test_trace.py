@@ -89,3 +89,21 @@ def test_a_chunk_computes_while_its_operands_land(seed):
         start = next(t for t, name, _ in events if name == "compute")
         last_in = max(t for t, name, _ in events if name == "loaded")
         assert start < last_in, f"{where}: the compute waited for every word ({start})"
+
+
+def test_a_bank_loaded_again_is_read_only_once_its_new_words_land(seed):
+    """Behind a DRAM whose latency is longer than a chunk's compute, chunk after chunk starts on
+    a B bank whose next load has begun but whose new words are not in (the chunk before ends
+    first): each read waits for the new words, not for the count the bank's last load left.
+    Bit-exact, and the chunks do start before their B loads end."""
+    rng = np.random.default_rng(seed)
+    memory = Dram(16, 60, 64)
+    # 6 chunks along K, innermost: A and B loaded again for each, C accumulating in one bank
+    ((a, b),) = random_operands(rng, WS, [(2, 48, 3)])
+    (res,) = run_gemms(WS, [(a, b)], memory=memory, chunk=[(2, 8, 3)], trace=True, name="trace")
+    np.testing.assert_array_equal(res.c, reference(WS, a, b))
+    _check(WS, res, memory)
+    events = sorted(res.trace, key=trace_order)
+    starts = [t for t, name, _ in events if name == "compute"]
+    b_in = [t for t, name, what in events if name == "loaded" and what.startswith("b")]
+    assert sum(s < done for s, done in zip(starts, b_in, strict=True)) >= 4, (starts, b_in)
