@@ -63,11 +63,12 @@ def test_partial_sums_wait_for_a_store_whose_aw_the_slave_holds():
     from the same bytes must wait for that write too, not only for the answers of the writes
     the slave took (the AxiRam then served the read first and returned the old bytes: a 5x7x7
     GEMM in order nkm, chunks of 3x4x1, its K chunks meeting through DRAM, found by `systolic
-    regress` seed 745926941 case 7 and shrunk to these pause patterns)."""
+    regress` seed 745926941 case 7; of seven pause patterns tried on this build, the old device
+    failed three, this one among them)."""
     config = CONFIGS[0]
     rng = np.random.default_rng(7)
     ((a, b),) = random_operands(rng, config, [(5, 7, 7)])
-    for pause, pause_seed in ((0.45, 7), (0.6, 3), (0.6, 11)):
+    for pause, pause_seed in ((0.45, 7),):
         (res,) = run_gemms(config, [(a, b)], order="nkm", chunk=[(3, 4, 1)], slave="axi-ram",
                            pause=pause, pause_seed=pause_seed, name="axi-ram",
                            timeout=300)  # fmt: skip
