@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 from systolic.contract.dma import jobs
-from systolic.contract.interface import COUNTERS
+from systolic.contract.interface import COUNTERS, TIMED_COUNTERS
 from systolic.models.cycles import command_counters
 from systolic.models.device import predict_device
 from systolic.models.energy import DEFAULT_COEFFICIENTS
@@ -65,7 +65,8 @@ def stream_starts(rows: int, p: int, tiles: int, release: int) -> list[int]:
 
 #: The compute counters that grow when a chunk starts before its operands are in
 #: (models.cycles.gated_counters): the closed forms are their least values.
-WAITED = ("compute_cycles", "fill_cycles", "stall_cycles")
+WAITED = tuple(k for k in TIMED_COUNTERS
+               if k == "compute_cycles" or (k in COUNTERS and k != "cycles"))  # fmt: skip
 
 
 def check_against_model(config, res, where):

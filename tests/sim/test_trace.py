@@ -75,7 +75,8 @@ def test_a_chunk_computes_while_its_operands_land(seed):
     rng = np.random.default_rng(seed)
     memory = Dram(1, 30, 4)  # a word of A or B lands every two or three cycles
     # WS 2x3, one chunk each: A words ceil(K / 2) * M, B words ceil(N / 3) * K
-    shapes = [(2, 8, 9), (8, 6, 3)]  # A 8 < B 24 words: A first; A 24 > B 6 words: B first
+    # A 8 < B 24 words: A first; A 24 > B 6 words: B first; A 8 = B 8 words: A first
+    shapes = [(2, 8, 9), (8, 6, 3), (2, 8, 3)]
     operands = random_operands(rng, WS, shapes)
     runs = run_gemms(WS, operands, memory=memory, chunk=shapes, trace=True, name="trace")
     for (m, k, n), (a, b), res in zip(shapes, operands, runs, strict=True):
