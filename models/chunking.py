@@ -54,7 +54,7 @@ from systolic.contract.layouts import footprint
 from systolic.contract.memory import Dram
 from systolic.contract.plan import chunk_sizes, granularity
 
-from .cycles import command_counters
+from .cycles import chunked_counters
 from .device import predict_device, predict_stream
 from .pipeline import chunk_cycles, table_words
 
@@ -214,11 +214,9 @@ def _stream(config: ArrayConfig, shape: tuple, dram: Dram, order: str, requant: 
                   accumulate=accumulate)  # fmt: skip
         if check_descriptor(config, d)[0] is not Refusal.NONE:
             return largest  # refused whatever its chunks: nothing to tune
-        js = jobs(config, d)
-        compute = sum(command_counters(config, *j.chunk.shape, j.accumulate)["cycles"]
-                      for j in js)  # fmt: skip
-        moved = sum(t.words * cont[t.fmt] for j in js for side in transfers(config, d, j)
-                    for t in side)  # fmt: skip
+        compute = chunked_counters(config, shape, chunk, accumulate)["cycles"]
+        moved = sum(t.words * cont[t.fmt] for j in jobs(config, d)
+                    for side in transfers(config, d, j) for t in side)  # fmt: skip
         rate = max(compute, moved / bus, moved / dram.bandwidth)
         ranked.append((rate, moved, tuple(-c for c in chunk), chunk, d))
     ranked.sort()

@@ -48,6 +48,7 @@ from systolic.contract.timing import DONE_DELAY, READ_LATENCY, mesh_timing
 
 __all__ = [
     "GemmPrediction",
+    "chunked_counters",
     "command_counters",
     "gated_counters",
     "landing_tails",
@@ -269,27 +270,41 @@ def _pieces(total: int, size: int) -> list[tuple[int, int]]:
     return [(size, full)] + ([(rest, 1)] if rest else [])
 
 
+def chunked_counters(
+    config: ArrayConfig,
+    shape: tuple[int, int, int],
+    chunk: tuple[int, int, int],
+    accumulate: bool = False,
+) -> dict[str, int]:
+    """:func:`command_counters` summed over the chunks of a GEMM of ``shape`` cut into chunks
+    of ``chunk``: the first K chunk accumulates only with ``accumulate``, the later ones always.
+    Chunks take at most two lengths per dimension, so the sum runs over at most eight chunk
+    shapes (twelve with the first K chunk apart), not over chunks."""
+    pm, pk, pn = (_pieces(t, min(c, t)) for t, c in zip(shape, chunk, strict=True))
+    totals = dict.fromkeys(COUNTERS, 0)
+    for i, (kc, ck) in enumerate(pk):
+        first = 1 if i == 0 else 0  # the first K chunk: onto C as loaded, or overwriting it
+        for mc, cm in pm:
+            for nc, cn in pn:
+                for acc, times in ((accumulate, first), (True, ck - first)):
+                    if times:
+                        for name, value in _command_counters(config, mc, kc, nc, acc):
+                            totals[name] += cm * times * cn * value
+    return totals
+
+
 def predict(config: ArrayConfig, m: int, k: int, n: int) -> GemmPrediction:
     """Every counter of an ``m x k x n`` GEMM run the way the host driver runs it.
 
-    The host's chunks (:func:`contract.plan.steps`: N outermost, then M, then K) take at most two
-    lengths per dimension, so the sums run over at most eight chunk shapes, not over chunks.
-    Chunks after the first along K accumulate. The host rewrites A before every command unless
-    the whole GEMM is one chunk along M and K (then once), B before every command unless K is one
-    chunk (then once per N chunk), and reads each finished C chunk once.
+    The host's chunks (:func:`contract.plan.steps`: N outermost, then M, then K) are summed by
+    :func:`chunked_counters`. The host rewrites A before every command unless the whole GEMM is
+    one chunk along M and K (then once), B before every command unless K is one chunk (then
+    once per N chunk), and reads each finished C chunk once.
     """
     size = chunk_sizes(config, m, k, n)
     pm, pk, pn = _pieces(m, size["m"]), _pieces(k, size["k"]), _pieces(n, size["n"])
     count = {d: sum(c for _, c in p) for d, p in (("m", pm), ("k", pk), ("n", pn))}
-    totals = dict.fromkeys(COUNTERS, 0)
-    for i, (kc, ck) in enumerate(pk):
-        fresh = 1 if i == 0 else 0  # the first K chunk overwrites C; the others accumulate
-        for mc, cm in pm:
-            for nc, cn in pn:
-                for accumulate, times in ((False, fresh), (True, ck - fresh)):
-                    if times:
-                        for name, value in _command_counters(config, mc, kc, nc, accumulate):
-                            totals[name] += cm * times * cn * value
+    totals = chunked_counters(config, (m, k, n), (size["m"], size["k"], size["n"]))
 
     def words(buf: str, mc: int, kc: int, nc: int) -> int:
         return footprint(config, mc, kc, nc)[buf]

@@ -28,7 +28,7 @@ from dataclasses import replace
 import numpy as np
 from systolic.contract.activity import stream_traffic
 from systolic.contract.config import ArrayConfig, Dataflow
-from systolic.contract.dma import Descriptor, jobs
+from systolic.contract.dma import Descriptor
 from systolic.contract.layouts import footprint
 from systolic.contract.plan import chunk_sizes, steps
 from systolic.contract.timing import release_wait
@@ -36,7 +36,7 @@ from systolic.golden.bf16 import fp32_running_sums, product
 from systolic.golden.data import DataKind, random_operands
 
 from . import psums
-from .cycles import command_counters, predict, stationary_schedule
+from .cycles import chunked_counters, command_counters, predict, stationary_schedule
 
 __all__ = ["estimate_toggles", "flag_flips", "predict_toggles"]
 
@@ -308,10 +308,8 @@ def waiting_flips(config: ArrayConfig, d: Descriptor, compute_cycles: int) -> in
     return 4 * max(0, compute_cycles - _closed_compute(config, d))
 
 
-@functools.lru_cache(maxsize=4096)
 def _closed_compute(config: ArrayConfig, d: Descriptor) -> int:
-    return sum(command_counters(config, *j.chunk.shape, j.accumulate)["cycles"]
-               for j in jobs(config, d))  # fmt: skip
+    return chunked_counters(config, (d.m, d.k, d.n), d.chunk, bool(d.accumulate))["cycles"]
 
 
 def predict_toggles(

@@ -9,7 +9,9 @@ import contextlib
 import os
 import random
 import re
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,13 @@ os.environ.setdefault("SYSTOLIC_BUILD_DIR", str(Path(__file__).resolve().parent.
 os.environ.setdefault("SYSTOLIC_SEED", str(random.SystemRandom().randrange(2**31)))
 #: The run's seed: every randomized test derives its data from it.
 SEED = int(os.environ["SYSTOLIC_SEED"])
+
+#: A folder of this run's own (the controller's and its xdist workers'; a pytest started inside
+#: a test makes its own): what an expensive fixture computed once, for the workers the scheduler
+#: hands the fixture's other tests to (:func:`tests.helpers.computed_once`).
+RUN_DIR = "SYSTOLIC_RUN_DIR"
+if "PYTEST_XDIST_WORKER" not in os.environ:
+    os.environ[RUN_DIR] = tempfile.mkdtemp(prefix="systolic-run-")
 
 
 def replay(nodeid: str | None = None, seed: int = SEED) -> str:
@@ -94,6 +103,7 @@ def pytest_report_header(config):
 def pytest_configure_node(node):
     """xdist, in the controller: hand the seed to each worker explicitly as well."""
     node.workerinput["systolic_seed"] = SEED
+    node.workerinput["systolic_run_dir"] = os.environ[RUN_DIR]
 
 
 def pytest_configure(config):
@@ -102,6 +112,13 @@ def pytest_configure(config):
         raise pytest.UsageError(
             f"xdist worker seed {SEED} differs from the controller's {worker['systolic_seed']}"
         )
+    if worker is not None:
+        os.environ[RUN_DIR] = worker["systolic_run_dir"]
+
+
+def pytest_unconfigure(config):
+    if getattr(config, "workerinput", None) is None:  # the controller, or a run without xdist
+        shutil.rmtree(os.environ.get(RUN_DIR, ""), ignore_errors=True)
 
 
 #: ``SYSTOLIC_WAVES_ON_FAIL=DIR``: a test that fails after simulating leaves its waveform in

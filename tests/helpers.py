@@ -3,12 +3,16 @@ sweep specs."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from systolic.contract.dma import jobs
@@ -23,12 +27,31 @@ __all__ = [
     "at_most",
     "check_against_model",
     "coefficients_with",
+    "computed_once",
     "direct_conv",
     "random_conv",
     "run_cli",
     "stream_starts",
     "write_spec",
 ]
+
+T = TypeVar("T")
+
+
+def computed_once(name: str, compute: Callable[[], T]) -> T:
+    """``compute()``, computed once a test run: by the first xdist worker to ask for ``name``
+    (under a lock; pickled into the run's folder, tests/conftest.py) and read by the others, to
+    which the work-stealing scheduler hands a module's other tests (each would otherwise
+    compute a module fixture of its own)."""
+    folder = Path(os.environ["SYSTOLIC_RUN_DIR"])
+    path = folder / f"{name}.pickle"
+    with open(folder / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():
+            return pickle.loads(path.read_bytes())
+        value = compute()
+        path.write_bytes(pickle.dumps(value))
+        return value
 
 
 def run_cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:

@@ -7,10 +7,16 @@ import time
 import numpy as np
 import pytest
 from systolic.contract.config import ArrayConfig, Dataflow
+from systolic.contract.dma import LOOP_ORDERS, jobs, place
 from systolic.contract.interface import COUNTERS
 from systolic.contract.layouts import footprint
 from systolic.contract.plan import steps
-from systolic.models.cycles import command_counters, predict, stationary_stream_start
+from systolic.models.cycles import (
+    chunked_counters,
+    command_counters,
+    predict,
+    stationary_stream_start,
+)
 
 from ..helpers import stream_starts
 
@@ -110,6 +116,26 @@ def test_closed_form_sums_match_the_host_steps(seed):
         assert pred.offchip_words == offchip, where
         assert pred.commands == commands, where
     assert ran == 300
+
+
+def test_chunked_sums_match_a_descriptors_jobs(seed):
+    """What the energy model and the chunk tuner sum for a descriptor (its chunks' closed
+    forms, class by class) against the sum over its jobs, chunk by chunk, in every loop order,
+    with and without C accumulated."""
+    rng = np.random.default_rng(seed)
+    for _ in range(100):
+        rows, cols = (int(x) for x in rng.integers(1, 9, 2))
+        config = ArrayConfig(rng.choice(list(Dataflow)), rows, cols)
+        shape = tuple(int(x) for x in rng.integers(1, 70, 3))
+        chunk = tuple(int(rng.integers(1, t + 9)) for t in shape)  # some past the GEMM
+        accumulate = bool(rng.integers(2))
+        d = place(config, *shape, order=str(rng.choice(LOOP_ORDERS)), chunk=chunk,
+                  accumulate=accumulate)  # fmt: skip
+        totals = dict.fromkeys(COUNTERS, 0)
+        for job in jobs(config, d):
+            for name, value in command_counters(config, *job.chunk.shape, job.accumulate).items():
+                totals[name] += value
+        assert chunked_counters(config, shape, chunk, accumulate) == totals, (config.name, d)
 
 
 def test_counter_parts_add_up_and_host_tiling_is_summed():

@@ -4,22 +4,34 @@ the report command on a sweep's results."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 from systolic.sweeps.report import report_data
 from systolic.sweeps.report.render import render
 from systolic.sweeps.results import load_results
 
-from ..helpers import TINY, run_cli, write_spec
+from ..helpers import TINY, computed_once, run_cli, write_spec
 
 
 @pytest.fixture
 def model_sweep(tmp_path):
-    """The tiny sweep, model only: 2 configurations x 2 workloads."""
+    """The tiny sweep, model only: 2 configurations x 2 workloads (run once a test run; each
+    test gets a copy of its folder)."""
     out = tmp_path / "out"
-    spec = write_spec(tmp_path, TINY.replace("rtl: all", "rtl: none"))
-    assert run_cli("sweep", str(spec), "--out", str(out)).returncode == 0
+    shutil.copytree(computed_once("report-model-sweep", _model_sweep), out)
     return out
+
+
+def _model_sweep() -> Path:
+    folder = Path(tempfile.mkdtemp(dir=os.environ["SYSTOLIC_RUN_DIR"]))
+    spec = write_spec(folder, TINY.replace("rtl: all", "rtl: none"))
+    r = run_cli("sweep", str(spec), "--out", str(folder / "out"))
+    assert r.returncode == 0, r.stderr
+    return folder / "out"
 
 
 def test_report_command(model_sweep):

@@ -15,13 +15,17 @@ from systolic.synth.power import _consistent, aliases, annotate, cut_netlist, ga
 from systolic.verify.gate_energy import gate_energy
 
 from ..conftest import SEED
-from ..helpers import run_cli
+from ..helpers import computed_once, run_cli
 
 CONFIG = ArrayConfig("ws", 2, 2)  # the device tests/synth/test_flow.py synthesizes
 
 
 @pytest.fixture(scope="module")
 def runs():
+    return computed_once("gate-energy-runs", _runs)  # the tests below, on whichever workers
+
+
+def _runs():
     rng = np.random.default_rng(SEED)
     shape = (32, 24, 16)
     a = rng.integers(-128, 128, shape[:2])
