@@ -31,8 +31,6 @@ SEED = int(os.environ["SYSTOLIC_SEED"])
 #: a test makes its own): what an expensive fixture computed once, for the workers the scheduler
 #: hands the fixture's other tests to (:func:`tests.helpers.computed_once`).
 RUN_DIR = "SYSTOLIC_RUN_DIR"
-if "PYTEST_XDIST_WORKER" not in os.environ:
-    os.environ[RUN_DIR] = tempfile.mkdtemp(prefix="systolic-run-")
 
 
 def replay(nodeid: str | None = None, seed: int = SEED) -> str:
@@ -101,7 +99,8 @@ def pytest_report_header(config):
 
 @pytest.hookimpl(optionalhook=True)  # an xdist hook: plain pytest runs without it
 def pytest_configure_node(node):
-    """xdist, in the controller: hand the seed to each worker explicitly as well."""
+    """xdist, in the controller: hand the seed (explicitly as well) and the run's folder to each
+    worker."""
     node.workerinput["systolic_seed"] = SEED
     node.workerinput["systolic_run_dir"] = os.environ[RUN_DIR]
 
@@ -112,13 +111,14 @@ def pytest_configure(config):
         raise pytest.UsageError(
             f"xdist worker seed {SEED} differs from the controller's {worker['systolic_seed']}"
         )
-    if worker is not None:
-        os.environ[RUN_DIR] = worker["systolic_run_dir"]
+    # made by the controller (or a run without xdist), which removes it at the end
+    os.environ[RUN_DIR] = (worker["systolic_run_dir"] if worker is not None
+                           else tempfile.mkdtemp(prefix="systolic-run-"))  # fmt: skip
 
 
 def pytest_unconfigure(config):
-    if getattr(config, "workerinput", None) is None:  # the controller, or a run without xdist
-        shutil.rmtree(os.environ.get(RUN_DIR, ""), ignore_errors=True)
+    if getattr(config, "workerinput", None) is None:
+        shutil.rmtree(os.environ[RUN_DIR], ignore_errors=True)
 
 
 #: ``SYSTOLIC_WAVES_ON_FAIL=DIR``: a test that fails after simulating leaves its waveform in
