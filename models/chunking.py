@@ -13,12 +13,13 @@ more than the gains it finds, so there the tuned chunks are checked on the exact
 (cheap at that size) and kept only if they are faster than the largest. A driver with a GEMM alone
 to run and the time to choose (``chunking="exact"``) goes further, on GEMMs of up to
 :data:`EXACT_PICK_MACS`: of every chunk that fits whose sizes halve the GEMM's (not only the
-largest chunk's: one that holds the whole of K and little of N can be the fastest), it times the
-pipeline model's few fastest, its tuned chunk and the largest on the exact model, and keeps the
-fastest there (OS 16x16, 64x256x256 behind a memory that is not the limit: the tuned 32x64x128
-takes 18,125 cycles, 64x256x16 17,485). Sweeps keep ``tuned``: timing candidates exactly made a
-sweep's points 12 times slower on average (``sweeps/bench_model.py``'s per-point timing, 4
-configurations: 12 ms to 149 ms a point).
+largest chunk's: one that holds the whole of K and little of N can be the fastest), and of every
+one whose sizes are other multiples of the tiles (a small last chunk is a small last store), it
+times the pipeline model's few fastest of each kind, its tuned chunk and the largest on the
+exact model, and keeps the fastest there (OS 16x16, 64x256x256 behind a memory that is not the
+limit: the tuned 32x64x128 takes 18,125 cycles, 64x256x16 17,485). Sweeps keep ``tuned``:
+timing candidates exactly made a sweep's points 12 times slower on average
+(``sweeps/bench_model.py``'s per-point timing, 4 configurations: 12 ms to 149 ms a point).
 
 A driver that queues a batch of GEMMs back to back (``chunking="stream"``) wants another chunk:
 the queue hides one descriptor's first loads and last store behind its neighbours'
@@ -91,6 +92,8 @@ EXACT_CHECK_MACS = 1 << 18
 #: and the largest timed on the exact model; larger ones take the ``tuned`` chunk.
 EXACT_PICK_MACS = 1 << 22
 EXACT_CANDIDATES = 4
+#: ``exact``: chunk sizes tried along each dimension, at most (:func:`_multiples`).
+MULTIPLES = 24
 
 
 def choose_chunk(config: ArrayConfig, m: int, k: int, n: int, dram: Dram, *,
@@ -176,22 +179,44 @@ def _halvings(config: ArrayConfig, largest: tuple) -> list[tuple[int, int, int]]
     return list(itertools.product(*sizes))
 
 
+def _multiples(config: ArrayConfig, shape: tuple) -> list[tuple[int, int, int]]:
+    """Every chunk whose sizes are multiples of the tiles' granularity (or a whole dimension),
+    at most :data:`MULTIPLES` of them along each dimension (past that, the halvings of it and
+    a grid of :data:`MULTIPLES` steps): a chunk need not halve the GEMM, and one that leaves a
+    small last chunk leaves a small last store (WS 16x16, 32x256x256: 32x256x48 against the
+    best halving's 32x256x32, 2.5% fewer cycles)."""
+    g = granularity(config)
+    sizes = []
+    for dim, top in zip("mkn", shape, strict=True):
+        step = g[dim] * max(1, -(-top // g[dim] // MULTIPLES))
+        options = {*range(step, top + 1, step), top}
+        while step > g[dim] and top > g[dim]:  # the halvings, down to the granularity
+            top = max(g[dim], -(-top // 2 // g[dim]) * g[dim])
+            options.add(top)
+        sizes.append(sorted(options, reverse=True))
+    return list(itertools.product(*sizes))
+
+
 def _exact_pick(config: ArrayConfig, shape: tuple, dram: Dram, order: str, requant: bool,
                 accumulate: bool, largest: tuple, tuned: tuple) -> tuple:  # fmt: skip
     """The ``exact`` chunk: of the pipeline model's :data:`EXACT_CANDIDATES` fastest chunks that
-    fit (sizes halving the GEMM's), the tuned chunk and the largest, the fastest on the exact
-    model; of those within :data:`MIN_GAIN` of it, the one holding the most (fewer bytes
-    moved), then the faster."""
+    fit with sizes halving the GEMM's, as many with other sizes (:func:`_multiples`; the
+    pipeline model ranks the two kinds apart, so neither crowds out the other), the tuned chunk
+    and the largest, the fastest on the exact model; of those within :data:`MIN_GAIN` of it,
+    the one holding the most (fewer bytes moved), then the faster."""
     d = place(config, *shape, order=order, chunk=largest, requant=requant, accumulate=accumulate)
     if check_descriptor(config, d)[0] is not Refusal.NONE:
         return tuned  # refused whatever its chunks (they fit): nothing to time
     cycles = chunk_cycles(config, shape, order, accumulate, table_words(config, d), dram)
     depth = {"a": config.a_depth, "b": config.b_depth, "c": config.c_depth}
-    fitting = [c for c in _halvings(config, shape)
+    halving = set(_halvings(config, shape))
+    fitting = [c for c in _multiples(config, shape)
                if all(w <= depth[b] for b, w in footprint(config, *c).items())]  # fmt: skip
     ranked = sorted(fitting, key=lambda c: (cycles(c), tuple(-x for x in c)))
+    best = [c for c in ranked if c in halving][:EXACT_CANDIDATES]
+    best += [c for c in ranked if c not in halving][:EXACT_CANDIDATES]
     timed = []
-    for chunk in dict.fromkeys([*ranked[:EXACT_CANDIDATES], tuned, largest]):
+    for chunk in dict.fromkeys([*best, tuned, largest]):
         d = place(config, *shape, order=order, chunk=chunk, requant=requant,
                   accumulate=accumulate)  # fmt: skip
         timed.append((predict_device(config, d, dram)["cycles"], chunk))

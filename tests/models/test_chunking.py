@@ -10,6 +10,7 @@ from systolic.contract.config import ArrayConfig
 from systolic.contract.dma import LOOP_ORDERS, Refusal, check_descriptor, jobs, next_base, place
 from systolic.contract.memory import DEFAULT_MEMORY, Dram
 from systolic.contract.plan import chunk_sizes
+from systolic.models import chunking
 from systolic.models.chunking import EXACT_CHECK_MACS, choose_chunk
 from systolic.models.cycles import command_counters
 from systolic.models.device import predict_device, predict_stream
@@ -103,12 +104,12 @@ def test_the_exact_model_overrules_the_pipeline_models_pick_on_a_small_gemm():
 @pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
 def test_exact_chunks_bring_one_small_gemm_near_the_bound(dataflow):
     """16x16, K = N = 256 and 16 rows (IS: M = K = 256, N = 16) alone behind a memory that is
-    not the limit: the ``tuned`` and the ``exact`` chunks (the exact model's pick of the
-    pipeline model's best four) under 10% over the larger of the compute bound and the port's
-    (the compulsory bytes over the bus's 16 a cycle). While a chunk waited for all of its loads,
-    the tuned ones took 17% (WS, IS) and 11% (OS), the exact ones 8.6% and 5.7%; computing on a
-    partly loaded chunk, the tuned 5.2% and 1.2%, the exact ones (among every chunk that fits)
-    1.8% and 1.2%."""
+    not the limit: the ``tuned`` chunks under 10% over the larger of the compute bound and the
+    port's (the compulsory bytes over the bus's 16 a cycle), the ``exact`` ones (the exact
+    model's pick of the pipeline model's best four of each kind) under 3%. While a chunk waited
+    for all of its loads, the tuned ones took 17% (WS, IS) and 11% (OS), the exact ones 8.6% and
+    5.7%; computing on a partly loaded chunk, the tuned 5.2% and 1.2%, the exact ones 1.8% and
+    1.2% (timing only the best of each kind: 5.2% on WS and IS)."""
     config, dram = ArrayConfig(dataflow, 16, 16), Dram(64, 1, 64)
     shape = (256, 256, 16) if dataflow == "is" else (16, 256, 256)
     m, k, n = shape
@@ -118,7 +119,24 @@ def test_exact_chunks_bring_one_small_gemm_near_the_bound(dataflow):
         chunk = choose_chunk(config, *shape, dram, chunking=how)
         ratio = _exact(config, shape, dram, chunk).measured_cycles / bound
         print(f"{how} {chunk}: {ratio:.3f}x the bound")
-        assert ratio <= 1.1, how
+        assert ratio <= (1.1 if how == "tuned" else 1.03), how
+
+
+def test_exact_chunks_need_not_halve_the_gemm(monkeypatch):
+    """WS 16x16, 32x256x256 alone behind a memory that is not the limit: a chunk whose N is
+    not a halving of 256 leaves a small last chunk, so a small last store, and the ``exact``
+    chunking finds one faster on the exact model than its pick among the halvings alone (1.121x
+    the bound against 1.149x)."""
+    config, dram, shape = ArrayConfig("ws", 16, 16), Dram(64, 1, 64), (32, 256, 256)
+    picked = choose_chunk(config, *shape, dram, chunking="exact")
+    monkeypatch.setattr(chunking, "_multiples", chunking._halvings)  # the pick before
+    chunking._choose.cache_clear()
+    halving = choose_chunk(config, *shape, dram, chunking="exact")
+    chunking._choose.cache_clear()
+    cycles = {c: _exact(config, shape, dram, c).measured_cycles for c in (picked, halving)}
+    print(cycles)
+    assert halving in chunking._halvings(config, shape)
+    assert cycles[picked] < cycles[halving], cycles
 
 
 def _queue_of_three(config, shape, dram, chunk, order) -> int:
