@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .helpers import computed_once
+
 INNER = """
 import os
 
@@ -18,7 +20,7 @@ from conftest import SEED
 
 def _record(name):
     with open(os.environ["SEEN"], "a") as f:
-        f.write(f"{name} {os.getpid()} {SEED}\\n")
+        f.write(f"{name} {os.getpid()} {SEED} {os.environ['SYSTOLIC_RUN_DIR']}\\n")
 
 
 def test_a():
@@ -64,13 +66,24 @@ def test_every_worker_sees_the_seed_of_the_header(tmp_path):
     header = re.search(r"systolic seed: (\d+) \(replay with SYSTOLIC_SEED=(\d+) make test\)", out)
     assert header and header.group(1) == header.group(2), out
     seed = header.group(1)
-    assert len({pid for _, pid, _ in seen}) == 2, seen  # two workers ran the tests
-    assert {s for _, _, s in seen} == {seed}, seen
+    assert len({pid for _, pid, _, _ in seen}) == 2, seen  # two workers ran the tests
+    assert {s for _, _, s, _ in seen} == {seed}, seen
+    # one folder for the run's shared values, in every worker, removed when the run ends
+    (folder,) = {f for *_, f in seen}
+    assert not Path(folder).exists() and folder != os.environ["SYSTOLIC_RUN_DIR"], folder
     # the failure names the seed and the command that replays that test alone
     assert f"replay: SYSTOLIC_SEED={seed} make test PYTEST_ARGS='test_inner.py::test_fails'" in out
     # and a replay with that seed gives every worker the same seed again
     _, again = _run(tmp_path, seed)
-    assert {s for _, _, s in again} == {seed}, again
+    assert {s for _, _, s, _ in again} == {seed}, again
+
+
+def test_a_value_is_computed_once_a_run():
+    calls = []
+    name = f"once-{os.getpid()}"
+    for _ in range(2):
+        assert computed_once(name, lambda: calls.append(1) or {"x": 7}) == {"x": 7}
+    assert calls == [1]
 
 
 SEEDED = """
