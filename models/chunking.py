@@ -150,7 +150,7 @@ def _choose(config: ArrayConfig, m: int, k: int, n: int, dram: Dram, order: str,
         tries = []
         for i, dim in enumerate("mkn"):
             if best[i] > g[dim]:
-                half = max(g[dim], -(-best[i] // 2 // g[dim]) * g[dim])
+                half = _halved(best[i], g[dim])[1]
                 tries.append(best[:i] + (half,) + best[i + 1 :])
         scored = sorted((cycles(t), t) for t in tries)
         if not scored or scored[0][0] > fastest * (1 - MIN_GAIN):
@@ -166,33 +166,34 @@ def _choose(config: ArrayConfig, m: int, k: int, n: int, dram: Dram, order: str,
     return best
 
 
+def _halved(top: int, grain: int) -> list[int]:
+    """``top`` and its successive halvings, each a multiple of ``grain``, down to ``grain``."""
+    options = [top]
+    while options[-1] > grain:
+        options.append(max(grain, -(-options[-1] // 2 // grain) * grain))
+    return options
+
+
 def _halvings(config: ArrayConfig, largest: tuple) -> list[tuple[int, int, int]]:
     """Every chunk whose sizes are successive halvings of ``largest``'s (down to the tiles'
     granularity), the largest first."""
     g = granularity(config)
-    sizes = []
-    for dim, top in zip("mkn", largest, strict=True):
-        options = [top]
-        while options[-1] > g[dim]:
-            options.append(max(g[dim], -(-options[-1] // 2 // g[dim]) * g[dim]))
-        sizes.append(options)
-    return list(itertools.product(*sizes))
+    return list(
+        itertools.product(*(_halved(top, g[d]) for d, top in zip("mkn", largest, strict=True)))
+    )
 
 
 def _multiples(config: ArrayConfig, shape: tuple) -> list[tuple[int, int, int]]:
     """Every chunk whose sizes are multiples of the tiles' granularity (or a whole dimension),
-    at most :data:`MULTIPLES` of them along each dimension (past that, the halvings of it and
-    a grid of :data:`MULTIPLES` steps): a chunk need not halve the GEMM, and one that leaves a
-    small last chunk leaves a small last store (WS 16x16, 32x256x256: 32x256x48 against the
-    best halving's 32x256x32, 2.5% fewer cycles)."""
+    at most :data:`MULTIPLES` of them along each dimension (past that, a grid of
+    :data:`MULTIPLES` equal steps and the halvings): a chunk need not halve the GEMM, and one
+    that leaves a small last chunk leaves a small last store (WS 16x16, 32x256x256: 32x256x48
+    against the best halving's 32x256x32, 2.5% fewer cycles)."""
     g = granularity(config)
     sizes = []
     for dim, top in zip("mkn", shape, strict=True):
         step = g[dim] * max(1, -(-top // g[dim] // MULTIPLES))
-        options = {*range(step, top + 1, step), top}
-        while step > g[dim] and top > g[dim]:  # the halvings, down to the granularity
-            top = max(g[dim], -(-top // 2 // g[dim]) * g[dim])
-            options.add(top)
+        options = {*range(step, top + 1, step), *_halved(top, g[dim])}
         sizes.append(sorted(options, reverse=True))
     return list(itertools.product(*sizes))
 

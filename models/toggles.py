@@ -305,11 +305,8 @@ def waiting_flips(config: ArrayConfig, d: Descriptor, compute_cycles: int) -> in
     land (a device's ``compute_cycles`` past the chunks' closed forms, which the predictions
     here count): each advances the cycle counter and a fill or stall counter, two flips each,
     as :func:`_control` prices a busy cycle."""
-    return 4 * max(0, compute_cycles - _closed_compute(config, d))
-
-
-def _closed_compute(config: ArrayConfig, d: Descriptor) -> int:
-    return chunked_counters(config, (d.m, d.k, d.n), d.chunk, bool(d.accumulate))["cycles"]
+    closed = chunked_counters(config, (d.m, d.k, d.n), d.chunk, bool(d.accumulate))["cycles"]
+    return 4 * max(0, compute_cycles - closed)
 
 
 def predict_toggles(

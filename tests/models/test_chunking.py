@@ -139,6 +139,23 @@ def test_exact_chunks_need_not_halve_the_gemm(monkeypatch):
     assert cycles[picked] < cycles[halving], cycles
 
 
+def test_exact_candidates_take_every_multiple_up_to_their_limit():
+    """Along a dimension of at most ``MULTIPLES`` tiles, every multiple of the tile is a
+    candidate size; one tile more, and the sizes thin out to at most ``MULTIPLES`` steps (the
+    halvings kept beside them); under one tile, the dimension itself."""
+    config = ArrayConfig("ws", 4, 4)  # N in multiples of 4 columns
+    tile, most = 4, chunking.MULTIPLES
+
+    def sizes(n):
+        return {c[2] for c in chunking._multiples(config, (1, 4, n))}
+
+    assert sizes(most * tile) == set(range(tile, most * tile + 1, tile))
+    past = sizes((most + 1) * tile)
+    assert {tile, 13 * tile, (most + 1) * tile} <= past  # halvings: 100, 52, 28, 16, 8, 4
+    assert len(past) < most + 1 and all(x % tile == 0 for x in past)  # not all 25 multiples
+    assert sizes(3) == {3}
+
+
 def _queue_of_three(config, shape, dram, chunk, order) -> int:
     queue = [place(config, *shape, order=order, chunk=chunk)]
     while len(queue) < 3:
