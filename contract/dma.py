@@ -19,7 +19,7 @@ import numpy as np
 
 from .axi import ADDR_BITS, MAX_BURST_BYTES
 from .checks import is_integer
-from .config import ArrayConfig, value_range
+from .config import ArrayConfig, Dataflow, value_range
 from .conv import CONV_LIMITS, Conv, check_conv, stage
 from .interface import DIM_BITS
 from .layouts import BufferWord, footprint, from_words, input_word, layouts, to_words
@@ -37,6 +37,7 @@ __all__ = [
     "Job",
     "Refusal",
     "Region",
+    "SPLIT_OPERAND",
     "Transfer",
     "b_first",
     "beat_bytes",
@@ -57,6 +58,7 @@ __all__ = [
     "q_image",
     "reads_what_writes",
     "spans",
+    "split_first",
     "staging",
     "q_transfer",
     "tile_rows",
@@ -541,6 +543,8 @@ class Transfer:
     segments: tuple[tuple[int, int], ...]
     fmt: str  # the format its words move in (a key of containers(): C at "p" width coming in)
     expand: int = 0
+    opens: bool = True  # its first word is the bank's first (else it goes on from an earlier part)
+    closes: bool = True  # its last word is the bank's last (else a later part goes on)
 
     @property
     def words(self) -> int:
@@ -559,10 +563,32 @@ def b_first(config: ArrayConfig, chunk: tuple[int, int, int], conv: Conv | None 
     return need["b"] < need["a"]
 
 
+#: The operand whose first tile row the compute needs before the other's words (WS's and IS's
+#: stationary one, preloaded a tile ahead; OS's A, whose first tile row meets every B tile).
+SPLIT_OPERAND = {Dataflow.WS: "b", Dataflow.IS: "a", Dataflow.OS: "a"}
+
+
+def split_first(config: ArrayConfig, chunk: tuple[int, int, int], conv: Conv | None = None) -> bool:
+    """Whether a job that loads both A and B loads :data:`SPLIT_OPERAND`'s first tile row (its
+    first run of words: WS's and IS's first column of stationary tiles, OS's first row of A
+    tiles), then the other operand, then the rest of the first: the order the compute first
+    needs their words in, when that first tile row has fewer words than the other operand.
+    Otherwise the two load whole, in :func:`b_first`'s order. A convolution's A
+    loads whole and first (:func:`b_first`)."""
+    if conv is not None:
+        return False
+    mc, kc, nc = chunk
+    y = SPLIT_OPERAND[config.dataflow]
+    rows, cols = (mc, kc) if y == "a" else (kc, nc)
+    first = rows if word_layout(config, y).rowwise else cols  # the words of a tile row
+    other = footprint(config, *chunk)["a" if y == "b" else "b"]
+    return first < other
+
+
 def transfers(config: ArrayConfig, d: Descriptor, job: Job) -> tuple[list, list]:
     """``(loads, stores)`` of ``job``: loads in the order the read engine serves them (A and B,
-    the smaller chunk first (:func:`b_first`), then C or partial sums), and the store, if
-    any."""
+    one split around the other (:func:`split_first`) or the smaller chunk first
+    (:func:`b_first`), then C or partial sums), and the store, if any."""
     cont = containers(config)
     ch = job.chunk
 
@@ -591,7 +617,11 @@ def transfers(config: ArrayConfig, d: Descriptor, job: Job) -> tuple[list, list]
         loads.append(transfer("a", d.a, job.banks["a"], "a"))
     if job.load_b:
         b = transfer("b", d.b, job.banks["b"], "b")
-        loads.insert(0 if b_first(config, d.chunk, d.conv) else len(loads), b)
+        if loads and split_first(config, d.chunk, d.conv):
+            y, x = (b, loads[0]) if SPLIT_OPERAND[config.dataflow] == "b" else (loads[0], b)
+            loads = _split(y, x)
+        else:
+            loads.insert(0 if b_first(config, d.chunk, d.conv) else len(loads), b)
     if job.c_in is not None:  # C and partial sums come in at accumulator width
         loads.append(transfer(job.c_in, d.c if job.c_in == "c" else d.p, job.banks["c"], "p"))
     stores = []
@@ -600,6 +630,14 @@ def transfers(config: ArrayConfig, d: Descriptor, job: Job) -> tuple[list, list]
     elif job.store == "p":
         stores.append(transfer("p", d.p, job.banks["c"], "p"))
     return loads, stores
+
+
+def _split(y: Transfer, x: Transfer) -> list:
+    """``y``'s first tile row, ``x``, then the rest of ``y`` (:func:`split_first`)."""
+    if len(y.segments) == 1:
+        return [y, x]
+    return [Transfer(y.kind, y.bank, y.segments[:1], y.fmt, closes=False), x,
+            Transfer(y.kind, y.bank, y.segments[1:], y.fmt, opens=False)]  # fmt: skip
 
 
 def staging(config: ArrayConfig, d: Descriptor, job: Job) -> Transfer:

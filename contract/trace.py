@@ -5,9 +5,10 @@ that Perfetto and chrome://tracing open).
 An event is ``(cycle, name, what)``: the cycle counts from the descriptor's acceptance, as the
 simulation's bench monitor does; ``what`` is a load's buffer and bank (``a0``, ``b1``, ``c0``
 for C or partial sums into C bank 0, ``q0`` for the requantization table), the chunk's index
-for compute, the C bank for a store. A load starts when the read engine takes its command and
-ends with its last beat, a chunk computes from the core's start to its done, a store runs from
-the write engine taking its command to its last W beat.
+for compute, the C bank for a store. A load starts when the read engine takes its command (the
+first, for a load in parts: contract.dma.split_first) and ends with its last beat, a chunk
+computes from the core's start to its done, a store runs from the write engine taking its
+command to its last W beat.
 """
 
 from __future__ import annotations

@@ -88,12 +88,13 @@ def _moves(config: ArrayConfig, d: Descriptor) -> tuple[list, list, list]:
         pixels = job.chunk.m1 - job.chunk.m0
         loads.append([("c" if t.kind in "cp" else t.kind, t.bank,
                        burst_list(t), t.kind == "p", _expansion(config, pixels, t.expand),
-                       max(1, cont[t.fmt] // beat_bytes(config, t.fmt))) for t in ls])  # fmt: skip
+                       max(1, cont[t.fmt] // beat_bytes(config, t.fmt)), t.opens, t.closes)
+                      for t in ls])  # fmt: skip
         stores.append([(t.bank, burst_list(t), t.words, beat_bytes(config, t.fmt), cont[t.fmt])
                        for t in ss])  # fmt: skip
     q = []
     if d.requant and config.requant:
-        q = [("q", 0, burst_list(q_transfer(config, d)), False, 0, 1)]
+        q = [("q", 0, burst_list(q_transfer(config, d)), False, 0, 1, True, True)]
     return loads, stores, q
 
 
@@ -186,12 +187,14 @@ class _Reader:
             if not need:
                 advance = True
             else:
-                kind, bank, _, from_p, expand, _ = need[0]
+                kind, bank, _, from_p, expand, _, opens, _ = need[0]
                 if expand and self.setup:
                     cmd = need[0] if t >= self.setup_at else None
                 elif expand:
                     setup = state[kind][bank] == FREE and self.expand is None
                     wait = not setup
+                elif not opens:
+                    cmd = need[0]  # the rest of a load begun before: its bank is its own
                 elif (state[kind][bank] == FREE and not (from_p and writes_out)
                       and not (kind == "a" and self.expand is not None)):  # fmt: skip
                     cmd = need[0]  # (the A bank's write port is the expander's while it works)
@@ -202,7 +205,7 @@ class _Reader:
     def set_up(self, t: int) -> None:
         """The expander takes the pending A load: its staging command is ready after the
         setup's cycles."""
-        _, bank, _, _, words, _ = self.loads[self.job][self.issued]
+        _, bank, _, _, words, _, _, _ = self.loads[self.job][self.issued]
         self.setup, self.setup_at, self.expand = True, t + CONV_SETUP_CYCLES, (bank, words)
 
     def expanded(self, state: dict) -> tuple:
@@ -234,7 +237,8 @@ class _Reader:
 
     def send_ar(self, t: int, bus: DramBus) -> None:
         _, beats, beat = self.active.popleft()
-        self.inflight.append((*self.cmd[:2], beats, not self.active, *self.cmd[4:6]))
+        self.inflight.append((*self.cmd[:2], beats, not self.active and self.cmd[7],
+                              *self.cmd[4:6]))  # fmt: skip
         bus.queue.append(["r", t + bus.latency, beats, beat, 0])
         if not self.active:
             self.active = None
@@ -245,8 +249,9 @@ class _Reader:
         if cmd[0] == "q":
             self.q_pending = False
         else:
-            state[cmd[0]][cmd[1]] = LOADING
-            self.arrivals[cmd[0], cmd[1]] = []
+            if cmd[6]:
+                state[cmd[0]][cmd[1]] = LOADING
+                self.arrivals[cmd[0], cmd[1]] = []
             self.issued += 1
             self.setup = False
 
@@ -711,7 +716,8 @@ def _timeline(config: ArrayConfig, items: list, dram: Dram, limit: int,
         if setup:
             rd.set_up(t)
         if cmd is not None:
-            note((t, "load", f"{cmd[0]}{cmd[1]}"))
+            if cmd[6]:  # a load in parts starts with its first
+                note((t, "load", f"{cmd[0]}{cmd[1]}"))
             rd.accept(cmd, state)
         if rd_advance:
             rd.job += 1

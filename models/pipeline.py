@@ -39,6 +39,7 @@ from systolic.contract.axi import MAX_BURST_BYTES
 from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.contract.conv import Conv, stage
 from systolic.contract.dma import (
+    SPLIT_OPERAND,
     Descriptor,
     Refusal,
     b_first,
@@ -46,6 +47,7 @@ from systolic.contract.dma import (
     check_descriptor,
     containers,
     q_transfer,
+    split_first,
     word_layout,
 )
 from systolic.contract.interface import COUNTERS, DEVICE_COUNTERS
@@ -189,11 +191,18 @@ def chunk_cycles(config: ArrayConfig, total: tuple[int, int, int], order: str, a
         compute, _, after = _classes(config, chunk, last, accumulating)
         counts = np.array([per_dim[x] for x in loops], np.int64)
         out = timeline.walk(counts, dims, np.array(chunk, np.int64), size, accumulate, compute,
-                            after, b_first(config, chunk), formats, bus, table, window,
+                            after, _load_order(config, chunk), formats, bus, table, window,
                             *_PLAIN)  # fmt: skip
         return int(math.ceil(out[2]))
 
     return cycles
+
+
+def _load_order(config: ArrayConfig, chunk: tuple[int, int, int], conv: Conv | None = None) -> int:
+    """How the chunks that load A and B load them (:data:`models.timeline.A_FIRST` ...)."""
+    if split_first(config, chunk, conv):
+        return timeline.SPLIT_A if SPLIT_OPERAND[config.dataflow] == "a" else timeline.SPLIT_B
+    return timeline.B_FIRST if b_first(config, chunk, conv) else timeline.A_FIRST
 
 
 @functools.lru_cache(maxsize=8192)
@@ -215,7 +224,7 @@ def pipeline_counters(config: ArrayConfig, total: tuple[int, int, int], chunk: t
         np.array([per_dim["mkn".index(x)] for x in order], np.int64),
         np.array(["mkn".index(x) for x in order], np.int64),
         np.array(chunk, np.int64), np.array(total, np.int64), accumulate, compute, after,
-        b_first(config, chunk, conv), _formats(config, fmt), bus, table, window,
+        _load_order(config, chunk, conv), _formats(config, fmt), bus, table, window,
         *_staging(config, conv, total, chunk))  # fmt: skip
     out["jobs"] = int(classes.sum())
     for name, value in zip(COUNTERS, (classes @ table_of).tolist(), strict=True):

@@ -13,7 +13,19 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["A", "B", "C_IN", "FINAL", "PARTIAL", "transfer_time", "walk"]
+__all__ = [
+    "A",
+    "A_FIRST",
+    "B",
+    "B_FIRST",
+    "C_IN",
+    "FINAL",
+    "PARTIAL",
+    "SPLIT_A",
+    "SPLIT_B",
+    "transfer_time",
+    "walk",
+]
 
 #: Cycles the device spends around the data: from the descriptor's start to the first AR, from
 #: the last beat of a chunk's loads to its compute, and from a chunk's end to its store's first
@@ -24,6 +36,9 @@ START, HANDOFF, STORE_START = 1, 1, 3
 #: B loaded, C loaded (to accumulate into, or partial sums back), finished C and partial sums
 #: stored.
 A, B, C_IN, FINAL, PARTIAL = range(5)
+#: How a chunk that loads A and B loads them (``walk``'s ``order``): A first, B first, or A's
+#: (B's) first tile row, the other, then the rest (:func:`contract.dma.split_first`).
+A_FIRST, B_FIRST, SPLIT_A, SPLIT_B = range(4)
 #: The dimensions (0: M, 1: K, 2: N) each transfer's block spans, rows by columns.
 _SPANS = ((0, 1), (1, 2), (0, 2), (0, 2), (0, 2))
 
@@ -47,7 +62,7 @@ def transfer_time(runs, per_run, beat, window, bw, latency, max_burst, max_reque
 
 
 @njit(cache=True)
-def walk(counts, dims, chunk, total, accumulate, compute, after, b_first, formats, bus, table,
+def walk(counts, dims, chunk, total, accumulate, compute, after, order, formats, bus, table,
          read_window, staged, slices, expand, expander):  # fmt: skip
     """Every chunk of a descriptor, in loop order, and the pipeline's timeline.
 
@@ -55,8 +70,8 @@ def walk(counts, dims, chunk, total, accumulate, compute, after, b_first, format
     loop runs over; ``chunk``/``total``: M, K and N of a chunk and of the GEMM; ``compute``: the
     compute cycles of each chunk class (bit 0: M ragged, 1: K ragged, 2: N ragged, 3:
     accumulating), and ``after[o]`` of operand ``o`` (A, B): the cycles it still computes after
-    its last word lands (:func:`models.cycles.landing_tails`); ``b_first``: B loads before A
-    (:func:`contract.dma.b_first`); ``formats``: per transfer, ``(rowwise, tile, container /
+    its last word lands (:func:`models.cycles.landing_tails`); ``order``: how a chunk's A and B
+    load (:data:`ORDERS`); ``formats``: per transfer, ``(rowwise, tile, container /
     beat, beat, window)``; ``bus``: ``(bandwidth, latency, max_burst, max_requests, max burst
     bytes)``; ``table``: cycles to load the requantization table first.
 
@@ -85,7 +100,7 @@ def walk(counts, dims, chunk, total, accumulate, compute, after, b_first, format
     for x in range(3):
         per_dim[dims[x]] = counts[x]
     # per transfer and raggedness of its two dimensions: words, bus cycles, span
-    cost = np.zeros((5, 4, 3))
+    cost = np.zeros((5, 4, 4))
     for t in range(5):
         rowwise, tile, ratio = formats[t, 0], formats[t, 1], formats[t, 2]
         beat, window = formats[t, 3], formats[t, 4]
@@ -96,6 +111,7 @@ def walk(counts, dims, chunk, total, accumulate, compute, after, b_first, format
             b, s = transfer_time(runs, words * ratio, beat, window, bus[0], bus[1], bus[2],
                                  bus[3], bus[4])  # fmt: skip
             cost[t, r, 0], cost[t, r, 1], cost[t, r, 2] = runs * words, b, s
+            cost[t, r, 3] = runs
     busy = np.empty(jobs)
     tails = np.empty((2, jobs))
     moves = np.zeros((5, jobs), np.bool_)  # which transfers each chunk makes
@@ -128,6 +144,7 @@ def walk(counts, dims, chunk, total, accumulate, compute, after, b_first, format
     buses = np.zeros((5, jobs))
     spans = np.zeros((5, jobs))
     expanded = np.zeros(jobs)  # a convolution's chunk's expansion cycles (0: a plain load)
+    head = np.ones(jobs)  # the share of the split operand's load its first tile row is
     for t in range(5):
         for j in range(jobs):
             if t == A and moves[t, j] and staged.shape[0] > 0:
@@ -141,16 +158,18 @@ def walk(counts, dims, chunk, total, accumulate, compute, after, b_first, format
                 c = cost[t, ragged[t, j]]
                 words[t] += np.int64(c[0])
                 buses[t, j], spans[t, j] = c[1], c[2]
+                if order >= SPLIT_A and t == order - SPLIT_A:
+                    head[j] = 1 / c[3]
     cycles, waiting, dma_wait, filled, stalled = timeline(
-        busy, tails, b_first, buses[:3], spans[:3], buses[FINAL] + buses[PARTIAL],
+        busy, tails, order, head, buses[:3], spans[:3], buses[FINAL] + buses[PARTIAL],
         spans[FINAL] + spans[PARTIAL], moves[:3], new_c, partial, bus[1], table, read_window,
         expanded, expander)  # fmt: skip
     return words, classes, cycles, waiting, dma_wait, filled, stalled
 
 
 @njit(cache=True)
-def timeline(busy, tails, b_first, buses, spans, store_bus, store_span, loads, new_c, partial,
-             latency, table, read_window, expanded, expander):  # fmt: skip
+def timeline(busy, tails, order, head, buses, spans, store_bus, store_span, loads, new_c,
+             partial, latency, table, read_window, expanded, expander):  # fmt: skip
     """Cycles of the chunk pipeline, the array's and the read engine's waits, and the cycles
     chunks spent computing past ``busy``: waiting for their first words, and for the rest.
 
@@ -158,7 +177,8 @@ def timeline(busy, tails, b_first, buses, spans, store_bus, store_span, loads, n
     A and its C in, the previous chunk done, its C bank stored from two C chunks back) to
     ``F[j]``: ``busy[j]`` cycles later, or ``tails[o, j]`` after operand ``o``'s last word lands
     if that is later (it computes on a partly loaded chunk). The read engine takes the chunks'
-    loads in order (B before A if ``b_first``); a load starts once the engine has issued the
+    loads in order (A and B as ``order`` says, a split operand's first tile row ``head[j]`` of
+    its load); a load starts once the engine has issued the
     previous one and its bank is free (the last chunk using what the bank holds is done), and
     partial sums once every write is answered; its data arrives ``spans`` after it starts, or
     later when the bus is still busy. A chunk's store starts when it is done and ends
@@ -187,7 +207,7 @@ def timeline(busy, tails, b_first, buses, spans, store_bus, store_span, loads, n
     c_bank = 1
     for j in range(min(jobs, 2)):
         _loaded_before(j, loads, ready, state)
-        _load(j, 0, 3, b_first, loads, free, bank_of, partial, buses, spans, ready, landed,
+        _load(j, 0, 3, order, head, loads, free, bank_of, partial, buses, spans, ready, landed,
               state, latency, expanded, expander)  # fmt: skip
     for j in range(jobs):
         if new_c[j]:
@@ -203,7 +223,7 @@ def timeline(busy, tails, b_first, buses, spans, store_bus, store_span, loads, n
                 free[i, bank_of[i, j] ^ 1] = prev
         if j + 2 < jobs:  # A and B of the chunk after next go out before this store
             _loaded_before(j + 2, loads, ready, state)
-            _load(j + 2, 0, 2, b_first, loads, free, bank_of, partial, buses, spans, ready,
+            _load(j + 2, 0, 2, order, head, loads, free, bank_of, partial, buses, spans, ready,
                   landed, state, latency, expanded, expander)  # fmt: skip
         if store_bus[j]:  # one store at a time, behind the reads already requested
             bus_free = state[0]
@@ -216,7 +236,7 @@ def timeline(busy, tails, b_first, buses, spans, store_bus, store_span, loads, n
             end = max(end, acked)
             c_free[c_bank] = written + 1
         if j + 2 < jobs:
-            _load(j + 2, 2, 3, b_first, loads, free, bank_of, partial, buses, spans, ready,
+            _load(j + 2, 2, 3, order, head, loads, free, bank_of, partial, buses, spans, ready,
                   landed, state, latency, expanded, expander)  # fmt: skip
     return max(end, prev, state[0]) + 1, waiting, state[3], filled, stalled
 
@@ -229,34 +249,57 @@ def _loaded_before(j, loads, ready, state):
 
 
 @njit(cache=True)
-def _load(j, first, stop, b_first, loads, free, bank_of, partial, buses, spans, ready, landed,
+def _load(j, first, stop, order, head, loads, free, bank_of, partial, buses, spans, ready, landed,
           state, latency, expanded, expander):  # fmt: skip
-    """The read engine serves chunk ``j``'s loads ``first..stop-1`` in order: A and B (B first
-    if ``b_first``), then C or partial sums. The chunk may start once its A and B loads are
+    """The read engine serves chunk ``j``'s loads ``first..stop-1`` in order: A and B (as
+    ``order`` says), then C or partial sums. The chunk may start once its A and B loads are
     under way, their first words in (not a convolution's A: once expanded), and its C is in."""
+    split = order >= SPLIT_A and loads[0, j] and loads[1, j]
     for x in range(first, stop):
-        i = 1 - x if b_first and x < 2 else x
-        if not loads[i, j]:
+        if split and x == 0:  # the first tile row of one, the other, the rest of the first
+            y = order - SPLIT_A
+            _part(j, y, head[j], True, head[j] == 1, free, bank_of, partial, buses, spans,
+                  ready, landed, state, latency, expanded, expander)  # fmt: skip
+            _part(j, 1 - y, 1.0, True, True, free, bank_of, partial, buses, spans, ready,
+                  landed, state, latency, expanded, expander)  # fmt: skip
+            if head[j] < 1:
+                _part(j, y, 1 - head[j], False, True, free, bank_of, partial, buses, spans,
+                      ready, landed, state, latency, expanded, expander)  # fmt: skip
             continue
-        issued = state[1]
-        gate = max(issued, free[i, bank_of[i, j] ^ 1])
-        if i == 2 and partial[j]:  # partial sums: once every write is answered
-            gate = max(gate, state[2])
-        conv = i == 0 and expanded[j] > 0
-        if conv:  # the expander takes the load once done with the one before, then sets up
-            gate = max(gate, state[4])
-        state[3] += gate - issued
-        if conv:
-            gate += expander[0]
-        first_beat = max(gate + latency, state[0])
-        state[0] = max(gate + latency + spans[i, j], state[0] + buses[i, j])
-        if i < 2:  # the chunk starts once its loads are issued, computes from its first words
+        if split and x == 1:
+            continue
+        i = 1 - x if order == B_FIRST and x < 2 else x
+        if loads[i, j]:
+            _part(j, i, 1.0, True, True, free, bank_of, partial, buses, spans, ready, landed,
+                  state, latency, expanded, expander)  # fmt: skip
+
+
+@njit(cache=True)
+def _part(j, i, share, opens, closes, free, bank_of, partial, buses, spans, ready, landed,
+          state, latency, expanded, expander):  # fmt: skip
+    """``share`` of chunk ``j``'s load of operand ``i``: its first part if ``opens`` (it waits
+    for its bank), its last if ``closes``."""
+    issued = state[1]
+    gate = max(issued, free[i, bank_of[i, j] ^ 1]) if opens else issued
+    if i == 2 and partial[j]:  # partial sums: once every write is answered
+        gate = max(gate, state[2])
+    conv = i == 0 and expanded[j] > 0
+    if conv:  # the expander takes the load once done with the one before, then sets up
+        gate = max(gate, state[4])
+    state[3] += gate - issued
+    if conv:
+        gate += expander[0]
+    first_beat = max(gate + latency, state[0])
+    state[0] = max(gate + latency + spans[i, j] * share, state[0] + buses[i, j] * share)
+    if i < 2:  # the chunk starts once its loads are issued, computes from its first words
+        if closes:
             landed[i, j] = state[0]
+        if opens:
             landed[2, j] = max(landed[2, j], first_beat)
             ready[j] = max(ready[j], gate)
-        else:
-            ready[j] = max(ready[j], state[0])
-        if conv:
-            state[4] = state[0] + expander[1] + expanded[j]
-            ready[j] = max(ready[j], state[4])
-        state[1] = max(gate, state[0] - latency)
+    else:
+        ready[j] = max(ready[j], state[0])
+    if conv:
+        state[4] = state[0] + expander[1] + expanded[j]
+        ready[j] = max(ready[j], state[4])
+    state[1] = max(gate, state[0] - latency)

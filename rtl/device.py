@@ -20,6 +20,7 @@ from systolic.contract.dma import (
     LOOP_ORDERS,
     Q_ENTRY_BYTES,
     Q_ENTRY_FIELDS,
+    SPLIT_OPERAND,
     Refusal,
     beat_bytes,
     containers,
@@ -97,6 +98,8 @@ class _Slot:
         self.end = {k: Signal(ADDR_BITS + 1, name=f"slot{i}_end_{k}") for k in "cp"}
         self.spills = Signal(name=f"slot{i}_spills")
         self.b_first = Signal(name=f"slot{i}_b_first")  # its jobs load B before A
+        # its jobs that load A and B split one's load around the other (contract.dma.split_first)
+        self.split = Signal(name=f"slot{i}_split")
         self.depends = Signal(name=f"slot{i}_depends")  # reads what the slot before writes
         # the compute and write sides have taken it (the other slot may hold an older one)
         self.took = {w: Signal(name=f"slot{i}_{w}_took") for w in ("cp", "wr")}
@@ -126,7 +129,7 @@ class _Run:
         self.error = Signal(4, name="error")  # the last completed descriptor's refusal
         # the checker's results (set by Device._check)
         self.checked = self.refusal = self.depends = self.steps = self.ends = self.spills = None
-        self.b_first = None
+        self.b_first = self.split = None
         self.conv = None  # a convolution's check (with a staging buffer)
 
     def slot_field(self, ptr, get):
@@ -284,7 +287,7 @@ class Device(wiring.Component):
                     m.d.sync += [slot.error.eq(run.refusal), slot.depends.eq(run.depends),
                                  slot.state.eq(verdict)]  # fmt: skip
                     m.d.sync += [slot.steps[k].eq(run.steps[k]) for k in "abcp"]
-                    m.d.sync += slot.b_first.eq(run.b_first)
+                    m.d.sync += [slot.b_first.eq(run.b_first), slot.split.eq(run.split)]
                     m.d.sync += [slot.end[k].eq(run.ends[k]) for k in "cp"]
                     m.d.sync += slot.spills.eq(run.spills)
                     if run.conv is not None:
@@ -397,14 +400,24 @@ class Device(wiring.Component):
         cfg, d, rd, wr = self._config, run.views["rd"], eng.rd, eng.wr
         cont = containers(cfg)
         a_state, b_state, c_state = banks.a, banks.b, banks.c
-        done_mask = Signal(3, name="rd_done")  # loads of the current job already issued
+        # loads of the current job already issued (A, B, C), and the split operand's first part
+        done_mask = Signal(4, name="rd_done")
         q_pending = Signal(name="q_pending")
-        need = Cat(w.load_a, w.load_b, w.c_in.any()) & ~done_mask
+        need = Cat(w.load_a, w.load_b, w.c_in.any()) & ~done_mask[:3]
         kind = Signal(2, name="rd_kind")  # 0 A, 1 B, 2 C
         b_first = run.slot_field(run.ptr["rd"], lambda s: s.b_first)
-        m.d.comb += kind.eq(Mux(need[1] & b_first, 1, Mux(need[0], 0, Mux(need[1], 1, 2))))
+        # a job loading A and B whose descriptor splits: the split operand's first tile row,
+        # the other operand, the rest of the first (contract.dma.split_first)
+        y = 0 if SPLIT_OPERAND[cfg.dataflow] == "a" else 1
+        split = run.slot_field(run.ptr["rd"], lambda s: s.split) & w.load_a & w.load_b
+        head = split & ~done_mask[3]  # the first part is next
+        rest = split & done_mask[3]  # (the first part is out)
+        whole = Mux(need[1] & b_first, 1, Mux(need[0], 0, Mux(need[1], 1, 2)))
+        parts = Mux(head, y, Mux(need[1 - y], 1 - y, Mux(need[y], y, 2)))
+        m.d.comb += kind.eq(Mux(split, parts, whole))
         any_need = need.any()
         bank = Mux(~kind.any(), w.bank_a, Mux(kind == 1, w.bank_b, w.bank_c))
+        y_rest = rest & equals(kind, y)  # the split operand's second part: its bank is loading
         # partial sums come back only once every write is acknowledged and no AW waits (AXI
         # orders nothing between a write and a later read of the same address, and a slave
         # may take a read before a write whose W beats went ahead of its AW)
@@ -413,8 +426,8 @@ class Device(wiring.Component):
         exp = eng.exp
         if exp is not None:  # the A bank's write port is the expander's while it works
             a_free &= exp.idle
-        free = Mux(~kind.any(), a_free,
-                   Mux(kind == 1, ~_state_of(b_state, w.bank_b).any(), c_free))  # fmt: skip
+        b_free = ~_state_of(b_state, w.bank_b).any()
+        free = y_rest | Mux(~kind.any(), a_free, Mux(kind == 1, b_free, c_free))
         cmd = rd.cmd
         addr = {}
         for k in "abcp":
@@ -456,25 +469,20 @@ class Device(wiring.Component):
                     _set_state(m, banks.landed["a"], w.bank_a, 0)
         with m.Elif(w.valid & any_need):
             m.d.comb += [cmd.valid.eq(free), cmd.payload.bank.eq(bank)]
-            with m.Switch(kind):
-                for code, k in enumerate("abc"):
-                    with m.Case(code) if k != "c" else m.Default():
-                        tiles, lines = lens[k]
-                        region = addr[k] if k != "c" else Mux(c_from_p, addr["p"], addr["c"])
-                        stride = getattr(d, f"{k}_stride") if k != "c" else Mux(
-                            c_from_p, d.p_stride, d.c_stride)  # fmt: skip
-                        m.d.comb += [cmd.payload.kind.eq(OPERANDS[k]), cmd.payload.addr.eq(region),
-                                     cmd.payload.stride.eq(stride), cmd.payload.tiles.eq(tiles),
-                                     cmd.payload.lines.eq(lines)]  # fmt: skip
+            self._load_command(m, cmd.payload, d, kind, lens, addr, c_from_p, (y, head, y_rest))
+            y_tiles = lens["ab"[y]][0]
             with m.If(cmd.valid & cmd.ready):
-                m.d.sync += done_mask.eq(done_mask | (1 << kind))
-                with m.If(equals(kind, 0)):
+                with m.If(head):  # the whole load, if its first tile row is all of it
+                    m.d.sync += done_mask.eq(done_mask | 8 | Mux(y_tiles > 1, 0, 1 << y))
+                with m.Else():
+                    m.d.sync += done_mask.eq(done_mask | (1 << kind))
+                with m.If(equals(kind, 0) & ~y_rest):  # (the rest: loading since the first)
                     _set_state(m, a_state, w.bank_a, LOADING)
                     _set_state(m, banks.landed["a"], w.bank_a, 0)
-                with m.Elif(kind == 1):
+                with m.Elif((kind == 1) & ~y_rest):
                     _set_state(m, b_state, w.bank_b, LOADING)
                     _set_state(m, banks.landed["b"], w.bank_b, 0)
-                with m.Else():
+                with m.Elif(kind == 2):
                     _set_state(m, c_state, w.bank_c, LOADING)
         dma_wait = ~q_now & w.valid & any_need & ~free
         m.d.comb += w.advance.eq(~q_now & w.valid & ~any_need)
@@ -499,6 +507,28 @@ class Device(wiring.Component):
             with m.Else():
                 m.d.sync += banks.q_loaded.eq(1)
         return _ReadSide(done_mask, q_pending, dma_wait)
+
+    @staticmethod
+    def _load_command(m: Module, cmd, d, kind, lens: dict, addr: dict, c_from_p, parts) -> None:
+        """The read command of the job's next plain load, of ``kind`` (0 A, 1 B, 2 C or partial
+        sums); ``parts``: the split operand's code, and whether its first part or its rest is
+        next (contract.dma.split_first)."""
+        y, head, y_rest = parts
+        with m.Switch(kind):
+            for code, k in enumerate("abc"):
+                with m.Case(code) if k != "c" else m.Default():
+                    tiles, lines = lens[k]
+                    region = addr[k] if k != "c" else Mux(c_from_p, addr["p"], addr["c"])
+                    stride = getattr(d, f"{k}_stride") if k != "c" else Mux(
+                        c_from_p, d.p_stride, d.c_stride)  # fmt: skip
+                    m.d.comb += [cmd.kind.eq(OPERANDS[k]), cmd.addr.eq(region),
+                                 cmd.stride.eq(stride), cmd.tiles.eq(tiles),
+                                 cmd.lines.eq(lines)]  # fmt: skip
+                    if k == "ab"[y]:  # its parts: the first tile row, then the others
+                        with m.If(head):
+                            m.d.comb += [cmd.tiles.eq(1), cmd.more.eq(tiles > 1)]
+                        with m.Elif(y_rest):
+                            m.d.comb += [cmd.addr.eq(region + stride), cmd.tiles.eq(tiles - 1)]
 
     def _expander_load(self, m: Module, run: _Run, w, exp, d, conv_a, a_free) -> None:
         """A convolution's A load goes through the expander: it takes the load once the bank
@@ -900,10 +930,11 @@ class Device(wiring.Component):
             add(~size.any() | (size > total), Refusal.CHUNK)
             if g[dim] > 1:
                 add((size != total) & remainder(size, g[dim], DIM_BITS).any(), Refusal.CHUNK)
-        words = {}
+        words, row_words = {}, {}  # a chunk's words, and a tile row's
         for k in "abc":
-            tiles, lines = geo.tiles_lines(k if k != "c" else "p", *geo.shape(k, d.mc, d.kc, d.nc))
-            words[k] = product(f"{k}_words", tiles, lines)
+            tiles, row_words[k] = geo.tiles_lines(k if k != "c" else "p",
+                                                  *geo.shape(k, d.mc, d.kc, d.nc))  # fmt: skip
+            words[k] = product(f"{k}_words", tiles, row_words[k])
             add(words[k] > getattr(cfg, f"{k}_depth"), Refusal.CHUNK)
         if cfg.requant:
             add(
@@ -955,7 +986,12 @@ class Device(wiring.Component):
         run.checked = checking & (step == CHECK_CYCLES - 1)
         run.refusal, run.steps, run.spills = code, steps, spills
         # the smaller chunk loads first (contract.dma.b_first); a convolution's A always
-        run.b_first = (words["b"] < words["a"]) & (~d.conv if cfg.stage_depth else 1)
+        not_conv = ~d.conv if cfg.stage_depth else 1
+        run.b_first = (words["b"] < words["a"]) & not_conv
+        # the split operand's first tile row before the other operand (contract.dma.split_first)
+        y = SPLIT_OPERAND[cfg.dataflow]
+        first, other = row_words[y], words["a" if y == "b" else "b"]
+        run.split = (first < other) & not_conv
         run.conv = conv
         run.ends = {k: ends[k][2] for k in "cp"}
         run.depends = self._depends(run, d, ends)

@@ -44,10 +44,13 @@ def load_kinds(config: ArrayConfig) -> tuple[str, ...]:
 
 def load_layout(config: ArrayConfig) -> data.StructLayout:
     """A load command: which buffer (its operand code, contract.axi.OPERANDS), the bank, and the
-    transfer's runs; with a staging buffer, ``stage``: a convolution's A, for the staging buffer
-    (its words and its end carry the bit, so a plain A load still arriving goes to the bank)."""
+    transfer's runs; ``more``: a later command goes on filling the bank from where this one
+    stops (contract.dma.split_first: its last word is not the bank's); with a staging buffer,
+    ``stage``: a convolution's A, for the staging buffer (its words and its end carry the bit,
+    so a plain A load still arriving goes to the bank)."""
     return data.StructLayout({"kind": 2, "bank": 1, **_stage(config), "addr": _ADDR,
-                              "stride": _ADDR, "tiles": _COUNT, "lines": _COUNT})  # fmt: skip
+                              "stride": _ADDR, "tiles": _COUNT, "lines": _COUNT,
+                              "more": 1})  # fmt: skip
 
 
 def _stage(config: ArrayConfig) -> dict:
@@ -182,7 +185,7 @@ class ReadEngine(wiring.Component):
             ar.payload.id.eq(AXI_ID),
             ar.payload.user.eq(cmd.kind),
         ]
-        record = Cat(cmd.kind, cmd.bank, runs.beats[:9], runs.lane, last_burst,
+        record = Cat(cmd.kind, cmd.bank, runs.beats[:9], runs.lane, last_burst & ~cmd.more,
                      *[cmd.stage for _ in stage])  # fmt: skip
         m.d.comb += [inflight.w_en.eq(ar.valid & ar.ready), inflight.w_data.eq(record)]
         sent = ar.valid & ar.ready
@@ -202,7 +205,9 @@ class ReadEngine(wiring.Component):
         beat = Signal(9, name="rd_beat")  # beats taken of the head burst
         sub = Signal(8, name="rd_sub")  # beats taken of the current word
         lane = Signal(8, name="rd_lane")
-        word_addr = Signal(DIM_BITS + 1, name="rd_word")
+        # each buffer's next word: a load split in parts (``more``) goes on where its last part
+        # stopped, whatever another buffer's load did in between
+        word_addr = {k: Signal(DIM_BITS + 1, name=f"rd_word_{k}") for k in load_kinds(cfg)}
         m.d.comb += r.ready.eq(inflight.r_rdy)  # always, once the burst's request is recorded
         take = r.valid & inflight.r_rdy
         first = ~beat.any()
@@ -245,10 +250,14 @@ class ReadEngine(wiring.Component):
             m.d.sync += [beat.eq(Mux(last_beat, 0, beat + 1)),
                          lane.eq((this_lane + (Const(1, 8) << size))[:lane_bits]),
                          sub.eq(Mux(sub + 1 == per_word, 0, sub + 1))]  # fmt: skip
-            with m.If(complete):
-                m.d.sync += word_addr.eq(word_addr + 1)
+            for k, at in word_addr.items():
+                with m.If(equals(head.kind, OPERANDS[k])):
+                    with m.If(last_beat & head.last):
+                        m.d.sync += at.eq(0)
+                    with m.Elif(complete):
+                        m.d.sync += at.eq(at + 1)
             with m.If(last_beat & head.last):
-                m.d.sync += [word_addr.eq(0), sub.eq(0)]
+                m.d.sync += sub.eq(0)
         m.d.comb += inflight.r_en.eq(take & last_beat)
         for k in load_kinds(cfg):
             port = getattr(self, f"fill_{k}")
@@ -256,7 +265,7 @@ class ReadEngine(wiring.Component):
                 port.valid.eq(complete & equals(head.kind, OPERANDS[k])),
                 port.payload.bank.eq(head.bank),
                 *[port.payload.stage.eq(head.stage) for _ in stage],
-                port.payload.addr.eq(word_addr),
+                port.payload.addr.eq(word_addr[k]),
                 port.payload.data.eq(word),
             ]
         m.d.comb += [

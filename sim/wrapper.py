@@ -11,6 +11,7 @@ from systolic.contract.activity import UNPRICED
 from systolic.contract.config import ArrayConfig
 from systolic.contract.interface import COUNTER_BITS, DEVICE_COUNTERS
 from systolic.contract.trace import LOG_FILE
+from systolic.rtl.dma import load_layout
 
 from . import dram
 from .probes import Probe
@@ -72,18 +73,25 @@ _BENCH_MONITOR = """  // bench monitor: cycles from a descriptor's acceptance to
   end
 """
 
+
 # The events of contract/trace.py, logged from the engines' handshakes with the bench monitor's
 # cycle: a load's code is its kind (the read command's low bits) and bank, a store's its C bank.
-_TRACE_LOGGER = f"""  // trace logger (contract/trace.py): the engines' events while trace_on is set
+# A load in parts (the command's top bit, ``more``: rtl.dma.load_layout) starts with its first.
+def _trace_logger(config: ArrayConfig) -> str:
+    more = load_layout(config).size - 1
+    return f"""  // trace logger (contract/trace.py): the engines' events while trace_on is set
   reg trace_on = 1'b0;
   integer trace_fd = 0;
   always @(posedge trace_on) trace_fd = $fopen("{LOG_FILE}", "w");
   always @(negedge trace_on) begin $fclose(trace_fd); trace_fd = 0; end
   reg [31:0] trace_chunk = 32'd0;
+  reg [3:0] trace_part = 4'd0;  // per load kind: its last command had more parts to come
   always @(posedge clk) begin
     if (posted) trace_chunk <= 32'd0;
+    if (dut.reader.cmd__valid & dut.reader.cmd__ready)
+      trace_part[dut.reader.cmd__payload[1:0]] <= dut.reader.cmd__payload[{more}];
     if (trace_on) begin
-      if (dut.reader.cmd__valid & dut.reader.cmd__ready)
+      if (dut.reader.cmd__valid & dut.reader.cmd__ready & ~trace_part[dut.reader.cmd__payload[1:0]])
         $fwrite(trace_fd, "%0d load %0d %0d\\n", bench_cycles, dut.reader.cmd__payload[1:0],
                 dut.reader.cmd__payload[2]);
       if (dut.reader.loaded__valid)
@@ -103,6 +111,7 @@ _TRACE_LOGGER = f"""  // trace logger (contract/trace.py): the engines' events w
     end
   end
 """
+
 
 #: The queue log: while ``queue_on`` is set, each descriptor's acceptance (``<cycle> post``) and
 #: completion (``<cycle of done> done <refusal> <counters>``, the counters the registers show
@@ -218,7 +227,7 @@ def device_wrapper(config: ArrayConfig, ports: list[tuple[str, str, int]], memor
         writable += dram_writable
         readable += dram_readable
     internal += mem
-    text += _BENCH_MONITOR + _TRACE_LOGGER + _queue_logger()
+    text += _BENCH_MONITOR + _trace_logger(config) + _queue_logger()
     return rest, internal, edge, nets, text, writable, readable
 
 

@@ -13,15 +13,15 @@ from systolic.sim.simulate import run_gemm
 
 DATAPATH = ("multiplier", "accumulator", "pipeline", "stationary", "edge")
 #: How far the estimates of the other groups may be from the RTL's count (measured: buffer
-#: ports within 4.2%, control within 14.3%, on these cases over eight seeds).
+#: ports within 4.3%, control within 9.2%, on these cases over eight seeds).
 BOUNDS = {"buffer": 0.06, "control": 0.2}
 
 
 @pytest.mark.parametrize(
     "config, shape",
     [
-        (ArrayConfig("ws", 4, 4), (24, 12, 8)),
-        (ArrayConfig("is", 3, 4, a_width=6, b_width=5, acc_width=24), (8, 9, 20)),
+        (ArrayConfig("ws", 4, 4), (24, 12, 4)),
+        (ArrayConfig("is", 3, 4, a_width=6, b_width=5, acc_width=24), (4, 9, 20)),
         (ArrayConfig("os", 4, 3), (8, 16, 9)),
         (ArrayConfig("os", 3, 4, number="bf16"), (6, 20, 8)),
     ],
