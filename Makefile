@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed
 # docs/testing.md)
 JOBS   ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
 
-.PHONY: setup sweep test bench bench-model bench-sweep bench-synth bench-power mutants seeds lint format clean help
+.PHONY: setup sweep test bench bench-model bench-sweep bench-synth bench-route bench-power mutants seeds lint format clean help
 
 help:
 	@echo "make sweep   the default design-space sweep and its report (results/default/report.html)"
@@ -25,6 +25,7 @@ help:
 	@echo "make bench-model  the model on a 100,800-point design space: points/s locally and on Dask"
 	@echo "make bench-sweep  a larger sweep (more RTL points, 32x32 arrays, int16): a benchmark, ~1 h"
 	@echo "make bench-synth  area and Fmax of every dataflow's mesh from 2x2 to 16x16 (synthesis)"
+	@echo "make bench-route  the WS mesh placed and routed (qflow) at 2x2-8x8: die, wires, routed Fmax"
 	@echo "make bench-power  gate-level points the logic fit lacks (resumable), the fit and its table"
 	@echo "make lint    ruff over the Python sources"
 	@echo "make clean   remove compiled models (build/); keep .venv"
@@ -76,6 +77,9 @@ seeds: $(STAMP)
 
 bench-synth: $(STAMP) $(DEB_STAMP)
 	$(BIN)/python -m systolic.experiments.synth_bench $(BENCH_ARGS)
+
+bench-route: $(STAMP) $(DEB_STAMP)
+	$(BIN)/python -m systolic.experiments.synth_bench --route --sizes 2 4 8 $(BENCH_ARGS)
 
 bench-power: $(STAMP) $(DEB_STAMP)
 	$(BIN)/python -m systolic.verify.gate_points $(BENCH_ARGS)

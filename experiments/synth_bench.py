@@ -14,6 +14,7 @@ import time
 
 from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.synth.flow import synthesize
+from systolic.synth.route import route
 
 SIZES = (2, 4, 8, 16)
 
@@ -31,7 +32,13 @@ def main(argv: list[str] | None = None) -> int:
         help="the clock timing is checked against (default 100 MHz)",
     )
     parser.add_argument("--design", choices=["array", "device"], default="array")
+    parser.add_argument("--route", action="store_true",
+                        help="place and route each mesh too (qflow), and print the routed "
+                        "figures against the synthesized ones (WS only: the three dataflows' "
+                        "meshes differ little)")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.route:
+        return _routed(args.sizes, 1000.0 / args.clock_mhz)
     print(f"{'config':<20} {'cells':>8} {'flops':>7} {'area mm^2':>10} {'um^2/PE':>9} "
           f"{'Fmax MHz':>9} {'synth s':>8}  critical path")  # fmt: skip
     fmax = {}
@@ -49,6 +56,31 @@ def main(argv: list[str] | None = None) -> int:
         for dataflow in Dataflow:
             ratio = fmax[dataflow, 16] / fmax[dataflow, 4]
             print(f"{dataflow.value}: Fmax 16x16 / 4x4 = {ratio:.3f}")
+    return 0
+
+
+def _routed(sizes: list[int], clock_ns: float) -> int:
+    """Each WS mesh synthesized, then placed and routed: die, the cells' share of it, wires,
+    and Fmax from synthesis, from the placed netlist without wires, with its data wires (ideal
+    clock), and routed (the clock net too)."""
+    print(f"{'config':<16} {'cells':>7} {'die mm^2':>9} {'density':>8} {'wires mm':>9} "
+          f"{'vias':>7} {'failed':>6} {'synth MHz':>9} {'placed':>7} {'wired':>7} "
+          f"{'routed':>7} {'routed/synth':>12} {'P&R s':>7}")  # fmt: skip
+    for n in sizes:
+        config = ArrayConfig(Dataflow.WS, n, n)
+        synth = synthesize(config, "array", clock_ns=clock_ns)
+        r = route(config, "array", clock_ns=clock_ns)
+        print(f"{config.name:<16} {r.cells:>7} {r.die_um2 / 1e6:>9.4f} {100 * r.density:>7.1f}% "
+              f"{r.wirelength_um / 1000:>9.1f} {r.vias:>7} {r.failed_routes:>6} "
+              f"{synth.fmax_mhz:>9.1f} {r.fmax_placed_mhz:>7.1f} {r.fmax_wired_mhz:>7.1f} "
+              f"{r.fmax_routed_mhz:>7.1f} "
+              f"{r.fmax_routed_mhz / synth.fmax_mhz:>12.3f} "
+              f"{r.seconds['place_and_route']:>7.0f}", flush=True)  # fmt: skip
+        print(
+            f"  routed critical path: {r.routed.start} -> {r.routed.end}, "
+            f"{r.routed.arrival_ns:.3f} ns (placed {r.placed.arrival_ns:.3f} ns)",
+            flush=True,
+        )
     return 0
 
 

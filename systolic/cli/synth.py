@@ -35,6 +35,10 @@ def add_parser(sub) -> None:
     p.add_argument("--clock-mhz", type=positive_number, default=100.0, metavar="MHZ",
                    help="the clock the timing is checked against, in MHz (default 100: a 10 ns "
                    "period)")  # fmt: skip
+    p.add_argument("--route", action="store_true",
+                   help="also place and route the synthesized mesh (qflow: graywolf, "
+                   "qrouter) and time it with its extracted wires (OpenSTA, SPEF); with "
+                   "--design array")  # fmt: skip
     p.add_argument("--power", action="store_true",
                    help="also simulate a random GEMM on the activity build and price it at gate "
                    "level (OpenSTA, measured activity) beside the toggle model")  # fmt: skip
@@ -55,15 +59,22 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--power prices the device (its activity build); drop --design array")
     if any(d < 1 for d in args.gemm):
         raise ValueError(f"--gemm M K N must be positive, not {' '.join(map(str, args.gemm))}")
+    if args.route and (args.design != "array" or args.target != "asic"):
+        raise ValueError(
+            "--route places the bare mesh in standard cells: use it with --design array "
+            "(the device's SRAM macros have no physical view yet) and --target asic"
+        )
     if args.target == "ecp5":
         if args.power:
             raise ValueError("--power is for --target asic (OpenSTA with the cell library)")
         return _fpga(config, args)
     report = synthesize(config, args.design, clock_ns=1000.0 / args.clock_mhz, force=args.force)
     gate = _gate_energy(config, args) if args.power else None
+    routed = _route(config, args) if args.route else None
     if args.json:
-        print(json.dumps(report.to_dict() | ({"power": gate.to_dict()} if gate else {}),
-                         indent=2))  # fmt: skip
+        extra = ({"power": gate.to_dict()} if gate else {}) | (
+            {"route": routed.to_dict()} if routed else {})  # fmt: skip
+        print(json.dumps(report.to_dict() | extra, indent=2))
         return 0
     print(f"{config.name}: {report.cells} cells ({report.flops} flip-flops), "
           f"{report.area_um2 / 1e6:.4f} mm^2 of standard cells ({report.library})")  # fmt: skip
@@ -86,9 +97,34 @@ def run(args: argparse.Namespace) -> int:
     for note in report.notes:
         print(f"  note: {note}")
     print(f"  logs and netlist: {report.directory}")
+    if routed:
+        _print_route(routed)
     if gate:
         _print_power(gate, args.seed)
     return 0
+
+
+def _route(config, args):
+    from systolic.synth.route import route
+
+    return route(config, args.design, clock_ns=1000.0 / args.clock_mhz, force=args.force)
+
+
+def _print_route(r) -> None:
+    w, h = r.die_um
+    print(f"placed and routed (qflow {r.seconds['place_and_route']:.0f} s: graywolf, qrouter): "
+          f"die {w:.1f} x {h:.1f} um ({r.die_um2 / 1e6:.4f} mm^2), {r.cells} cells, "
+          f"{100 * r.density:.1f}% of the die")  # fmt: skip
+    print(f"  wires {r.wirelength_um / 1000:.2f} mm, {r.vias} vias, "
+          f"{r.failed_routes} failed route(s)")  # fmt: skip
+    for name, cp, fmax in (("placed", r.placed, r.fmax_placed_mhz),
+                           ("routed", r.routed, r.fmax_routed_mhz)):  # fmt: skip
+        print(f"  {name}: {cp.start} -> {cp.end}, {cp.arrival_ns:.3f} ns, Fmax {fmax:.1f} MHz")
+    print(
+        "  (placed: no wires, ideal clock; routed: the extracted wires (SPEF), the routed "
+        "clock net propagated)"
+    )
+    print(f"  layout and logs: {r.directory}")
 
 
 def _fpga(config, args) -> int:
