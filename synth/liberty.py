@@ -21,16 +21,17 @@ class Cell:
     sequential: bool  # a flip-flop or latch
     inputs: tuple[str, ...] = ()  # data input pins (clock pins excluded)
     outputs: tuple[str, ...] = ()
+    clocks: tuple[str, ...] = ()  # clock input pins
 
 
 _CELL = re.compile(r"^\s*cell\s*\(\s*\"?(\w+)\"?\s*\)\s*\{", re.M)
 _PIN = re.compile(r"^\s*pin\s*\(\s*\"?(\w+)\"?\s*\)\s*\{", re.M)
 
 
-def _pins(body: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """A cell's data input pins and output pins."""
+def _pins(body: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """A cell's data input pins, output pins and clock pins."""
     starts = [(m.group(1), m.start()) for m in _PIN.finditer(body)]
-    inputs, outputs = [], []
+    inputs, outputs, clocks = [], [], []
     for i, (name, start) in enumerate(starts):
         pin = body[start : starts[i + 1][1] if i + 1 < len(starts) else len(body)]
         direction = re.search(r"\bdirection\s*:\s*(\w+)", pin)
@@ -38,7 +39,9 @@ def _pins(body: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
             outputs.append(name)
         elif direction and re.search(r"\bclock\s*:\s*true", pin) is None:
             inputs.append(name)
-    return tuple(inputs), tuple(outputs)
+        elif direction:
+            clocks.append(name)
+    return tuple(inputs), tuple(outputs), tuple(clocks)
 
 
 def read_cells(path: Path) -> dict[str, Cell]:

@@ -3,9 +3,9 @@ wires: Debian's qflow 1.3 drives graywolf (placement) and qrouter (detailed rout
 0.18 um cells, qrouter's extracted resistances and capacitances become a SPEF file
 (``rc2dly``), and OpenSTA times the placed netlist three times: without parasitics and with an
 ideal clock (the synthesis view), with the SPEF and an ideal clock (what the data wires cost),
-and with the SPEF and the routed clock net propagated (what the clock net costs too: qflow
-builds no clock tree, so one routed net drives every flip-flop's clock pin, and its slow edge
-raises their setup time).
+and with the SPEF and the routed clock tree propagated (what the clock costs too). qflow builds
+no clock tree, so this flow adds one before placement (:func:`clock_tree`): without it one
+routed net drives every flip-flop's clock pin, and its slow edge raises their setup time.
 
 The netlist placed is the one :mod:`synth.flow` synthesized and timed (its ABC mapping and
 buffer trees), flattened, so the two timings differ by the wires alone. The SRAM macros of a
@@ -19,16 +19,28 @@ import hashlib
 import re
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from systolic.contract.config import ArrayConfig
 from systolic.contract.interface import TOPS
 
 from . import tools
+from .fanout import Buffered, buffer_fanout
 from .flow import CriticalPath, SynthReport, parse_critical_path, synthesize
+from .liberty import Cell, read_cells
 
-__all__ = ["QFLOW_TECH", "RouteReport", "mend_spef", "parse_def", "route", "spef_from_rc"]
+__all__ = [
+    "CLOCK_BUFFER",
+    "CLOCK_FANOUT",
+    "QFLOW_TECH",
+    "RouteReport",
+    "clock_tree",
+    "mend_spef",
+    "parse_def",
+    "route",
+    "spef_from_rc",
+]
 
 #: qflow's technology folder for the OSU 0.18 um cells (Debian's qflow-tech-osu018, which the
 #: Makefile installs with qflow, graywolf and qrouter), beside the cell library synthesis reads.
@@ -46,8 +58,18 @@ opt_clean -purge
 rename -hide c:*
 rename -hide w:* i:* o:* %u %n w:* %i
 rename -enumerate
+write_verilog -noattr -noexpr -nohex -nodec flat.v
+"""
+#: ... and, its clock tree added, as BLIF.
+_BLIF = """\
+read_liberty -lib {lib}
+read_verilog clocked.v
+hierarchy -top {top}
 write_blif -buf BUFX2 A Y {top}_mapped.blif
 """
+#: The clock tree: a clock buffer per this many clock pins, level by level (qflow builds none).
+CLOCK_FANOUT = 16
+CLOCK_BUFFER = "CLKBUF1"
 
 _STA = """\
 read_liberty {lib}
@@ -75,6 +97,7 @@ class RouteReport:
     wirelength_um: float
     vias: int
     failed_routes: int
+    clock_buffers: int  # the clock tree's (counted in ``cells``)
     placed: CriticalPath  # the placed netlist without parasitics, ideal clock
     wired: CriticalPath  # with the extracted parasitics, ideal clock
     routed: CriticalPath  # with the extracted parasitics, the routed clock propagated
@@ -153,6 +176,10 @@ def _run(synth: SynthReport, directory: Path) -> RouteReport:
     shutil.copyfile(lib, syn / lib.name)  # the Yosys sandbox sees the folder it runs in
     (syn / "flatten.ys").write_text(_FLATTEN.format(lib=lib.name, top=top))
     tools.run([tools.yosys(), "-q", "flatten.ys"], syn, syn / "yosys.out", "Yosys (flatten)")
+    tree = clock_tree((syn / "flat.v").read_text(), read_cells(lib))
+    (syn / "clocked.v").write_text(tree.netlist)
+    (syn / "blif.ys").write_text(_BLIF.format(lib=lib.name, top=top))
+    tools.run([tools.yosys(), "-q", "blif.ys"], syn, syn / "yosys_blif.out", "Yosys (BLIF)")
     tools.run(["tclsh", str(_QFLOW_LIB / "scripts" / "ypostproc.tcl"), f"{top}_mapped.blif", top,
                str(QFLOW_TECH / "osu018.sh"), "vdd", "gnd"], syn, syn / "ypostproc.out",
               "qflow's ypostproc")  # fmt: skip
@@ -179,8 +206,18 @@ def _run(synth: SynthReport, directory: Path) -> RouteReport:
     sizes = _lef_sizes(QFLOW_TECH / "osu018_stdcells.lef")
     d = parse_def((layout / f"{top}.def").read_text(), sizes)
     return RouteReport(synth.config, synth.kind, synth.clock_ns, d["cells"], d["cell_area_um2"],
-                       d["die_um"], d["wirelength_um"], d["vias"], failed, placed, wired, routed,
-                       seconds, directory)  # fmt: skip
+                       d["die_um"], d["wirelength_um"], d["vias"], failed,
+                       sum(tree.buffers.values()), placed, wired, routed, seconds,
+                       directory)  # fmt: skip
+
+
+def clock_tree(netlist: str, cells: dict[str, Cell]) -> Buffered:
+    """``netlist`` (flat) with a tree of :data:`CLOCK_BUFFER` on each net that drives more than
+    :data:`CLOCK_FANOUT` clock pins, as a clock tree synthesis would give it (without balancing
+    the branches' lengths: the propagated clock's skew is timed as it comes out)."""
+    clocks = {n: replace(c, inputs=c.clocks) if n != CLOCK_BUFFER else c
+              for n, c in cells.items()}  # fmt: skip
+    return buffer_fanout(netlist, clocks, buffer=CLOCK_BUFFER, limit=CLOCK_FANOUT)
 
 
 def _failed_routes(out: str, log: Path) -> int:

@@ -115,14 +115,15 @@ def _print_route(r) -> None:
     print(f"placed and routed (qflow {r.seconds['place_and_route']:.0f} s: graywolf, qrouter): "
           f"die {w:.1f} x {h:.1f} um ({r.die_um2 / 1e6:.4f} mm^2), {r.cells} cells, "
           f"{100 * r.density:.1f}% of the die")  # fmt: skip
-    print(f"  wires {r.wirelength_um / 1000:.2f} mm, {r.vias} vias, "
-          f"{r.failed_routes} failed route(s)")  # fmt: skip
+    print(f"  wires {r.wirelength_um / 1000:.2f} mm, {r.vias} vias, {r.failed_routes} failed "
+          f"route(s); a clock tree of {r.clock_buffers} buffers")  # fmt: skip
     for name, cp, fmax in (("placed", r.placed, r.fmax_placed_mhz),
+                           ("wired", r.wired, r.fmax_wired_mhz),
                            ("routed", r.routed, r.fmax_routed_mhz)):  # fmt: skip
         print(f"  {name}: {cp.start} -> {cp.end}, {cp.arrival_ns:.3f} ns, Fmax {fmax:.1f} MHz")
     print(
-        "  (placed: no wires, ideal clock; routed: the extracted wires (SPEF), the routed "
-        "clock net propagated)"
+        "  (placed: no wires, ideal clock; wired: the extracted wires (SPEF), ideal clock; "
+        "routed: the wires and the routed clock tree)"
     )
     print(f"  layout and logs: {r.directory}")
 
