@@ -33,6 +33,7 @@ from .liberty import Cell, read_cells
 __all__ = [
     "CLOCK_BUFFER",
     "CLOCK_FANOUT",
+    "DENSITY",
     "QFLOW_TECH",
     "RouteReport",
     "clock_tree",
@@ -70,6 +71,10 @@ write_blif -buf BUFX2 A Y {top}_mapped.blif
 #: The clock tree: a clock buffer per this many clock pins, level by level (qflow builds none).
 CLOCK_FANOUT = 16
 CLOCK_BUFFER = "CLKBUF1"
+#: The cells' share of the placement area graywolf starts from (qflow's ``initial_density``:
+#: fill cells spread them). qflow's default packs them into about 94% of the die, which the 2x2
+#: mesh routes but the 4x4 did not (qrouter's third stage still failing nets after 10 minutes).
+DENSITY = 0.6
 
 _STA = """\
 read_liberty {lib}
@@ -189,6 +194,7 @@ def _run(synth: SynthReport, directory: Path) -> RouteReport:
     tools.run(["sh", "-c", f"{blif2verilog} -c -p -v vdd -g gnd {top}.blif > {top}.rtlnopwr.v"],
               syn, syn / "blif2verilog.log", "qflow's blif2Verilog")  # fmt: skip
     start = time.monotonic()
+    (directory / "project_vars.sh").write_text(f"set initial_density = {DENSITY}\n")
     out = tools.run(["qflow", "place", "route", "-T", "osu018", top], directory,
                     directory / "qflow.out", "qflow place and route")  # fmt: skip
     seconds = {"place_and_route": round(time.monotonic() - start, 1)}

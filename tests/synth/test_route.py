@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from systolic.contract.config import ArrayConfig
 from systolic.synth.flow import synthesize
-from systolic.synth.route import mend_spef, parse_def, route
+from systolic.synth.route import DENSITY, mend_spef, parse_def, route
 
 from ..helpers import run_cli
 
@@ -57,7 +57,7 @@ def test_a_routed_mesh_is_timed_with_its_wires(tmp_path):
     """WS 1x1 (one PE, 535 cells): every net routed; the placed netlist, timed without wires,
     agrees with the synthesis flow's timing of the same cells within 1%; the extracted wires
     only add delay (with the routed clock tree's skew the path may gain a little back); the
-    cells fill most of a die that holds them."""
+    cells take the share of the die asked for (measured 54.4% at 60%)."""
     config = ArrayConfig("ws", 1, 1)
     synth = synthesize(config, "array", root=tmp_path)
     r = route(config, "array", root=tmp_path)
@@ -69,7 +69,8 @@ def test_a_routed_mesh_is_timed_with_its_wires(tmp_path):
     assert r.fmax_wired_mhz < r.fmax_placed_mhz and r.fmax_routed_mhz < r.fmax_placed_mhz
     tree = r.clock_buffers * 72.0  # CLKBUF1's um^2
     assert r.cell_area_um2 - tree == pytest.approx(synth.area_um2, rel=0.02)
-    assert 0.5 < r.density <= 1.0
+    # fill cells spread them to DENSITY of the placement area; the die adds a ring around it
+    assert DENSITY - 0.15 < r.density <= DENSITY
     assert r.wirelength_um > 0 and r.vias > 0
     again = route(config, "array", root=tmp_path)  # the cached run
     assert again.to_dict() == r.to_dict()
