@@ -579,8 +579,7 @@ def split_first(config: ArrayConfig, chunk: tuple[int, int, int], conv: Conv | N
         return False
     mc, kc, nc = chunk
     y = SPLIT_OPERAND[config.dataflow]
-    rows, cols = (mc, kc) if y == "a" else (kc, nc)
-    first = rows if word_layout(config, y).rowwise else cols  # the words of a tile row
+    _, first = tile_rows(word_layout(config, y), (mc, kc) if y == "a" else (kc, nc))
     other = footprint(config, *chunk)["a" if y == "b" else "b"]
     return first < other
 

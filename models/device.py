@@ -68,10 +68,22 @@ def _expansion(config: ArrayConfig, pixels: int, words: int) -> int:
     return expansion_cycles(config.dataflow is not Dataflow.WS, tile, pixels, words)
 
 
+class _Load(NamedTuple):
+    """A read command of the read side (a load, or a part of one: contract.dma.split_first)."""
+
+    kind: str  # the buffer: "a", "b", "c" (C or partial sums), "q"
+    bank: int
+    bursts: list  # (address, beats, beat bytes)
+    from_p: bool  # partial sums back
+    expand: int  # a convolution's A: cycles from its last staged word to its bank full
+    per_word: int  # beats a word
+    opens: bool = True  # its first word is the bank's first
+    closes: bool = True  # its last word is the bank's last
+
+
 def _moves(config: ArrayConfig, d: Descriptor) -> tuple[list, list, list]:
-    """Per job, its loads ``(buffer, bank, bursts, from partial sums, expansion cycles, beats a
-    word)`` and its stores ``(bank, bursts, words, beat bytes, container bytes)``, and the
-    table's load; a burst is ``(address, beats, beat bytes)``."""
+    """Per job, its loads (:class:`_Load`) and its stores ``(bank, bursts, words, beat bytes,
+    container bytes)``, and the table's load; a burst is ``(address, beats, beat bytes)``."""
     cont = containers(config)
 
     def burst_list(t):
@@ -86,15 +98,15 @@ def _moves(config: ArrayConfig, d: Descriptor) -> tuple[list, list, list]:
     for job in jobs(config, d):
         ls, ss = transfers(config, d, job)
         pixels = job.chunk.m1 - job.chunk.m0
-        loads.append([("c" if t.kind in "cp" else t.kind, t.bank,
-                       burst_list(t), t.kind == "p", _expansion(config, pixels, t.expand),
-                       max(1, cont[t.fmt] // beat_bytes(config, t.fmt)), t.opens, t.closes)
+        loads.append([_Load("c" if t.kind in "cp" else t.kind, t.bank, burst_list(t),
+                            t.kind == "p", _expansion(config, pixels, t.expand),
+                            max(1, cont[t.fmt] // beat_bytes(config, t.fmt)), t.opens, t.closes)
                       for t in ls])  # fmt: skip
         stores.append([(t.bank, burst_list(t), t.words, beat_bytes(config, t.fmt), cont[t.fmt])
                        for t in ss])  # fmt: skip
     q = []
     if d.requant and config.requant:
-        q = [("q", 0, burst_list(q_transfer(config, d)), False, 0, 1, True, True)]
+        q = [_Load("q", 0, burst_list(q_transfer(config, d)), False, 0, 1)]
     return loads, stores, q
 
 
@@ -187,17 +199,18 @@ class _Reader:
             if not need:
                 advance = True
             else:
-                kind, bank, _, from_p, expand, _, opens, _ = need[0]
-                if expand and self.setup:
-                    cmd = need[0] if t >= self.setup_at else None
-                elif expand:
+                load = need[0]
+                kind, bank = load.kind, load.bank
+                if load.expand and self.setup:
+                    cmd = load if t >= self.setup_at else None
+                elif load.expand:
                     setup = state[kind][bank] == FREE and self.expand is None
                     wait = not setup
-                elif not opens:
-                    cmd = need[0]  # the rest of a load begun before: its bank is its own
-                elif (state[kind][bank] == FREE and not (from_p and writes_out)
+                elif not load.opens:
+                    cmd = load  # the rest of a load begun before: its bank is its own
+                elif (state[kind][bank] == FREE and not (load.from_p and writes_out)
                       and not (kind == "a" and self.expand is not None)):  # fmt: skip
-                    cmd = need[0]  # (the A bank's write port is the expander's while it works)
+                    cmd = load  # (the A bank's write port is the expander's while it works)
                 else:
                     wait = True
         return (cmd if ready else None), wait, advance, setup
@@ -205,8 +218,9 @@ class _Reader:
     def set_up(self, t: int) -> None:
         """The expander takes the pending A load: its staging command is ready after the
         setup's cycles."""
-        _, bank, _, _, words, _, _, _ = self.loads[self.job][self.issued]
-        self.setup, self.setup_at, self.expand = True, t + CONV_SETUP_CYCLES, (bank, words)
+        load = self.loads[self.job][self.issued]
+        self.setup, self.setup_at = True, t + CONV_SETUP_CYCLES
+        self.expand = (load.bank, load.expand)
 
     def expanded(self, state: dict) -> tuple:
         """The expander writes its load's last A word: the bank is full."""
@@ -237,21 +251,22 @@ class _Reader:
 
     def send_ar(self, t: int, bus: DramBus) -> None:
         _, beats, beat = self.active.popleft()
-        self.inflight.append((*self.cmd[:2], beats, not self.active and self.cmd[7],
-                              *self.cmd[4:6]))  # fmt: skip
+        cmd = self.cmd
+        self.inflight.append((cmd.kind, cmd.bank, beats, not self.active and cmd.closes,
+                              cmd.expand, cmd.per_word))  # fmt: skip
         bus.queue.append(["r", t + bus.latency, beats, beat, 0])
         if not self.active:
             self.active = None
 
     def accept(self, cmd: tuple, state: dict) -> None:
         self.cmd = cmd
-        self.active = deque(cmd[2])
-        if cmd[0] == "q":
+        self.active = deque(cmd.bursts)
+        if cmd.kind == "q":
             self.q_pending = False
         else:
-            if cmd[6]:
-                state[cmd[0]][cmd[1]] = LOADING
-                self.arrivals[cmd[0], cmd[1]] = []
+            if cmd.opens:
+                state[cmd.kind][cmd.bank] = LOADING
+                self.arrivals[cmd.kind, cmd.bank] = []
             self.issued += 1
             self.setup = False
 
@@ -521,7 +536,8 @@ class _Entry:
         self.js = [replace(j, banks={k: b ^ flip[k] for k, b in j.banks.items()})
                    for j in jobs(config, self.d)]  # fmt: skip
         loads, stores, self.q = _moves(config, self.d)
-        self.loads = [[(k, bank ^ flip[k], *rest) for k, bank, *rest in job] for job in loads]
+        self.loads = [[load._replace(bank=load.bank ^ flip[load.kind]) for load in job]
+                      for job in loads]  # fmt: skip
         self.stores = [[(bank ^ flip["c"], *rest) for bank, *rest in job] for job in stores]
         banks.update(self.js[-1].banks)
 
@@ -716,8 +732,8 @@ def _timeline(config: ArrayConfig, items: list, dram: Dram, limit: int,
         if setup:
             rd.set_up(t)
         if cmd is not None:
-            if cmd[6]:  # a load in parts starts with its first
-                note((t, "load", f"{cmd[0]}{cmd[1]}"))
+            if cmd.opens:  # a load in parts starts with its first
+                note((t, "load", f"{cmd.kind}{cmd.bank}"))
             rd.accept(cmd, state)
         if rd_advance:
             rd.job += 1

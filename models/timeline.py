@@ -66,14 +66,14 @@ def walk(counts, dims, chunk, total, accumulate, compute, after, order, formats,
          read_window, staged, slices, expand, expander):  # fmt: skip
     """Every chunk of a descriptor, in loop order, and the pipeline's timeline.
 
-    ``counts``/``dims``: the chunks along each loop, outermost first, and the dimension each
-    loop runs over; ``chunk``/``total``: M, K and N of a chunk and of the GEMM; ``compute``: the
-    compute cycles of each chunk class (bit 0: M ragged, 1: K ragged, 2: N ragged, 3:
-    accumulating), and ``after[o]`` of operand ``o`` (A, B): the cycles it still computes after
-    its last word lands (:func:`models.cycles.landing_tails`); ``order``: how a chunk's A and B
-    load (:data:`ORDERS`); ``formats``: per transfer, ``(rowwise, tile, container /
-    beat, beat, window)``; ``bus``: ``(bandwidth, latency, max_burst, max_requests, max burst
-    bytes)``; ``table``: cycles to load the requantization table first.
+    ``counts``/``dims``: the chunks along each loop, outermost first, and the dimension each loop
+    runs over; ``chunk``/``total``: M, K and N of a chunk and of the GEMM; ``compute``: the compute
+    cycles of each chunk class (bit 0: M ragged, 1: K ragged, 2: N ragged, 3: accumulating), and
+    ``after[o]`` of operand ``o`` (A, B): the cycles it still computes after its last word lands
+    (:func:`models.cycles.landing_tails`); ``order``: how a chunk's A and B load (:data:`A_FIRST`,
+    :data:`B_FIRST`, :data:`SPLIT_A`, :data:`SPLIT_B`); ``formats``: per transfer, ``(rowwise, tile,
+    container / beat, beat, window)``; ``bus``: ``(bandwidth, latency, max_burst, max_requests, max
+    burst bytes)``; ``table``: cycles to load the requantization table first.
 
     A convolution's A loads stage and expand (:func:`contract.dma.staging`): ``staged`` holds
     per M chunk the words each slice stages, ``slices`` per K chunk its slices, ``expand`` the
@@ -173,20 +173,19 @@ def timeline(busy, tails, order, head, buses, spans, store_bus, store_span, load
     """Cycles of the chunk pipeline, the array's and the read engine's waits, and the cycles
     chunks spent computing past ``busy``: waiting for their first words, and for the rest.
 
-    Chunk ``j`` computes from ``S[j]`` (the first words of its A and B loads in, a convolution's
-    A and its C in, the previous chunk done, its C bank stored from two C chunks back) to
-    ``F[j]``: ``busy[j]`` cycles later, or ``tails[o, j]`` after operand ``o``'s last word lands
-    if that is later (it computes on a partly loaded chunk). The read engine takes the chunks'
-    loads in order (A and B as ``order`` says, a split operand's first tile row ``head[j]`` of
-    its load); a load starts once the engine has issued the
-    previous one and its bank is free (the last chunk using what the bank holds is done), and
-    partial sums once every write is answered; its data arrives ``spans`` after it starts, or
-    later when the bus is still busy. A chunk's store starts when it is done and ends
-    ``store_span`` later, or later behind the reads already requested (at most ``read_window``
-    cycles of them); the reads behind it move back by its bus time. A convolution's A load
-    (``expanded[j]`` words) waits for the expander to finish the one before, sets it up
-    (``expander[0]`` cycles), stages, and fills its bank ``expander[1] + expanded[j]`` cycles
-    after its last staged word.
+    Chunk ``j`` computes from ``S[j]`` (the first words of its A and B loads in, a convolution's A
+    and its C in, the previous chunk done, its C bank stored from two C chunks back) to ``F[j]``:
+    ``busy[j]`` cycles later, or ``tails[o, j]`` after operand ``o``'s last word lands if that is
+    later (it computes on a partly loaded chunk). The read engine takes the chunks' loads in order
+    (A and B as ``order`` says, a split operand's first tile row ``head[j]`` of its load); a load
+    starts once the engine has issued the previous one and its bank is free (the last chunk using
+    what the bank holds is done), and partial sums once every write is answered; its data arrives
+    ``spans`` after it starts, or later when the bus is still busy. A chunk's store starts when it
+    is done and ends ``store_span`` later, or later behind the reads already requested (at most
+    ``read_window`` cycles of them); the reads behind it move back by its bus time. A convolution's
+    A load (``expanded[j]`` words) waits for the expander to finish the one before, sets it up
+    (``expander[0]`` cycles), stages, and fills its bank ``expander[1] + expanded[j]`` cycles after
+    its last staged word.
     """
     jobs = busy.shape[0]
     bank_of = np.empty((3, jobs), np.int64)  # the bank each load goes to

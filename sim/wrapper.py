@@ -76,9 +76,9 @@ _BENCH_MONITOR = """  // bench monitor: cycles from a descriptor's acceptance to
 
 # The events of contract/trace.py, logged from the engines' handshakes with the bench monitor's
 # cycle: a load's code is its kind (the read command's low bits) and bank, a store's its C bank.
-# A load in parts (the command's top bit, ``more``: rtl.dma.load_layout) starts with its first.
+# A load in parts (the command's ``more`` bit: rtl.dma.load_layout) starts with its first.
 def _trace_logger(config: ArrayConfig) -> str:
-    more = load_layout(config).size - 1
+    more = load_layout(config)["more"].offset
     return f"""  // trace logger (contract/trace.py): the engines' events while trace_on is set
   reg trace_on = 1'b0;
   integer trace_fd = 0;

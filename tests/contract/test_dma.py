@@ -223,6 +223,22 @@ def test_transfers_move_each_chunk_footprint():
                         region.stride)  # a segment stays inside its tile row  # fmt: skip
 
 
+def test_a_load_splits_only_when_its_first_tile_row_is_the_smaller():
+    """WS 4x4, chunks of K = 8 and N = 8: B's first tile row (its first column of tiles) is 8
+    words, A is 2 words a row of M (two K tiles). At M = 4 (8 against 8) the two load whole, A
+    first; at M = 5 (8 against 10) B's first 8 words, then A, then B's other 8."""
+    config = ArrayConfig("ws", 4, 4)
+    for m, want in (
+        (4, [("a", 8, True, True), ("b", 16, True, True)]),
+        (5, [("b", 8, True, False), ("a", 10, True, True), ("b", 8, False, True)]),
+    ):
+        d = _descriptor(config, m, 8, 8, (m, 8, 8))
+        assert check_descriptor(config, d)[0] is Refusal.NONE
+        (job,) = jobs(config, d)
+        loads, _ = transfers(config, d, job)
+        assert [(t.kind, t.words, t.opens, t.closes) for t in loads] == want, m
+
+
 def _bytes_moved(config, d, loads: bool) -> set[int]:
     """Every DRAM byte the jobs of ``d`` load (or store), from their transfers' segments."""
     cont = containers(config)
