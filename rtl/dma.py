@@ -79,47 +79,56 @@ def by_kind(m: Module, kind, kinds: dict):
 
 class _Runs:
     """Walks a transfer's runs and splits them into bursts: the current burst's address and
-    beats, given the kind's beat and container sizes (constants selected by ``kind``)."""
+    beats, given the kind's beat and container sizes (constants selected by ``kind``).
+
+    A burst takes the bytes to the next ``max_burst``-beat boundary or the run's bytes left,
+    whichever is fewer: arithmetic on the boundary's few low address bits and the run's length,
+    so no address-wide adder or comparator stands between a command and its requests (issue
+    36); the addresses' sums go to registers."""
 
     def __init__(self, m: Module, config: ArrayConfig, kinds: dict, kind, name: str):
         bus = config.bus_width // 8
         self.name, self.kinds = name, kinds
+        widest = max(c for c, _ in kinds.values())
+        run_bits = _COUNT.width + int(math.log2(widest))  # a run's bytes: lines x container
         self.addr = Signal(_ADDR, name=f"{name}_addr")  # next byte to request
-        self.end = Signal(unsigned(ADDR_BITS + 1), name=f"{name}_end")
         self.row = Signal(_ADDR, name=f"{name}_row")  # start of the current run
         self.tile = Signal(_COUNT, name=f"{name}_tile")
+        self.left = Signal(unsigned(run_bits), name=f"{name}_left")  # the run's bytes to request
+        self.run = Signal(unsigned(run_bits), name=f"{name}_run")  # bytes of every run
         self.beat_log = Signal(range(8), name=f"{name}_size")  # log2 of the beat's bytes
-        self.cont = Signal(unsigned(16), name=f"{name}_cont")  # container bytes
-        span = Signal(unsigned(16), name=f"{name}_span")
-        for cont, beat in by_kind(m, kind, kinds):
-            m.d.comb += [self.cont.eq(cont), self.beat_log.eq(int(math.log2(beat))),
-                         span.eq(config.max_burst * beat)]  # fmt: skip
-        boundary = Signal(unsigned(ADDR_BITS + 1), name=f"{name}_boundary")
-        m.d.comb += boundary.eq((self.addr | (span - 1)) + 1)
-        self.stop = Signal(unsigned(ADDR_BITS + 1), name=f"{name}_stop")
-        m.d.comb += self.stop.eq(Mux(boundary < self.end, boundary, self.end))
-        self.beats = Signal(unsigned(ADDR_BITS + 1), name=f"{name}_beats")
-        m.d.comb += self.beats.eq((self.stop - self.addr) >> self.beat_log)
+        span_bits = int(math.log2(config.max_burst * max(b for _, b in kinds.values())))
+        room = Signal(unsigned(span_bits + 1), name=f"{name}_room")  # bytes to the boundary
+        for _, beat in by_kind(m, kind, kinds):
+            span = config.max_burst * beat
+            low = self.addr[: int(math.log2(span))] if span > 1 else Const(0, 1)
+            m.d.comb += [self.beat_log.eq(int(math.log2(beat))), room.eq(span - low)]
+        self.last = Signal(name=f"{name}_last_of_run")  # this burst ends the run
+        m.d.comb += self.last.eq(self.left <= room)
+        self.take = Signal(unsigned(span_bits + 1), name=f"{name}_take")  # the burst's bytes
+        m.d.comb += self.take.eq(Mux(self.last, self.left, room))
+        self.beats = Signal(unsigned(max(9, span_bits + 1)), name=f"{name}_beats")  # <= 256
+        m.d.comb += self.beats.eq(self.take >> self.beat_log)
         self.lane = Signal(8, name=f"{name}_lane")  # 8 bits, as the burst records hold it
         m.d.comb += self.lane.eq(self.addr[: max(1, int(math.log2(bus)))] if bus > 1 else 0)
 
     def start(self, m: Module, cmd, kind) -> list:
         """Statements that begin ``cmd`` (of ``kind``, the incoming command's, not the one the
-        walk holds)."""
-        cont = Signal(unsigned(16), name=f"{self.name}_next_cont")
-        for c, _ in by_kind(m, kind, self.kinds):
-            m.d.comb += cont.eq(c)
-        return [self.addr.eq(cmd.addr), self.row.eq(cmd.addr),
-                self.end.eq(cmd.addr + cmd.lines * cont), self.tile.eq(0)]  # fmt: skip
+        walk holds): a run's bytes are its lines shifted by the container's log."""
+        run = Signal.like(self.run, name=f"{self.name}_next_run")
+        for cont, _ in by_kind(m, kind, self.kinds):
+            m.d.comb += run.eq(cmd.lines << int(math.log2(cont)))
+        return [self.addr.eq(cmd.addr), self.row.eq(cmd.addr), self.tile.eq(0),
+                self.left.eq(run), self.run.eq(run)]  # fmt: skip
 
     def step(self, m: Module, cmd, last_run) -> None:
         """After the current burst: the rest of the run, or the next run."""
-        with m.If(self.stop == self.end):
+        with m.If(self.last):
             nxt = self.row + cmd.stride
             m.d.sync += [self.row.eq(nxt), self.addr.eq(nxt), self.tile.eq(self.tile + 1),
-                         self.end.eq(nxt + cmd.lines * self.cont)]  # fmt: skip
+                         self.left.eq(self.run)]  # fmt: skip
         with m.Else():
-            m.d.sync += self.addr.eq(self.stop)
+            m.d.sync += [self.addr.eq(self.addr + self.take), self.left.eq(self.left - self.take)]
 
 
 def _load_kinds(config: ArrayConfig) -> dict[int, tuple[int, int]]:
@@ -175,7 +184,7 @@ class ReadEngine(wiring.Component):
         inflight = fifo.SyncFIFO(width=2 + 1 + 9 + 8 + 1 + len(stage), depth=cfg.max_reads)
         m.submodules.inflight = inflight
         ar = self.mem.ar
-        last_burst = (runs.stop == runs.end) & (runs.tile + 1 == cmd.tiles)
+        last_burst = runs.last & (runs.tile + 1 == cmd.tiles)
         m.d.comb += [
             ar.valid.eq(active & inflight.w_rdy),
             ar.payload.addr.eq(runs.addr),
@@ -285,7 +294,6 @@ class _Producer(NamedTuple):
 
     words: object
     count: Signal
-    total: Signal
     line: Signal
     tile: Signal
     in_flight: Signal
@@ -374,7 +382,6 @@ class WriteEngine(wiring.Component):
                 prod.count.eq(0),
                 prod.line.eq(0),
                 prod.tile.eq(0),
-                prod.total.eq(p.tiles * p.lines),
                 req.pushed.eq(0),
                 req.announced.eq(0),
             ]
@@ -390,7 +397,6 @@ class WriteEngine(wiring.Component):
         words = fifo.SyncFIFO(width=8 * widest, depth=depth)
         m.submodules.words = words
         count = Signal(unsigned(2 * DIM_BITS + 2), name="wr_count")  # words read so far
-        total = Signal(unsigned(2 * DIM_BITS + 2), name="wr_total")
         line = Signal(_COUNT, name="wr_line")
         tile = Signal(_COUNT, name="wr_tile")
         in_flight = Signal(name="wr_in_flight")  # a word read last cycle, arriving now
@@ -404,11 +410,12 @@ class WriteEngine(wiring.Component):
         m.d.sync += in_flight.eq(read)
         with m.If(read):
             m.d.sync += count.eq(count + 1)
-            with m.If(line + 1 == cmd.lines):
+            end_of_run = line + 1 == cmd.lines
+            with m.If(end_of_run):
                 m.d.sync += [line.eq(0), tile.eq(tile + 1)]
             with m.Else():
                 m.d.sync += line.eq(line + 1)
-            with m.If(count + 1 == total):
+            with m.If(end_of_run & (tile + 1 == cmd.tiles)):  # the store's last word
                 m.d.sync += producing.eq(0)
         raw = self.drain_data
         packed = Signal(8 * widest, name="wr_packed")
@@ -424,7 +431,7 @@ class WriteEngine(wiring.Component):
             for k, (cont, bt) in self._kinds.items():
                 with m.Case(k):
                     m.d.comb += [per_word.eq(cont // bt), beat_log.eq(int(math.log2(bt)))]
-        return _Producer(words, count, total, line, tile, in_flight, per_word)
+        return _Producer(words, count, line, tile, in_flight, per_word)
 
     def _requantized(self, m: Module, raw, line, tile, read, start):
         """The word being read, requantized with its channels' parameters (read alongside it
@@ -474,7 +481,7 @@ class WriteEngine(wiring.Component):
         outstanding = Signal(range(cfg.max_writes + 1), name="wr_outstanding")
         recorded = Signal(name="wr_recorded")  # the pending AW's burst is in bursts_rec
         aw = self.mem.aw
-        last_burst = (runs.stop == runs.end) & (runs.tile + 1 == cmd.tiles)
+        last_burst = runs.last & (runs.tile + 1 == cmd.tiles)
         m.d.comb += [
             aw.valid.eq(
                 requesting
