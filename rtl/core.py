@@ -121,6 +121,13 @@ def command_counters(m: Module, ctrl, reads, streamed, preloaded, updates, start
         "c_reads": updates.valid & updates.payload.accumulate,
         "c_writes": updates.valid,
     }
+    # reads count a cycle late, from registers: the controller's read enables would otherwise
+    # sit in front of the counters' adders; a command's last read comes cycles before it
+    # finishes (the mesh's latency and the update between), so its counts are whole by then
+    for name in ("a_reads", "b_reads"):
+        late = Signal(name=f"{name}_inc")
+        m.d.sync += late.eq(increments[name])
+        increments[name] = late
     with m.If(start):
         m.d.sync += [getattr(cnt, name).eq(0) for name in COUNTERS]
         m.d.sync += [seen_stream.eq(0), gaps.eq(0)]

@@ -994,7 +994,12 @@ class Device(wiring.Component):
         run.split = (first < other) & not_conv
         run.conv = conv
         run.ends = {k: ends[k][2] for k in "cp"}
-        run.depends = self._depends(run, d, ends)
+        # registered with the refusal: the address sums and comparisons behind it would
+        # otherwise sit in front of the read walker's restart
+        depends = Signal(name="check_depends")
+        with m.If(checking & (step == bits + 1)):
+            m.d.sync += depends.eq(self._depends(run, d, ends))
+        run.depends = depends
 
     @staticmethod
     def _depends(run: _Run, d, ends: dict):
