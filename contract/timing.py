@@ -19,6 +19,7 @@ __all__ = [
     "DESCRIPTOR_LATENCY",
     "DESCRIPTOR_SLOTS",
     "DONE_DELAY",
+    "EDGE_REGISTERS",
     "EXPAND_LATENCY",
     "expansion_cycles",
     "READ_LATENCY",
@@ -32,8 +33,13 @@ __all__ = [
 ]
 
 #: A buffer read issued in cycle ``t`` reaches the mesh in cycle ``t + READ_LATENCY``: the
-#: SRAM's read port registers its word, and the controllers register the matching ``valid``.
-READ_LATENCY = 1
+#: SRAM's read port registers its word, and the controllers register the matching ``valid``
+#: (one cycle); then a register at the mesh's edge takes the word and its flags (one more), so
+#: that the SRAM's access time does not add to the first PE's multiply-add (issue 36).
+READ_LATENCY = 2
+#: Of :data:`READ_LATENCY`, the cycles of the edge registers between the controller and the
+#: mesh (rtl.core.compute_core).
+EDGE_REGISTERS = 1
 
 #: The descriptor check's products (a matrix's tile rows times its stride, a chunk's tile rows
 #: times its lines) take their tile-row operand one bit a cycle, this many bits: dimensions have

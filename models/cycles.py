@@ -5,7 +5,7 @@ length, release wait, drain spacing, the controllers' read latency and done dela
 generator implements, and the host's chunk plan (:func:`contract.plan.steps`, summed in closed
 form), and predicts what the RTL counts. Cycles are counted from the first busy cycle (the one
 after the command is accepted); an operand read issued in cycle ``t`` reaches the mesh in
-``t + READ_LATENCY`` (one cycle).
+``t + READ_LATENCY`` (two cycles: the SRAM's, then the mesh's edge register).
 
 WS and IS (one controller on ``Y[P,R] = X[P,Q] @ S[Q,R]``, see rtl.controller): ``T = QT * RT``
 tiles, each preloaded in ``rows`` cycles and streamed in ``P``. With ``PS_i``/``SS_i`` the issue

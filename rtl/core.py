@@ -3,17 +3,19 @@ the buffers' read ports, and the per-command performance counters."""
 
 from __future__ import annotations
 
-from amaranth import Module, Signal, signed, unsigned
+from amaranth import Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data, wiring
 from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.contract.interface import COUNTER_BITS, COUNTERS
 from systolic.contract.layouts import layouts
+from systolic.contract.timing import EDGE_REGISTERS
 
 from .array import OutputStationaryArray, StationaryArray, operand_shape
 from .controller import OutputStationaryController, StationaryController
 
 __all__ = [
     "command_counters",
+    "count_up",
     "compute_core",
     "counters_layout",
     "offset",
@@ -62,7 +64,7 @@ def compute_core(m: Module, cfg: ArrayConfig, a_data, b_data, cmd, depths: dict)
         ]  # fmt: skip
         reads = {"a": ctrl.a_read, "b": ctrl.b_read}
         m.d.comb += [ctrl.a_data.eq(a_data), ctrl.b_data.eq(b_data)]
-        wiring.connect(m, ctrl.operands, array.operands)
+        _edge(m, ctrl.operands, array.operands)
         streamed = array.operands.valid
         preloaded = 0
     else:
@@ -85,12 +87,24 @@ def compute_core(m: Module, cfg: ArrayConfig, a_data, b_data, cmd, depths: dict)
             ctrl.s_data.eq(s_data),
         ]
         reads = {"a": ctrl.x_read, "b": ctrl.s_read} if ws else {"a": ctrl.s_read, "b": ctrl.x_read}
-        wiring.connect(m, ctrl.preload, array.preload)
-        wiring.connect(m, ctrl.stream, array.stream)
+        _edge(m, ctrl.preload, array.preload)
+        _edge(m, ctrl.stream, array.stream)
         streamed = array.stream.valid
         preloaded = array.preload.valid
     wiring.connect(m, array.result, ctrl.result)
     return ctrl, array, reads, streamed, preloaded
+
+
+def _edge(m: Module, source, sink) -> None:
+    """``source``'s flow into ``sink`` through :data:`contract.timing.EDGE_REGISTERS` registers
+    (valid and payload together): the buffers' words reach the mesh from a register, not
+    through the SRAM's access time."""
+    valid, payload = source.valid, source.payload
+    for _ in range(EDGE_REGISTERS):
+        v, p = Signal.like(valid), Signal.like(payload)
+        m.d.sync += [v.eq(valid), p.eq(payload)]
+        valid, payload = v, p
+    m.d.comb += [sink.valid.eq(valid), sink.payload.eq(payload)]
 
 
 def read_gates(cfg: ArrayConfig, ctrl) -> dict:
@@ -99,6 +113,13 @@ def read_gates(cfg: ArrayConfig, ctrl) -> dict:
     names = {Dataflow.OS: "ab", Dataflow.WS: "xs", Dataflow.IS: "sx"}[cfg.dataflow]
     return {k: (getattr(ctrl, f"{v}_open"), getattr(ctrl, f"{v}_landed"))
             for k, v in zip("ab", names, strict=True)}  # fmt: skip
+
+
+def count_up(counter, event) -> Value:
+    """``counter`` plus one where the one-bit ``event`` happens: the sum is taken from the
+    register alone and the event only selects it, so a late event (a controller's read enable,
+    an update's flag) has a multiplexer, not the carry chain, in front of the register."""
+    return Mux(event, counter + 1, counter)
 
 
 def command_counters(m: Module, ctrl, reads, streamed, preloaded, updates, start):
@@ -121,19 +142,12 @@ def command_counters(m: Module, ctrl, reads, streamed, preloaded, updates, start
         "c_reads": updates.valid & updates.payload.accumulate,
         "c_writes": updates.valid,
     }
-    # reads count a cycle late, from registers: the controller's read enables would otherwise
-    # sit in front of the counters' adders; a command's last read comes cycles before it
-    # finishes (the mesh's latency and the update between), so its counts are whole by then
-    for name in ("a_reads", "b_reads"):
-        late = Signal(name=f"{name}_inc")
-        m.d.sync += late.eq(increments[name])
-        increments[name] = late
     with m.If(start):
         m.d.sync += [getattr(cnt, name).eq(0) for name in COUNTERS]
         m.d.sync += [seen_stream.eq(0), gaps.eq(0)]
     with m.Else():
         for name, inc in increments.items():
-            m.d.sync += getattr(cnt, name).eq(getattr(cnt, name) + inc)
+            m.d.sync += getattr(cnt, name).eq(count_up(getattr(cnt, name), inc))
         with m.If(streamed):
             m.d.sync += [seen_stream.eq(1), cnt.drain_cycles.eq(0)]
         with m.Elif(ctrl.busy & seen_stream):

@@ -36,7 +36,7 @@ from .arith import divide, equals, remainder
 from .banks import BankedAccumulator, BankedInput
 from .buffers import InputBuffer
 from .control import ControlRegisters, descriptor_layout, device_counters_layout
-from .core import command_counters, compute_core, offset, read_gates, word_layouts
+from .core import command_counters, compute_core, count_up, offset, read_gates, word_layouts
 from .dma import ReadEngine, WriteEngine
 from .expander import Expander
 from .fp import arithmetic
@@ -754,7 +754,8 @@ class Device(wiring.Component):
             m.d.sync += [getattr(cnt, name).eq(0) for name in DEVICE_COUNTERS]
         with m.Else():
             for name, inc in incs.items():
-                m.d.sync += getattr(cnt, name).eq(getattr(cnt, name) + inc)
+                now = getattr(cnt, name)
+                m.d.sync += now.eq(count_up(now, inc) if len(Value.cast(inc)) == 1 else now + inc)
             per_command = cp_side.per_command
             with m.If(cp_side.finished):
                 m.d.sync += cnt.jobs.eq(cnt.jobs + 1)
@@ -994,17 +995,14 @@ class Device(wiring.Component):
         run.split = (first < other) & not_conv
         run.conv = conv
         run.ends = {k: ends[k][2] for k in "cp"}
-        # registered with the refusal: the address sums and comparisons behind it would
-        # otherwise sit in front of the read walker's restart
-        depends = Signal(name="check_depends")
-        with m.If(checking & (step == bits + 1)):
-            m.d.sync += depends.eq(self._depends(run, d, ends))
-        run.depends = depends
+        run.depends = self._depends(m, run, d, ends, checking & (step == bits + 1))
 
     @staticmethod
-    def _depends(run: _Run, d, ends: dict):
+    def _depends(m: Module, run: _Run, d, ends: dict, when) -> Signal:
         """Whether the checked descriptor ``d`` reads a byte (its regions ``ends``: ``(used,
-        first byte, past the last)``) that the one before it, in the other slot, writes."""
+        first byte, past the last)``) that the one before it, in the other slot, writes: taken
+        into a register ``when`` the refusal is (the address sums and comparisons would
+        otherwise sit in front of the read walker's restart)."""
         other = ~run.ptr["chk"]
         reads = [ends["a"], ends["b"], (d.accumulate, *ends["c"][1:]), ends["p"]]
         if "q" in ends:
@@ -1014,8 +1012,9 @@ class Device(wiring.Component):
                   (run.slot_field(other, lambda s: s.spills),
                    run.slot_field(other, lambda s: s.desc.p_addr),
                    run.slot_field(other, lambda s: s.end["p"]))]  # fmt: skip
-        return Cat(
-            r_on & w_on & (r_lo < w_hi) & (w_lo < r_hi)
-            for r_on, r_lo, r_hi in reads
-            for w_on, w_lo, w_hi in writes
-        ).any()
+        depends = Signal(name="check_depends")
+        with m.If(when):
+            m.d.sync += depends.eq(Cat(r_on & w_on & (r_lo < w_hi) & (w_lo < r_hi)
+                                       for r_on, r_lo, r_hi in reads
+                                       for w_on, w_lo, w_hi in writes).any())  # fmt: skip
+        return depends

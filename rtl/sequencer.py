@@ -91,12 +91,14 @@ class ChunkWalker(wiring.Component):
         m = Module()
         nest = self.nest
         origin = {d: getattr(self, f"{d}0") for d in DIMS}
-        # rank 0 is the innermost loop: each order's letters, outermost first
+        # rank 0 is the innermost loop: each order's letters, outermost first; registered at a
+        # restart from ``next_nest`` (``nest`` shows it from the next cycle on), so that the
+        # device's slot multiplexers do not stand in front of the walker's outputs
         rank = {d: Signal(2, name=f"rank_{d}") for d in DIMS}
-        with m.Switch(nest.order):
+        with m.If(self.restart), m.Switch(self.next_nest.order):
             for code, order in enumerate(LOOP_ORDERS):  # codes past them: refused, any will do
                 with m.Case(code) if code < len(LOOP_ORDERS) - 1 else m.Default():
-                    m.d.comb += [rank[d].eq(2 - order.index(d)) for d in DIMS]
+                    m.d.sync += [rank[d].eq(2 - order.index(d)) for d in DIMS]
         # Each dimension's chunk end, wrap flag and length are registers, computed with the
         # origin they belong to: the walkers' outputs feed every engine's command and address
         # logic, and computing them from the origin there would put two adders and a comparator

@@ -19,7 +19,8 @@ R = N; IS: P = N, Q = K, R = M). Cycle 0 is the first busy cycle.
   it: that vector reaches PE (r, c) r + c cycles after entering, and the preload trails it
   (column c delayed c cycles, row r shifting only once the tile's first row reaches it, r
   cycles in), so it overwrites PE (r, c) no earlier than the vector has passed.
-- A buffer read issued in cycle t reaches the mesh in t + 1. A vector's result leaves the mesh
+- A buffer read issued in cycle t reaches the mesh in t + 2: the SRAM registers its word, and
+  a register at the mesh's edge takes it with its flags. A vector's result leaves the mesh
   ``rows + cols - 1`` cycles after it enters (``rows`` skew-and-PE stages down a column, then
   ``cols - 1`` de-skew stages). ``busy`` stays one cycle after the cycle the last result reaches
   the C buffer, so the cycle count is that cycle + 2.
@@ -29,7 +30,7 @@ OS (``C[M,N]``; tiles of rows x cols outputs, ``ceil(M / rows) * ceil(N / cols)`
 - Each tile streams its K steps back to back; the next tile may follow at once, except that the
   ``last`` steps of consecutive tiles must be ``rows`` cycles apart (each column drains one
   finished row a cycle over one output path), so ``max(rows - K, 0)`` idle cycles follow each.
-- The last step reaches PE row 0 one cycle after its read; row r of the tile leaves
+- The last step reaches PE row 0 two cycles after its read (as above); row r of the tile leaves
   ``cols + r`` cycles later (r + c skew and PE stages, the accumulator read, ``cols - 1 - c``
   de-skew), the last row ``cols + rows - 1`` later; busy holds one more cycle.
 """
@@ -57,7 +58,7 @@ def stationary_cycles(rows: int, cols: int, p: int, q: int, r: int) -> int:
     release = 1  # issue cycles from a bank's last read to its next load
     tiles = math.ceil(q / rows) * math.ceil(r / cols)
     last_read = stream_starts(rows, p, tiles, release)[-1] + p - 1
-    last_result = last_read + 1 + (rows + cols - 1)
+    last_result = last_read + 2 + (rows + cols - 1)
     return last_result + 2
 
 
@@ -66,7 +67,7 @@ def os_cycles(rows: int, cols: int, m: int, k: int, n: int) -> int:
     tiles = math.ceil(m / rows) * math.ceil(n / cols)
     gap = max(rows - k, 0)
     last_read = (tiles - 1) * (k + gap) + k - 1
-    last_row_out = last_read + 1 + cols + rows - 1
+    last_row_out = last_read + 2 + cols + rows - 1
     return last_row_out + 2
 
 
@@ -117,10 +118,10 @@ def test_paper_formulas_on_hand_worked_cases():
     """Spot values worked by hand. WS 2x2, M = 1, K = 6, N = 2: three tiles; release W = 2;
     tile 0 preloads 0-1, streams 2; tile 1 preloads 2-3 (bank 1), streams 4; tile 2 reuses
     bank 0, free from 2 + 1 = 3 and the port from 4: preloads 4-5, streams 6; its result
-    reaches C in 6 + 1 + 3 = 10, so 12 busy cycles. OS 4x4, M = 30, K = 20, N = 17: 40 tiles,
-    last read 39 * 20 + 19 = 799, last row out 799 + 1 + 7 = 807, 809 cycles."""
-    assert stationary_cycles(2, 2, 1, 6, 2) == 12
-    assert os_cycles(4, 4, 30, 20, 17) == 809
+    reaches C in 6 + 2 + 3 = 11, so 13 busy cycles. OS 4x4, M = 30, K = 20, N = 17: 40 tiles,
+    last read 39 * 20 + 19 = 799, last row out 799 + 2 + 7 = 808, 810 cycles."""
+    assert stationary_cycles(2, 2, 1, 6, 2) == 13
+    assert os_cycles(4, 4, 30, 20, 17) == 810
 
 
 @pytest.mark.parametrize(

@@ -217,11 +217,11 @@ def test_an_sla_below_the_unloaded_latency_names_its_key(tmp_path):
 
 @pytest.mark.long
 def test_synthesis_caps_the_clocks_at_each_configurations_fmax(tmp_path):
-    """The 2x2 device synthesizes to about 100 MHz at 0.18 um, about 650 MHz scaled to 45 nm:
-    of 1000, 500 and 250 MHz, the study keeps the last two."""
+    """The 2x2 device synthesizes to about 220 MHz at 0.18 um, about 1.4 GHz scaled to 45 nm:
+    of 2000, 1000 and 500 MHz, the study keeps the last two."""
     text = (
         SPEC.replace("array: [8x8]", "array: [2x2]")
-        .replace("clocks: [1000, 500]", "clocks: [1000, 500, 250]\nsynth: true")
+        .replace("clocks: [1000, 500]", "clocks: [2000, 1000, 500]\nsynth: true")
         .replace("replicas: [1, 2]\n", "")
         .replace("[30, 300]", "[5000, 20000]")
         .replace("[1000]", "[60000]")
@@ -230,7 +230,7 @@ def test_synthesis_caps_the_clocks_at_each_configurations_fmax(tmp_path):
     records = run_study(load_serving_spec(write_spec(tmp_path, text)))
     fmax = synthesize(ArrayConfig("ws", 2, 2, a_depth=1024, b_depth=1024, c_depth=1024)).fmax_mhz
     cap = fmax / factor("delay", 180, 45)
-    assert {r["clock_mhz"] for r in records} == {f for f in (1000.0, 500.0, 250.0) if f <= cap}
-    assert 250.0 <= cap < 1000.0
+    assert {r["clock_mhz"] for r in records} == {f for f in (2000.0, 1000.0, 500.0) if f <= cap}
+    assert 500.0 <= cap < 2000.0
     for r in (r for r in records if not r["generation"]):
         assert r["queue_max"] >= 1 and r["queue_mean"] >= 0
