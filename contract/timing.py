@@ -23,6 +23,7 @@ __all__ = [
     "EXPAND_LATENCY",
     "expansion_cycles",
     "READ_LATENCY",
+    "UPDATE_LATENCY",
     "MeshTiming",
     "bank_release",
     "drain_cycles",
@@ -84,9 +85,16 @@ def expansion_cycles(transposed: bool, tile: int, pixels: int, words: int) -> in
     return EXPAND_LATENCY + words - 1 + (min(tile, pixels) if transposed else 0)
 
 
+#: A result reaching the C buffer in cycle ``t`` is written in cycle ``t + UPDATE_LATENCY``: the
+#: word it adds to is read in ``t``, registered in ``t + 1`` and the sum written in ``t + 2``,
+#: so that the SRAM's access time and the accumulate adders take separate cycles (issue 36); a
+#: result one cycle behind another of the same word takes that one's sum (rtl.banks).
+UPDATE_LATENCY = 2
+
 #: ``busy`` stays high this many cycles after the cycle in which the last result reached the C
-#: buffer (the controller's ``finishing`` register), so the counters see the final update.
-DONE_DELAY = 1
+#: buffer (the controller's ``finishing`` registers): until that result is written, so the
+#: counters see the final update and the C bank is whole when the array lets it go.
+DONE_DELAY = UPDATE_LATENCY
 
 
 def latency(config: ArrayConfig) -> int:

@@ -31,7 +31,7 @@ from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.contract.dma import Descriptor
 from systolic.contract.layouts import footprint
 from systolic.contract.plan import chunk_sizes, steps
-from systolic.contract.timing import release_wait
+from systolic.contract.timing import UPDATE_LATENCY, release_wait
 from systolic.golden.bf16 import fp32_running_sums, product
 from systolic.golden.data import DataKind, random_operands
 
@@ -180,7 +180,8 @@ def _stationary(config, x, s, counts, state, separate):
     results += np.bitwise_count(prev[rows - 1]).astype(np.int64)
     counts.add("accumulator", "psum", psum.sum())
     counts.add("edge", "output", (np.arange(cols)[::-1] * results).sum())
-    counts.add("buffer", "psum", results.sum())
+    # each result passes the C buffer's update registers, one a cycle of its read-modify-write
+    counts.add("buffer", "psum", UPDATE_LATENCY * results.sum())
 
 
 def _output_stationary(config, a, b, counts, state, separate):
@@ -239,7 +240,7 @@ def _output_stationary(config, a, b, counts, state, separate):
     drained += np.bitwise_count(out_prev).astype(np.int64)
     counts.add("accumulator", "output", flips.sum())
     counts.add("edge", "output", (np.arange(cols)[::-1] * drained).sum())
-    counts.add("buffer", "psum", drained.sum())
+    counts.add("buffer", "psum", UPDATE_LATENCY * drained.sum())  # as in _stationary
 
 
 def _flags(dataflow: Dataflow, n_tiles: int, separate: bool, k: int) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from amaranth import Module, Mux, Signal
 from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
+from systolic.contract.timing import UPDATE_LATENCY
 
 from .array import Flow
 from .buffers import _Buffer, address_shape
@@ -69,8 +70,8 @@ class BankedAccumulator(_Buffer):
     -----
     update : Flow {bank, addr, data, accumulate}
         From the controller: ``C[addr] <= data`` or ``C[addr] + data`` in bank ``bank``, a
-        read-modify-write over two cycles (the read is transparent to the write, so
-        back-to-back updates of one address add up).
+        read-modify-write written :data:`contract.timing.UPDATE_LATENCY` cycles later; updates
+        of one address in consecutive cycles add up.
     fill : Flow {bank, addr, data}
         DMA writes (C or partial sums loaded from DRAM); never to the bank being updated.
     drain_bank, drain_addr, drain_en : in
@@ -92,11 +93,19 @@ class BankedAccumulator(_Buffer):
         })  # fmt: skip
 
     def elaborate(self, platform):
+        if UPDATE_LATENCY != 2:
+            raise ValueError(f"BankedAccumulator writes an update 2 cycles after it arrives, "
+                             f"not contract.timing.UPDATE_LATENCY = {UPDATE_LATENCY}")  # fmt: skip
         m = Module()
         upd = self.update
+        # the update's old word is read in its cycle, registered in the next (``reading``), and
+        # the sum written in the one after (``pending``)
+        reading = Signal(upd.payload.shape(), name="rmw_reading")
+        reading_valid = Signal(name="rmw_reading_valid")
         pending = Signal(upd.payload.shape(), name="rmw_pending")
         pending_valid = Signal(name="rmw_pending_valid")
-        m.d.sync += [pending.eq(upd.payload), pending_valid.eq(upd.valid)]
+        m.d.sync += [reading.eq(upd.payload), reading_valid.eq(upd.valid), pending.eq(reading),
+                     pending_valid.eq(reading_valid)]  # fmt: skip
         drained_bank = Signal(name="drained_bank")
         with m.If(self.drain_en):
             m.d.sync += drained_bank.eq(self.drain_bank)
@@ -117,10 +126,13 @@ class BankedAccumulator(_Buffer):
             olds.append(old)
             drains.append(drain)
             writes.append((mem, mine))
-        # one set of adders, on the bank the pending update names
+        # one set of adders, on the bank the pending update names, from a register: an update
+        # one cycle behind another of the same word read it before that one's sum is written
+        # (two behind, the transparent read gives the sum), so it takes the sum
         old_word = Signal(self._word, name="rmw_old")
         new_word = Signal(self._word, name="rmw_new")
-        m.d.comb += old_word.eq(Mux(pending.bank, olds[1], olds[0]))
+        same = pending_valid & (pending.bank == reading.bank) & (pending.addr == reading.addr)
+        m.d.sync += old_word.eq(Mux(same, new_word, Mux(reading.bank, olds[1], olds[0])))
         for i in range(self._word.length):
             total = self._arith.add(m, old_word[i], pending.data[i], f"sum{i}")
             m.d.comb += new_word[i].eq(Mux(pending.accumulate, total, pending.data[i]))

@@ -3,7 +3,7 @@
 Both controllers read their operands from the buffers with one cycle of latency
 (:data:`contract.timing.READ_LATENCY`: ``valid`` is registered beside the SRAM's read), feed the
 mesh, send each result vector to the accumulator buffer with its address, and hold ``busy`` one
-cycle past the last update (:data:`contract.timing.DONE_DELAY`, the ``finishing`` register).
+past the last update's write (:data:`contract.timing.DONE_DELAY`, the ``finishing`` registers).
 Loop bounds are compared against the command's dimensions as the loops run, so a ragged last
 tile (a dimension that is not a multiple of the array) costs no division hardware.
 
@@ -280,12 +280,15 @@ class StationaryController(_Controller):
 
 
 def _run_control(m: Module, ctrl: _Controller, last_result) -> None:
-    """``busy`` from ``start`` until the cycle after the last update; ``done`` for that cycle."""
-    finishing = Signal(name="finishing")
-    m.d.sync += [finishing.eq(last_result), ctrl.done.eq(0)]
+    """``busy`` from ``start`` until :data:`contract.timing.DONE_DELAY` cycles after the last
+    update (its write); ``done`` for the cycle after."""
+    finishing = [Signal(name=f"finishing_{i}") for i in range(timing.DONE_DELAY)]
+    m.d.sync += [s.eq(before) for s, before in zip(finishing, [last_result, *finishing[:-1]],
+                                                    strict=True)]  # fmt: skip
+    m.d.sync += ctrl.done.eq(0)
     with m.If(ctrl.start):
-        m.d.sync += [ctrl.busy.eq(1), ctrl.range_error.eq(0), finishing.eq(0)]
-    with m.Elif(finishing):
+        m.d.sync += [ctrl.busy.eq(1), ctrl.range_error.eq(0), *[s.eq(0) for s in finishing]]
+    with m.Elif(finishing[-1]):
         m.d.sync += [ctrl.busy.eq(0), ctrl.done.eq(1)]
 
 

@@ -469,11 +469,16 @@ class Device(wiring.Component):
                     _set_state(m, banks.landed["a"], w.bank_a, 0)
         with m.Elif(w.valid & any_need):
             m.d.comb += [cmd.valid.eq(free), cmd.payload.bank.eq(bank)]
-            self._load_command(m, cmd.payload, d, kind, lens, addr, c_from_p, (y, head, y_rest))
+            # the split operand's rest starts a tile row on: taken as its first part goes, so
+            # that no second adder stands in front of the read engine
+            rest_addr = Signal(ADDR_BITS, name="rd_rest_addr")
+            self._load_command(m, cmd.payload, d, kind, lens, addr, c_from_p,
+                               (y, head, y_rest, rest_addr))  # fmt: skip
             y_tiles = lens["ab"[y]][0]
             with m.If(cmd.valid & cmd.ready):
                 with m.If(head):  # the whole load, if its first tile row is all of it
                     m.d.sync += done_mask.eq(done_mask | 8 | Mux(y_tiles > 1, 0, 1 << y))
+                    m.d.sync += rest_addr.eq(addr["ab"[y]] + getattr(d, f"{'ab'[y]}_stride"))
                 with m.Else():
                     m.d.sync += done_mask.eq(done_mask | (1 << kind))
                 with m.If(equals(kind, 0) & ~y_rest):  # (the rest: loading since the first)
@@ -512,8 +517,8 @@ class Device(wiring.Component):
     def _load_command(m: Module, cmd, d, kind, lens: dict, addr: dict, c_from_p, parts) -> None:
         """The read command of the job's next plain load, of ``kind`` (0 A, 1 B, 2 C or partial
         sums); ``parts``: the split operand's code, and whether its first part or its rest is
-        next (contract.dma.split_first)."""
-        y, head, y_rest = parts
+        next (contract.dma.split_first), and where the rest starts."""
+        y, head, y_rest, rest_addr = parts
         with m.Switch(kind):
             for code, k in enumerate("abc"):
                 with m.Case(code) if k != "c" else m.Default():
@@ -528,7 +533,7 @@ class Device(wiring.Component):
                         with m.If(head):
                             m.d.comb += [cmd.tiles.eq(1), cmd.more.eq(tiles > 1)]
                         with m.Elif(y_rest):
-                            m.d.comb += [cmd.addr.eq(region + stride), cmd.tiles.eq(tiles - 1)]
+                            m.d.comb += [cmd.addr.eq(rest_addr), cmd.tiles.eq(tiles - 1)]
 
     def _expander_load(self, m: Module, run: _Run, w, exp, d, conv_a, a_free) -> None:
         """A convolution's A load goes through the expander: it takes the load once the bank
@@ -738,17 +743,18 @@ class Device(wiring.Component):
                 incs[f"dram_read_beats_{k}"] = mine | theirs
                 incs[f"dram_read_bytes_{k}"] = Mux(mine, size, Mux(theirs, cfg.bus_width // 8, 0))
         w_take = self.m_axi_wvalid & self.m_axi_wready  # whichever engine has the port
-        strobes = Signal(range(cfg.bus_width // 8 + 1), name="strobe_bytes")
-        m.d.comb += strobes.eq(sum(self.m_axi_wstrb[i] for i in range(cfg.bus_width // 8)))
         incs["dram_write_beats"] = w_take
-        incs["dram_write_bytes"] = Mux(w_take, strobes, 0)
+        incs["dram_write_bytes"] = Mux(w_take, self.m_axi_wstrb, 0)  # its popcount, once late
         # DRAM traffic counts a cycle late, from registers: the engines' handshakes and the
-        # strobes' popcount would otherwise sit in front of the 48-bit adders. The last beat
-        # comes long before the descriptor's end (a write's response, a read's compute follow).
+        # strobes would otherwise sit in front of the 48-bit adders (the strobes' popcount is
+        # taken from the register). The last beat comes long before the descriptor's end (a
+        # write's response, a read's compute follow).
         for name in [n for n in incs if n.startswith("dram_")]:
             late = Signal.like(Value.cast(incs[name]), name=f"{name}_inc")
             m.d.sync += late.eq(incs[name])
             incs[name] = late
+        strobes = incs["dram_write_bytes"]
+        incs["dram_write_bytes"] = sum(strobes[i] for i in range(len(strobes)))
         alone = run.checking & ~run.state(~run.ptr["chk"]).any()
         with m.If(alone):  # every descriptor, refused ones too, starts from zero
             m.d.sync += [getattr(cnt, name).eq(0) for name in DEVICE_COUNTERS]

@@ -91,6 +91,8 @@ def _classify(config: ArrayConfig, inst: str, name: str) -> tuple[str, str] | No
     if inst.split(".")[0] in ("a_buffer", "b_buffer", "c_buffer"):  # the buffer or its SRAMs
         if name.endswith("_bank"):  # which bank a port last used: control, not data
             return "control", "control"
+        if name == "rmw_old":  # the C word an update adds to: the SRAM's read data, registered
+            return "sram", "control"
         kind = inst[0]
         return "buffer", {"a": "activation", "b": "weight", "c": "psum"}[kind]
     return "control", "control"

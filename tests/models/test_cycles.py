@@ -54,13 +54,14 @@ def test_steady_state_extension_matches_the_recurrence():
 def test_ws_single_tile_by_hand():
     # WS 2x3, M=2, K=2, N=3: one tile. Preload rows read in cycles 0-1; the stream reads in
     # 2-3, the vectors enter the mesh two cycles later (the SRAM's register, then the edge's),
-    # in 4-5, and leave it rows + cols - 1 = 4 cycles later (8, 9), when they are written to C;
-    # busy holds one more cycle: cycles 0..10.
+    # in 4-5, and leave it rows + cols - 1 = 4 cycles later (8, 9), when they reach C; each is
+    # written two cycles later (old word read, registered, sum written), the last in 11, and
+    # busy holds until then: cycles 0..11.
     c = command_counters(ArrayConfig("ws", 2, 3), 2, 2, 3)
-    assert c["cycles"] == 11
+    assert c["cycles"] == 12
     assert (c["stream_cycles"], c["preload_cycles"]) == (2, 2)
     assert c["fill_cycles"] == 4  # cycles 0-3: nothing enters the mesh before cycle 4
-    assert c["drain_cycles"] == 5  # cycles 6..10 after the last vector (cycle 5)
+    assert c["drain_cycles"] == 6  # cycles 6..11 after the last vector (cycle 5)
     assert c["stall_cycles"] == 0
     assert (c["a_reads"], c["b_reads"], c["c_reads"], c["c_writes"]) == (2, 2, 0, 2)
 
@@ -68,33 +69,36 @@ def test_ws_single_tile_by_hand():
 def test_ws_bank_reuse_wait_by_hand():
     # WS 2x2, M=1, K=6, N=2: three tiles of one vector each; the release wait is 1 (the
     # preload trails the last vector). PS = 0, 2, max(4, SS0 + 1 + 0) = 4; SS = 2, max(4, 3) = 4,
-    # max(6, 5) = 6. The last vector reads in 6, enters the mesh in 8, is written in 8 + 3 = 11,
-    # busy until 12: 13 cycles, of which 3 stream, 4 fill, 4 drain and 2 stall.
+    # max(6, 5) = 6. The last vector reads in 6, enters the mesh in 8, reaches C in 8 + 3 = 11
+    # and is written in 13, busy until then: 14 cycles, of which 3 stream, 4 fill, 5 drain and
+    # 2 stall.
     c = command_counters(ArrayConfig("ws", 2, 2), 1, 6, 2)
-    assert c["cycles"] == 13
+    assert c["cycles"] == 14
     assert (c["stream_cycles"], c["fill_cycles"], c["drain_cycles"], c["stall_cycles"]) == (
-        3, 4, 4, 2)  # fmt: skip
+        3, 4, 5, 2)  # fmt: skip
     assert c["c_reads"] == 2  # the second and third K tiles accumulate
 
 
 def test_os_single_tile_by_hand():
     # OS 3x2, M=3, K=3, N=2: steps read in 0-2 and enter the mesh in 2-4; result row r leaves
-    # cols + r = 2 + r cycles after the last step (6, 7, 8); busy until 9: 10 cycles.
+    # cols + r = 2 + r cycles after the last step (6, 7, 8), the last written in 10; busy until
+    # then: 11 cycles.
     c = command_counters(ArrayConfig("os", 3, 2), 3, 3, 2)
-    assert c["cycles"] == 10
+    assert c["cycles"] == 11
     assert (c["stream_cycles"], c["fill_cycles"], c["drain_cycles"], c["stall_cycles"]) == (
-        3, 2, 5, 0)  # fmt: skip
+        3, 2, 6, 0)  # fmt: skip
     assert (c["a_reads"], c["b_reads"], c["c_writes"]) == (3, 3, 3)
 
 
 def test_os_short_reduction_waits_for_the_drain_by_hand():
     # OS 4x1, M=8, K=1, N=1: two tiles of one step; the column's output path needs the `last`
     # steps 4 apart, so 3 idle cycles follow the first tile. Steps read in 0 and 4, enter the
-    # mesh in 2 and 6; the last row leaves 1 + 3 cycles after 6 (cycle 10); busy until 11.
+    # mesh in 2 and 6; the last row leaves 1 + 3 cycles after 6 (cycle 10), is written in 12;
+    # busy until then.
     c = command_counters(ArrayConfig("os", 4, 1), 8, 1, 1)
-    assert c["cycles"] == 12
+    assert c["cycles"] == 13
     assert (c["stream_cycles"], c["fill_cycles"], c["drain_cycles"], c["stall_cycles"]) == (
-        2, 2, 5, 3)  # fmt: skip
+        2, 2, 6, 3)  # fmt: skip
 
 
 def test_closed_form_sums_match_the_host_steps(seed):
