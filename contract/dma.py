@@ -29,6 +29,7 @@ from .refusal import Refusal
 from .vector import vector_fields
 
 __all__ = [
+    "DRAIN_LATENCY",
     "LOOP_ORDERS",
     "WRITE_BUFFER_WORDS",
     "Q_ENTRY_BYTES",
@@ -71,6 +72,11 @@ LOOP_ORDERS = ("nmk", "mnk", "nkm", "knm", "mkn", "kmn")
 
 #: Words the write engine buffers between the C bank and the W channel.
 WRITE_BUFFER_WORDS = 4
+
+#: Cycles from the write engine's read of a C bank word to the cycle the write buffer takes it:
+#: the SRAM's read (its access time then alone in a cycle but for the bank's multiplexer, the
+#: C macro's being most of the clock at 8x8 and up), then a register (issue 36).
+DRAIN_LATENCY = 2
 
 #: Bytes of one output channel's entry of the parameter table in DRAM: the Q31 multiplier as a
 #: 32-bit word (bytes 0-3), the shift as one signed byte (byte 4), the bias as a signed 32-bit

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 from systolic.contract.config import ArrayConfig, Dataflow
 from systolic.contract.dma import (
+    DRAIN_LATENCY,
     WRITE_BUFFER_WORDS,
     Descriptor,
     Refusal,
@@ -384,7 +385,7 @@ class _Writer:
         self.requesting = None  # deque of bursts left to request
         self.pushed = self.announced = 0  # beats into the FIFO, and requested, of this store
         self.fifo_words = 0
-        self.in_flight = 0  # a word read last cycle, arriving now
+        self.in_flight = [0] * DRAIN_LATENCY  # words read, by cycles until the buffer takes them
         self.bursts = deque()  # (beats, last, bank, per_word) requested, data to send
         self.beat = self.sub = 0  # beats sent of the head burst, and of the current word
         self.outstanding = 0  # bursts whose response is still to come
@@ -433,7 +434,8 @@ class _Writer:
         return None, False
 
     def producer_reads(self) -> bool:
-        return self.producing is not None and self.fifo_words + self.in_flight < WRITE_BUFFER_WORDS
+        return (self.producing is not None
+                and self.fifo_words + sum(self.in_flight) < WRITE_BUFFER_WORDS)  # fmt: skip
 
     def take_beat(self, t: int, bus: DramBus):
         """A write beat leaves: the C bank whose store ended, or None."""
@@ -453,10 +455,10 @@ class _Writer:
         return bank if last else None
 
     def produce(self, reads: bool) -> None:
-        if self.in_flight:
+        if self.in_flight[-1]:
             self.fifo_words += 1
             self.pushed += self.producing_per_word
-        self.in_flight = 1 if reads else 0
+        self.in_flight = [1 if reads else 0, *self.in_flight[:-1]]
         if reads:
             self.producing[0] -= 1
             if self.producing[0] == 0:
@@ -698,7 +700,7 @@ def _timeline(config: ArrayConfig, items: list, dram: Dram, limit: int,
             store, wr_advance = _NO_STORE
         prod_read = wr.producing is not None and wr.producer_reads()
         if not (ar_taken or aw_taken or r_take or w_take or b_take or go or finished or prod_read
-                or wr.in_flight or rd_advance or wr_advance or cmd is not None or setup
+                or any(wr.in_flight) or rd_advance or wr_advance or cmd is not None or setup
                 or expanded or store is not None or queue.moves(mv)):  # fmt: skip
             # nothing happens: nothing will until the next timed event, so skip to it (the
             # cycles between wait as this one does)
@@ -720,7 +722,7 @@ def _timeline(config: ArrayConfig, items: list, dram: Dram, limit: int,
             bus.responses.popleft()
             completed_requests += 1
             wr.outstanding -= 1
-        if prod_read or wr.in_flight:
+        if prod_read or any(wr.in_flight):
             wr.produce(prod_read)
         if aw_taken:
             wr.send_aw(t, bus)

@@ -117,8 +117,10 @@ def read_gates(cfg: ArrayConfig, ctrl) -> dict:
 
 def count_up(counter, event) -> Value:
     """``counter`` plus one where the one-bit ``event`` happens: the sum is taken from the
-    register alone and the event only selects it, so a late event (a controller's read enable,
-    an update's flag) has a multiplexer, not the carry chain, in front of the register."""
+    register alone and the event only selects it, the structure that keeps a late event (an
+    update's flag, a handshake) off the carry chain. The mapper sees each module apart and may
+    still move an event that comes from another module's logic into the chain, so such events
+    are registered first (:func:`command_counters`' reads)."""
     return Mux(event, counter + 1, counter)
 
 
@@ -142,6 +144,14 @@ def command_counters(m: Module, ctrl, reads, streamed, preloaded, updates, start
         "c_reads": updates.valid & updates.payload.accumulate,
         "c_writes": updates.valid,
     }
+    # reads count a cycle late, from registers: synthesis maps this module apart from the
+    # controller, blind to how late its read enables come, and may put them at the head of the
+    # counters' carry chains; a command's last read comes cycles before it finishes (the mesh's
+    # latency and the update between), so its counts are whole by then
+    for name in ("a_reads", "b_reads"):
+        late = Signal(name=f"{name}_inc")
+        m.d.sync += late.eq(increments[name])
+        increments[name] = late
     with m.If(start):
         m.d.sync += [getattr(cnt, name).eq(0) for name in COUNTERS]
         m.d.sync += [seen_stream.eq(0), gaps.eq(0)]

@@ -18,7 +18,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from systolic.contract.axi import ADDR_BITS, AXI_ID, BURST_INCR, OPERANDS
 from systolic.contract.config import ArrayConfig
-from systolic.contract.dma import WRITE_BUFFER_WORDS, beat_bytes, containers
+from systolic.contract.dma import DRAIN_LATENCY, WRITE_BUFFER_WORDS, beat_bytes, containers
 from systolic.contract.interface import DIM_BITS
 from systolic.contract.layouts import layouts
 
@@ -399,15 +399,21 @@ class WriteEngine(wiring.Component):
         count = Signal(unsigned(2 * DIM_BITS + 2), name="wr_count")  # words read so far
         line = Signal(_COUNT, name="wr_line")
         tile = Signal(_COUNT, name="wr_tile")
-        in_flight = Signal(name="wr_in_flight")  # a word read last cycle, arriving now
-        room = words.level + in_flight < depth
+        # contract.dma.DRAIN_LATENCY: a word read in cycle t arrives in t + 1 and is held in a
+        # register, which the write buffer takes from in t + 2
+        if DRAIN_LATENCY != 2:
+            raise ValueError(f"the write engine takes a word 2 cycles after its read, not "
+                             f"contract.dma.DRAIN_LATENCY = {DRAIN_LATENCY}")  # fmt: skip
+        arriving = Signal(name="wr_arriving")  # a word read last cycle, arriving now
+        in_flight = Signal(name="wr_in_flight")  # a word held, into the buffer now
+        room = words.level + arriving + in_flight < depth
         read = producing & room
         m.d.comb += [
             self.drain_bank.eq(cmd.bank),
             self.drain_addr.eq(count),
             self.drain_en.eq(read),
         ]
-        m.d.sync += in_flight.eq(read)
+        m.d.sync += [arriving.eq(read), in_flight.eq(arriving)]
         with m.If(read):
             m.d.sync += count.eq(count + 1)
             end_of_run = line + 1 == cmd.lines
@@ -424,7 +430,9 @@ class WriteEngine(wiring.Component):
             m.d.comb += packed.eq(Mux(cmd.final & cmd.requant, narrow, raw.as_value()))
         else:
             m.d.comb += packed.eq(raw.as_value())
-        m.d.comb += [words.w_en.eq(in_flight), words.w_data.eq(packed)]
+        held = Signal.like(packed, name="wr_held")
+        m.d.sync += held.eq(packed)
+        m.d.comb += [words.w_en.eq(in_flight), words.w_data.eq(held)]
         per_word = Signal(unsigned(16), name="wr_per_word")
         beat_log = Signal(range(8), name="wr_beat_log")
         with m.Switch(cmd.final & (cmd.requant if cfg.requant else 0)):

@@ -84,8 +84,10 @@ def test_the_compute_side_is_priced_and_the_rest_counted():
             "control"} <= memory, memory  # fmt: skip
     assert all(p.flop for p in found if p.component == "memory")
     srams = {p.path for p in found if p.component == "sram"}
+    # and the C word an update adds to, registered as it leaves its bank (rtl/banks.py)
     assert srams == {f"{k}_buffer.bank{b}.r0_data" for k in "abc" for b in (0, 1)} | {
-        f"c_buffer.bank{b}.r1_data" for b in (0, 1)} | {"q_buffer.sram.r0_data"}  # fmt: skip
+        f"c_buffer.bank{b}.r1_data" for b in (0, 1)} | {"q_buffer.sram.r0_data",
+                                                         "c_buffer.rmw_old"}  # fmt: skip
     inputs = {p.path: p.width for p in found if p.component == "input"}
     assert inputs["m_axi_rdata"] == config.bus_width and inputs["s_axil_wdata"] == 32
     assert not {"clk", "rst"} & set(inputs)
