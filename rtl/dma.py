@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from amaranth import Cat, Const, Module, Mux, Signal, Value, unsigned
+from amaranth import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from systolic.contract.axi import ADDR_BITS, AXI_ID, BURST_INCR, OPERANDS
@@ -305,8 +305,7 @@ class _Requests(NamedTuple):
     for the data side."""
 
     runs: object
-    pushed: Signal
-    announced: Signal
+    ahead: Signal
     bursts: object
     outstanding: Signal
     sent: object
@@ -382,8 +381,7 @@ class WriteEngine(wiring.Component):
                 prod.count.eq(0),
                 prod.line.eq(0),
                 prod.tile.eq(0),
-                req.pushed.eq(0),
-                req.announced.eq(0),
+                req.ahead.eq(0),
             ]
             m.d.sync += req.runs.start(m, p, p.final & (p.requant if self._config.requant else 0))
         return m
@@ -482,8 +480,10 @@ class WriteEngine(wiring.Component):
         kind = Signal(name="wr_kind")
         m.d.comb += kind.eq(cmd.final & (cmd.requant if cfg.requant else 0))
         runs = _Runs(m, cfg, self._kinds, kind, "wr")
-        pushed = Signal(unsigned(2 * DIM_BITS + 10), name="wr_pushed")  # beats in, per store
-        announced = Signal(unsigned(2 * DIM_BITS + 10), name="wr_announced")
+        # beats pushed into the FIFO less beats requested, this store: a burst may be requested
+        # once its first beat is in (one ahead); a small count where two store-long ones and
+        # their comparison stood (an FPGA's critical path)
+        ahead = Signal(signed(16), name="wr_ahead")
         bursts_rec = fifo.SyncFIFO(width=9 + 8 + 1 + 1 + 1, depth=cfg.max_writes)
         m.submodules.bursts = bursts_rec
         outstanding = Signal(range(cfg.max_writes + 1), name="wr_outstanding")
@@ -493,7 +493,7 @@ class WriteEngine(wiring.Component):
         m.d.comb += [
             aw.valid.eq(
                 requesting
-                & (pushed > announced)
+                & (ahead > 0)
                 & (outstanding < cfg.max_writes)
                 & (bursts_rec.w_rdy | recorded)
             ),  # fmt: skip
@@ -513,14 +513,14 @@ class WriteEngine(wiring.Component):
             m.d.sync += recorded.eq(0)
         with m.Elif(aw.valid):
             m.d.sync += recorded.eq(1)
-        with m.If(prod.in_flight):
-            m.d.sync += pushed.eq(pushed + prod.per_word)
+        m.d.sync += ahead.eq(
+            ahead + Mux(prod.in_flight, prod.per_word, 0) - Mux(sent, runs.beats, 0)
+        )
         with m.If(sent):
-            m.d.sync += announced.eq(announced + runs.beats)
             runs.step(m, cmd, last_burst)
             with m.If(last_burst):
                 m.d.sync += requesting.eq(0)
-        return _Requests(runs, pushed, announced, bursts_rec, outstanding, sent)
+        return _Requests(runs, ahead, bursts_rec, outstanding, sent)
 
     def _data(self, m: Module, words, bursts) -> None:
         """The W channel: each recorded burst's beats from the FIFO, narrow beats on their byte
