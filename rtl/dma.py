@@ -121,7 +121,7 @@ class _Runs:
         return [self.addr.eq(cmd.addr), self.row.eq(cmd.addr), self.tile.eq(0),
                 self.left.eq(run), self.run.eq(run)]  # fmt: skip
 
-    def step(self, m: Module, cmd, last_run) -> None:
+    def step(self, m: Module, cmd) -> None:
         """After the current burst: the rest of the run, or the next run."""
         with m.If(self.last):
             nxt = self.row + cmd.stride
@@ -200,7 +200,7 @@ class ReadEngine(wiring.Component):
         sent = ar.valid & ar.ready
         m.d.comb += self.cmd.ready.eq(~active | (sent & last_burst))
         with m.If(sent):
-            runs.step(m, cmd, last_burst)
+            runs.step(m, cmd)
             with m.If(last_burst):
                 m.d.sync += active.eq(0)
         with m.If(self.cmd.valid & self.cmd.ready):
@@ -397,21 +397,22 @@ class WriteEngine(wiring.Component):
         count = Signal(unsigned(2 * DIM_BITS + 2), name="wr_count")  # words read so far
         line = Signal(_COUNT, name="wr_line")
         tile = Signal(_COUNT, name="wr_tile")
-        # contract.dma.DRAIN_LATENCY: a word read in cycle t arrives in t + 1 and is held in a
-        # register, which the write buffer takes from in t + 2
-        if DRAIN_LATENCY != 2:
-            raise ValueError(f"the write engine takes a word 2 cycles after its read, not "
-                             f"contract.dma.DRAIN_LATENCY = {DRAIN_LATENCY}")  # fmt: skip
-        arriving = Signal(name="wr_arriving")  # a word read last cycle, arriving now
-        in_flight = Signal(name="wr_in_flight")  # a word held, into the buffer now
-        room = words.level + arriving + in_flight < depth
+        # contract.dma.DRAIN_LATENCY: a word read in cycle t arrives from its bank in t + 1 and
+        # passes DRAIN_LATENCY - 1 registers, the write buffer taking it in t + DRAIN_LATENCY;
+        # flight[i] marks a word i + 1 cycles after its read
+        if DRAIN_LATENCY < 1:
+            raise ValueError(f"contract.dma.DRAIN_LATENCY must be at least 1 (the bank's read), "
+                             f"not {DRAIN_LATENCY}")  # fmt: skip
+        flight = [Signal(name=f"wr_flight{i + 1}") for i in range(DRAIN_LATENCY)]
+        in_flight = flight[-1]  # into the buffer now
+        room = words.level + sum(flight) < depth
         read = producing & room
         m.d.comb += [
             self.drain_bank.eq(cmd.bank),
             self.drain_addr.eq(count),
             self.drain_en.eq(read),
         ]
-        m.d.sync += [arriving.eq(read), in_flight.eq(arriving)]
+        m.d.sync += [f.eq(before) for f, before in zip(flight, [read, *flight[:-1]], strict=True)]
         with m.If(read):
             m.d.sync += count.eq(count + 1)
             end_of_run = line + 1 == cmd.lines
@@ -428,8 +429,11 @@ class WriteEngine(wiring.Component):
             m.d.comb += packed.eq(Mux(cmd.final & cmd.requant, narrow, raw.as_value()))
         else:
             m.d.comb += packed.eq(raw.as_value())
-        held = Signal.like(packed, name="wr_held")
-        m.d.sync += held.eq(packed)
+        held = packed
+        for i in range(DRAIN_LATENCY - 1):
+            stage = Signal.like(packed, name="wr_held" if i == DRAIN_LATENCY - 2 else f"wr_held{i}")
+            m.d.sync += stage.eq(held)
+            held = stage
         m.d.comb += [words.w_en.eq(in_flight), words.w_data.eq(held)]
         per_word = Signal(unsigned(16), name="wr_per_word")
         beat_log = Signal(range(8), name="wr_beat_log")
@@ -517,7 +521,7 @@ class WriteEngine(wiring.Component):
             ahead + Mux(prod.in_flight, prod.per_word, 0) - Mux(sent, runs.beats, 0)
         )
         with m.If(sent):
-            runs.step(m, cmd, last_burst)
+            runs.step(m, cmd)
             with m.If(last_burst):
                 m.d.sync += requesting.eq(0)
         return _Requests(runs, ahead, bursts_rec, outstanding, sent)
