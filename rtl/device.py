@@ -908,15 +908,22 @@ class Device(wiring.Component):
         load = checking & equals(step, 0)
         shifting = checking & (step >= 1) & (step <= bits)
 
-        def product(name, tiles, y):
-            """``tiles * y``, final from step ``bits + 1`` on."""
+        def product(name, tiles, y, cap=None):
+            """``tiles * y``, final from step ``bits + 1`` on; with ``cap``, exact below
+            ``2**cap`` and at least that above it (a sticky bit past ``cap`` bits: the partial
+            sums only grow), all that a comparison with a smaller bound needs."""
             x = Signal(bits, name=f"check_{name}_x")
-            acc = Signal(bits + len(y), name=f"check_{name}")
+            width = bits + len(y) if cap is None else min(cap, bits + len(y))
+            acc = Signal(width, name=f"check_{name}")
+            over = Signal(name=f"check_{name}_over")
+            total = (acc << 1) + Mux(x[-1], y, 0)
             with m.If(load):
-                m.d.sync += [x.eq(tiles), acc.eq(0)]
+                m.d.sync += [x.eq(tiles), acc.eq(0), over.eq(0)]
             with m.Elif(shifting):
-                m.d.sync += [x.eq(x << 1), acc.eq((acc << 1) + Mux(x[-1], y, 0))]
-            return acc
+                m.d.sync += [x.eq(x << 1), acc.eq(total[:width])]
+                if width < bits + len(y):
+                    m.d.sync += over.eq(over | total[width:].any())
+            return acc if width == bits + len(y) else Cat(acc, over)
 
         checks = []  # (condition, code), first true wins
 
@@ -941,7 +948,9 @@ class Device(wiring.Component):
         for k in "abc":
             tiles, row_words[k] = geo.tiles_lines(k if k != "c" else "p",
                                                   *geo.shape(k, d.mc, d.kc, d.nc))  # fmt: skip
-            words[k] = product(f"{k}_words", tiles, row_words[k])
+            # a chunk's words only meet its bank's depth (and the other operand's, accepted)
+            depth = getattr(cfg, f"{k}_depth")
+            words[k] = product(f"{k}_words", tiles, row_words[k], cap=depth.bit_length())
             add(words[k] > getattr(cfg, f"{k}_depth"), Refusal.CHUNK)
         if cfg.requant:
             add(
@@ -970,7 +979,9 @@ class Device(wiring.Component):
             mask = size - 1
             add(on & (addr & mask).any(), Refusal.ALIGNMENT)
             add(on & ((stride & mask).any() | (stride < line_bytes)), Refusal.STRIDE)
-            reach = addr + product(f"{k}_span", tiles - 1, stride) + line_bytes
+            # past 2**ADDR_BITS the descriptor is refused, whatever the span's high bits
+            span = product(f"{k}_span", tiles - 1, stride, cap=ADDR_BITS + 1)
+            reach = addr + span + line_bytes
             ends[k] = (on, addr, reach)
             add(on & (reach > (1 << ADDR_BITS)), Refusal.RANGE)
         if cfg.requant:
@@ -989,7 +1000,9 @@ class Device(wiring.Component):
         steps = {}
         for k in "abcp":
             tiles, _ = geo.origin(k, *geo.shape(k, d.mc, d.kc, d.nc))  # a chunk's tile rows
-            steps[k] = product(f"{k}_step", tiles, getattr(d, f"{k}_stride"))[:ADDR_BITS]
+            # a step past the span refuses the descriptor, or is never taken (one chunk)
+            stride = getattr(d, f"{k}_stride")
+            steps[k] = product(f"{k}_step", tiles, stride, cap=ADDR_BITS + 1)[:ADDR_BITS]
         run.checked = checking & (step == CHECK_CYCLES - 1)
         run.refusal, run.steps, run.spills = code, steps, spills
         # the smaller chunk loads first (contract.dma.b_first); a convolution's A always

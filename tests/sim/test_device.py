@@ -21,6 +21,8 @@ from systolic.contract.dma import (
     jobs,
     next_base,
     place,
+    tile_rows,
+    word_layout,
 )
 from systolic.contract.memory import DEFAULT_MEMORY, Dram
 from systolic.contract.plan import granularity
@@ -123,6 +125,26 @@ def _edge(accepts, lo: int, hi: int) -> int:
     return hi
 
 
+def _past_the_products_registers(config) -> list:
+    """The check keeps a product only as wide as the bound it meets (the address space, a
+    bank's depth) and a sticky bit past it: a span of exactly 2**33 bytes and a chunk of
+    exactly 2**bits words for a bank of fewer (``bits``, the depth's width), whose low bits are
+    all zero, are refused all the same."""
+    word, depth = word_layout(config, "a"), config.a_depth
+    assert word.rowwise and config.b_depth >= depth and config.c_depth >= depth
+    # A's tile rows: k over the tile; its lines: m (WS at 2 x 3: B and C stay small)
+    k = 4 * word.tile + 1  # five tile rows: the span is four strides, 2**33 bytes at 2**31
+    wide = dataclasses.replace(place(config, 4, k, 3), a=Region(0, 1 << 31))
+    words = 1 << depth.bit_length()  # tile rows x lines, past the depth's bits
+    m = words // 4
+    deep = dataclasses.replace(place(config, m, 4 * word.tile, 3), chunk=(m, 4 * word.tile, 3))
+    assert tile_rows(word, (m, 4 * word.tile)) == (4, m)
+    cases = [(Refusal.RANGE, wide), (Refusal.CHUNK, deep)]
+    for code, d in cases:
+        assert check_descriptor(config, d)[0] is code, (code, d)
+    return cases
+
+
 def test_refusals_at_the_edge_of_the_checks_products(seed):
     """The check multiplies tile rows by strides (the address range) and by lines (a chunk's
     words) bit-serially: descriptors just past each limit, found by bisection against the
@@ -163,6 +185,7 @@ def test_refusals_at_the_edge_of_the_checks_products(seed):
             cases.append((Refusal.CHUNK, chunked(_edge(fits, 1, last))))
     assert Counter(code for code, _ in cases)[Refusal.RANGE] == 6, cases
     assert Counter(code for code, _ in cases)[Refusal.CHUNK] >= 3, cases
+    cases += _past_the_products_registers(config)
     operands = random_operands(rng, config, [(d.m, d.k, d.n) for _, d in cases])
     res = run_gemms(config, operands, descriptors=[d for _, d in cases], name="product-edges",
                     timeout=DEADLINE)  # fmt: skip
