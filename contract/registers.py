@@ -24,8 +24,10 @@ from dataclasses import dataclass
 from .config import ArrayConfig, Dataflow
 from .dma import descriptor_fields
 from .interface import COUNTER_BITS, DEVICE_COUNTERS
+from .timing import GATE_LINGER
 
 __all__ = [
+    "always_on_bits",
     "ADDR_BITS",
     "ID_VALUE",
     "IRQ_DONE",
@@ -286,3 +288,17 @@ def counter_words(config: ArrayConfig) -> dict[str, tuple[int, int]]:
     by_name = {r.name: r.offset for r in register_map(config)}
     return {name: (by_name[f"COUNTER_{name.upper()}_LO"], by_name[f"COUNTER_{name.upper()}_HI"])
             for name in DEVICE_COUNTERS}  # fmt: skip
+
+
+def always_on_bits(config: ArrayConfig) -> int:
+    """Flip-flop bits the device clocks while it idles (rtl.clock_gate gates the rest): the
+    control registers (the descriptor's fields; the interrupt enables and pending bits and the
+    16-bit completion count; a read's valid, response and data; a write's word address, data,
+    strobes, their full flags, its response's valid and code; each response's low bit is
+    always zero), the descriptor queue (``queue_depth`` descriptors, its read and write
+    pointers and its level) and the gate's own (its enable and its linger count)."""
+    descriptor = sum(bits for _, bits in descriptor_fields(config))
+    registers = descriptor + 2 + 2 + 16 + (1 + 1 + 32) + ((ADDR_BITS - 2) + 32 + 4 + 1 + 1 + 1 + 1)
+    depth = config.queue_depth
+    pointers = 2 * max(1, (depth - 1).bit_length()) + depth.bit_length()
+    return registers + depth * descriptor + pointers + 1 + GATE_LINGER.bit_length()

@@ -21,6 +21,7 @@ __all__ = [
     "DONE_DELAY",
     "EDGE_REGISTERS",
     "EXPAND_LATENCY",
+    "GATE_LINGER",
     "expansion_cycles",
     "READ_LATENCY",
     "UPDATE_LATENCY",
@@ -84,6 +85,11 @@ def expansion_cycles(transposed: bool, tile: int, pixels: int, words: int) -> in
     the next block gathers: the first block's pixels later."""
     return EXPAND_LATENCY + words - 1 + (min(tile, pixels) if transposed else 0)
 
+
+#: Edges the device's gated clock keeps after it goes idle (rtl.clock_gate): what settles after
+#: the last busy cycle (the ``done`` pulse, counts taken a cycle late) reaches its idle value.
+#: No cycle count depends on it: with work to do the gate is open.
+GATE_LINGER = 3
 
 #: A result reaching the C buffer in cycle ``t`` is written in cycle ``t + UPDATE_LATENCY``: the
 #: word it adds to is read in ``t``, registered in ``t + 1`` and the sum written in ``t + 2``,

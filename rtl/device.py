@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from amaranth import Cat, Const, Module, Mux, Signal, Value
+from amaranth import Cat, Const, DomainRenamer, Module, Mux, Signal, Value
 from amaranth.lib import data, fifo, wiring
 from amaranth.lib.wiring import In, Out
 from systolic.contract.axi import ADDR_BITS, OPERANDS, channel_fields, master_signals
@@ -35,6 +35,7 @@ from systolic.contract.vector import VECTOR_OPS
 from .arith import divide, equals, remainder
 from .banks import BankedAccumulator, BankedInput
 from .buffers import InputBuffer
+from .clock_gate import gate_domains
 from .control import ControlRegisters, descriptor_layout, device_counters_layout
 from .core import command_counters, compute_core, count_up, offset, read_gates, word_layouts
 from .dma import ReadEngine, WriteEngine
@@ -131,6 +132,7 @@ class _Run:
         self.checked = self.refusal = self.depends = self.steps = self.ends = self.spills = None
         self.b_first = self.split = None
         self.conv = None  # a convolution's check (with a staging buffer)
+        self.queued = None  # the queue holds a descriptor
 
     def slot_field(self, ptr, get):
         """``get(slot)`` of the slot ``ptr`` names."""
@@ -197,6 +199,28 @@ def _set_state(m: Module, states, bank, value) -> None:
             m.d.sync += s.eq(value)
 
 
+def _shift_add(m: Module, name: str, x0, y, steps, cap=None):
+    """``x0 * y`` (``x0`` of :data:`contract.timing.CHECK_PRODUCT_BITS` bits), its most
+    significant bit first: ``steps = (load, shifting)``, final the cycle after the last
+    shifting one. With ``cap``, exact below ``2**cap`` and at least that above it (a sticky bit
+    past ``cap`` bits: the partial sums only grow), all that a comparison with a smaller bound
+    needs."""
+    bits = CHECK_PRODUCT_BITS
+    load, shifting = steps
+    x = Signal(bits, name=f"{name}_x")
+    width = bits + len(y) if cap is None else min(cap, bits + len(y))
+    acc = Signal(width, name=name)
+    over = Signal(name=f"{name}_over")
+    total = (acc << 1) + Mux(x[-1], y, 0)
+    with m.If(load):
+        m.d.sync += [x.eq(x0), acc.eq(0), over.eq(0)]
+    with m.Elif(shifting):
+        m.d.sync += [x.eq(x << 1), acc.eq(total[:width])]
+        if width < bits + len(y):
+            m.d.sync += over.eq(over | total[width:].any())
+    return acc if width == bits + len(y) else Cat(acc, over)
+
+
 class Device(wiring.Component):
     """A GEMM device on DRAM, with the ports an SoC connects.
 
@@ -218,11 +242,14 @@ class Device(wiring.Component):
     Clock ``clk``; reset ``rst``, active high, synchronous.
     """
 
-    def __init__(self, config: ArrayConfig):
+    def __init__(self, config: ArrayConfig, *, clock_gate: bool = True):
         if not isinstance(config, ArrayConfig):
             raise TypeError(f"config must be an ArrayConfig, not {config!r}")
         self._config = config
-        members = {}
+        self._gated = clock_gate
+        # gated, the clock and reset are ports of their own (rtl.clock_gate); otherwise the
+        # default domain's
+        members = {"clk": In(1), "rst": In(1)} if clock_gate else {}
         for name, direction, bits in lite_signals():
             members[f"s_axil_{name}"] = In(bits) if direction == "in" else Out(bits)
         for name, direction, bits in master_signals(config.bus_width):
@@ -238,6 +265,8 @@ class Device(wiring.Component):
         m = Module()
         geo = _Geometry(self._config)
         run = self._descriptors(m, geo)
+        if self._gated:  # idle: no descriptor queued, checked or held, reset released
+            self.gate_enabled = gate_domains(m, self.clk, self.rst, self.busy | run.queued)
         eng = self._engines(m, run)
         walkers = self._walkers(m, geo, run)
         banks = _Banks()
@@ -253,15 +282,19 @@ class Device(wiring.Component):
         it (one at a time, in turn) and the check of each."""
         cfg = self._config
         layout = descriptor_layout(cfg)
-        m.submodules.control = ctl = ControlRegisters(cfg)
+        ctl = ControlRegisters(cfg)
+        always_on = DomainRenamer("aon") if self._gated else (lambda e: e)
+        m.submodules.control = always_on(ctl)
         for name, direction, _ in lite_signals():
             port, inner = getattr(self, f"s_axil_{name}"), getattr(ctl, name)
             m.d.comb += inner.eq(port) if direction == "in" else port.eq(inner)
         m.d.comb += self.irq.eq(ctl.irq)
-        m.submodules.queue = queue = fifo.SyncFIFO(width=layout.size, depth=cfg.queue_depth)
+        queue = fifo.SyncFIFO(width=layout.size, depth=cfg.queue_depth)
+        m.submodules.queue = always_on(queue)
         m.d.comb += [queue.w_data.eq(ctl.desc.payload), queue.w_en.eq(ctl.desc.valid),
                      ctl.desc.ready.eq(queue.w_rdy)]  # fmt: skip
         run = _Run(ctl, layout)
+        run.queued = queue.r_rdy
         ptr, slots = run.ptr, run.slots
         for view, name in ((run.views["chk"], "chk"), (run.views["head"], "head")):
             m.d.comb += view.eq(run.slot_field(ptr[name], lambda s: s.desc))
@@ -909,21 +942,7 @@ class Device(wiring.Component):
         shifting = checking & (step >= 1) & (step <= bits)
 
         def product(name, tiles, y, cap=None):
-            """``tiles * y``, final from step ``bits + 1`` on; with ``cap``, exact below
-            ``2**cap`` and at least that above it (a sticky bit past ``cap`` bits: the partial
-            sums only grow), all that a comparison with a smaller bound needs."""
-            x = Signal(bits, name=f"check_{name}_x")
-            width = bits + len(y) if cap is None else min(cap, bits + len(y))
-            acc = Signal(width, name=f"check_{name}")
-            over = Signal(name=f"check_{name}_over")
-            total = (acc << 1) + Mux(x[-1], y, 0)
-            with m.If(load):
-                m.d.sync += [x.eq(tiles), acc.eq(0), over.eq(0)]
-            with m.Elif(shifting):
-                m.d.sync += [x.eq(x << 1), acc.eq(total[:width])]
-                if width < bits + len(y):
-                    m.d.sync += over.eq(over | total[width:].any())
-            return acc if width == bits + len(y) else Cat(acc, over)
+            return _shift_add(m, f"check_{name}", tiles, y, (load, shifting), cap)
 
         checks = []  # (condition, code), first true wins
 

@@ -55,14 +55,15 @@ def design_config(config: ArrayConfig, kind: str = "device") -> ArrayConfig:
     return config
 
 
-def design(config: ArrayConfig, kind: str = "device"):
+def design(config: ArrayConfig, kind: str = "device", *, clock_gate: bool = True):
     """The mesh (``kind="array"``) or the whole accelerator, the device that streams GEMMs from
     DRAM (``"device"``), of ``config``, after checking that the generator builds it
-    (:func:`contract.config.check_buildable`)."""
+    (:func:`contract.config.check_buildable`). ``clock_gate``: the device's clock gate
+    (rtl.clock_gate; an FPGA keeps its clocks on its clock network and goes without)."""
     _check_kind(kind)
     check_buildable(config)
     if kind == "device":
-        return Device(config)
+        return Device(config, clock_gate=clock_gate)
     if config.dataflow is Dataflow.OS:
         return OutputStationaryArray(config)
     return StationaryArray(design_config(config, kind))
@@ -81,7 +82,8 @@ def generator_sources() -> list[str]:
     return [f"amaranth {amaranth.__version__}", *texts]
 
 
-def design_verilog(config: ArrayConfig, kind: str = "device", *, cache: Path | None = None) -> str:
+def design_verilog(config: ArrayConfig, kind: str = "device", *, cache: Path | None = None,
+                   clock_gate: bool = True) -> str:  # fmt: skip
     """Verilog of the design, top module ``TOPS[kind]``; the device's ends with the models of
     its SRAM modules (rtl/sram.py). With ``cache`` (a folder), the text is kept there under a
     hash of the configuration, the kind and :func:`generator_sources`, and read back by the next
@@ -91,12 +93,14 @@ def design_verilog(config: ArrayConfig, kind: str = "device", *, cache: Path | N
     if cache is not None:
         h = hashlib.sha256()
         hardware = design_config(config, kind)  # an IS mesh shares its WS twin's text
-        for part in (hardware.to_json(), kind, *generator_sources()):
+        flavour = kind if clock_gate or kind != "device" else f"{kind}-ungated"
+        for part in (hardware.to_json(), flavour, *generator_sources()):
             h.update(part.encode() + b"\0")
-        path = Path(cache) / f"{hardware.name}-{kind}-{h.hexdigest()[:12]}.v"
+        path = Path(cache) / f"{hardware.name}-{flavour}-{h.hexdigest()[:12]}.v"
         if path.is_file():
             return path.read_text()
-    text = verilog.convert(design(config, kind), name=TOPS[kind], emit_src=False)
+    top = design(config, kind, clock_gate=clock_gate)
+    text = verilog.convert(top, name=TOPS[kind], emit_src=False)
     text = text + "\n" + sram_models(config) if kind == "device" else text
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -113,6 +117,8 @@ def design_ports(config: ArrayConfig, kind: str = "device") -> list[tuple[str, s
     top = design(config, kind)
     ports = [("rst", "in", 1)]
     for path, member, value in top.signature.flatten(top):
+        if path in (("clk",), ("rst",)):  # the gated device's own (rtl.clock_gate)
+            continue
         direction = "in" if member.flow == In else "out"
         ports.append(("__".join(map(str, path)), direction, len(Value.cast(value))))
     return ports

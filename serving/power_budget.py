@@ -4,8 +4,9 @@ the package runs hot.
 
 - **Busy** energy is each batch's dynamic energy from the hardware model (its leakage share
   taken out), scaled by ``(V / V_nominal)^2`` at an operating point's voltage.
-- **Idle** energy is the mesh's clock (no clock gating: every register's clock pin, each cycle,
-  :func:`models.energy.clock_pj_per_cycle`) while no batch runs, scaled the same way.
+- **Idle** energy is the clock of the registers the device keeps clocking while no batch runs
+  (its clock gate stops the rest, rtl.clock_gate: :func:`models.energy.idle_pj_per_cycle`),
+  scaled the same way.
 - **Leakage** is a power over the whole time, the model's per-cycle figure at the coefficients'
   clock (:func:`models.energy.leakage_pj_per_cycle`), scaled by ``V / V_nominal`` (a constant
   leakage current: first order).
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from systolic.contract.config import ArrayConfig
-from systolic.models.energy import Coefficients, clock_pj_per_cycle, leakage_pj_per_cycle
+from systolic.models.energy import Coefficients, idle_pj_per_cycle, leakage_pj_per_cycle
 
 __all__ = [
     "VF_POINTS",
@@ -78,7 +79,7 @@ class IdlePower:
     @classmethod
     def of(cls, config: ArrayConfig, coefficients: Coefficients) -> IdlePower:
         leak_pj = leakage_pj_per_cycle(config, coefficients)
-        return cls(clock_pj_per_cycle(config, coefficients) * 1e-6,
+        return cls(idle_pj_per_cycle(config, coefficients) * 1e-6,
                    leak_pj * coefficients.clock_mhz * 1e-6)  # fmt: skip
 
     def idle_w(self, point: OperatingPoint) -> float:

@@ -91,7 +91,7 @@ def place_and_route(config: ArrayConfig, kind: str = "device", *, part: str = "8
     if not (1 <= target_mhz <= 1000):
         raise ValueError(f"target_mhz must be between 1 and 1000 MHz, not {target_mhz}")
     check_buildable(config)
-    verilog = design_verilog(config, kind, cache=verilog_cache(root))
+    verilog = design_verilog(config, kind, cache=verilog_cache(root), clock_gate=False)
     h = hashlib.sha256()
     for text in (verilog, part, str(target_mhz), Path(__file__).read_text(),
                  Path(tools.yosys()).name, Path(tools.nextpnr_ecp5()).name):  # fmt: skip

@@ -41,7 +41,7 @@ from .liberty import read_cells
 from .tools import ToolError, liberty, run, sta, yosys
 
 __all__ = ["Activity", "PowerReport", "aliases", "annotate", "cut_netlist", "gate_power",
-           "register_cells"]  # fmt: skip
+           "drive_gated_clocks", "register_cells"]  # fmt: skip
 
 #: A net's measured activity: flips per bit per clock cycle, and its duty cycle (the share of
 #: its bit-cycles at 1; None: unknown, OpenSTA's default of one half).
@@ -51,6 +51,8 @@ _MODULE = re.compile(r"^module (\\\S+|\w+)\s*\(", re.M)
 _CELL = re.compile(r"^  (\w+) (\\\S+ |\S+) \((.*?)\n  \);", re.M | re.S)
 _PIN = re.compile(r"\.(\w+)\(([^()]*)\)")
 _BIT = re.compile(r"^(.*?)(?:\[(\d+)\])?$")
+#: The clock gate's enable register (rtl.clock_gate), as the probes name it.
+GATE_ENABLE = "gate_enabled"
 #: The cell that drives a cut net from its port, and its pins.
 PROBE_BUFFER = ("BUFX2", "A", "Y")
 
@@ -309,11 +311,48 @@ def _consistent(rate: float, duty: float) -> float:
     return min(max(duty, rate / 2), 1 - rate / 2)
 
 
+def drive_gated_clocks(flat: str, sequential: set[str], source: str,
+                       clock: str = "clk") -> tuple[str, int]:  # fmt: skip
+    """``flat`` with the clock pin of every flip-flop that the ``clock`` port does not reach
+    directly (the gated domain's, rtl.clock_gate) on ``source`` instead, and how many: ``clock``
+    for a window in which the gate stays open, ``1'b0`` for one in which it stays shut.
+    OpenSTA does not price a gated clock as the gate passes it (a clock pin that the clock
+    reaches through the gate is clocked whatever the enable, and the gate's propagated activity
+    makes no sense on a clock), so each window's clock is drawn as it was."""
+    moved = 0
+    # flattening leaves each submodule's clock port an alias of the net its parent drives
+    alias = {a.strip(): b.strip() for a, b in re.findall(r"^  assign (\\\S+ |\w+) = (\\\S+ |\w+);",
+                                                         flat, re.M)}  # fmt: skip
+
+    def root(net: str) -> str:
+        seen = set()
+        while net in alias and net not in seen:
+            seen.add(net)
+            net = alias[net]
+        return net
+
+    def move(cell: re.Match) -> str:
+        nonlocal moved
+        if cell.group(1) not in sequential:
+            return cell.group(0)
+        pin = re.search(r"\.CLK\(([^()]*)\)", cell.group(3))
+        if pin is None or root(pin.group(1).strip()) == clock:
+            return cell.group(0)
+        moved += 1
+        body = cell.group(3)[: pin.start()] + f".CLK({source})" + cell.group(3)[pin.end() :]
+        return f"  {cell.group(1)} {cell.group(2)} ({body}\n  );"
+
+    return _CELL.sub(move, flat), moved
+
+
 def gate_power(report: SynthReport,
                activity: dict[str, tuple[float, int, list[tuple[float, float]] | None]],
-               clock_ns: float | None = None) -> PowerReport:  # fmt: skip
+               clock_ns: float | None = None, *, idle: bool = False) -> PowerReport:  # fmt: skip
     """OpenSTA's power of ``report``'s netlist with the measured ``activity`` (see
-    :func:`annotate`) at ``clock_ns`` (default: the synthesis clock), summed by component."""
+    :func:`annotate`) at ``clock_ns`` (default: the synthesis clock), summed by component.
+    ``idle``: the device with nothing to do and its clock running, every register and input
+    still (``activity`` names the nets; its rates are not used) and the gated clock stopped
+    (:func:`drive_gated_clocks`)."""
     directory = Path(report.directory)
     lib = liberty()
     sequential = {name for name, c in read_cells(lib).items() if c.sequential}
@@ -327,7 +366,19 @@ def gate_power(report: SynthReport,
             (directory / "flatten.ys").write_text(_FLATTEN.format(lib=lib.name, top=top))
             run([yosys(), "-q", "-l", "flatten.log", "flatten.ys"], directory,
                 directory / "flatten.out", "Yosys flatten")  # fmt: skip
-    text, ports, owners = cut_netlist((directory / "netlist_flat.v").read_text(), top, note)
+    flat = (directory / "netlist_flat.v").read_text()
+    gate = activity.get(GATE_ENABLE)
+    if not idle and gate is not None and gate[0] > 0:
+        raise ToolError(f"the clock gate moved in the measured window ({GATE_ENABLE}: {gate}): "
+                        f"its power here assumes a gate open throughout")  # fmt: skip
+    flat, _ = drive_gated_clocks(flat, sequential, "1'b0" if idle else "clk")
+    if idle:  # nothing moves: every flip-flop cut (those no probe counts too), every port still
+        still = {c.group(2).strip().lstrip("\\"): (0.0, None) for c in _CELL.finditer(flat)
+                 if c.group(1) in sequential}  # fmt: skip
+        note = Annotation(still, dict.fromkeys(note.macro_pins, (0.0, None)),
+                          dict.fromkeys(note.ports, (0.0, None)), {})  # fmt: skip
+    text, ports, owners = cut_netlist(flat, top, note)
+    ports.setdefault("rst", (0.0, 0.0))  # released throughout (no probe counts it)
     work = Path(tempfile.mkdtemp(prefix="power-", dir=directory))  # one folder per run
     (work / "netlist_power.v").write_text(text)
     (work / "activity.tcl").write_text("".join(

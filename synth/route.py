@@ -266,7 +266,7 @@ def _time(directory: Path, name: str, top: str, lib: Path, clock_ns: float,
                     r"module FILL not found", line)]  # fmt: skip
     if problems:
         raise tools.ToolError(f"OpenSTA: {problems[0]} (see {directory / name}.log)")
-    return parse_critical_path(out)
+    return parse_critical_path(out, clock_ns)
 
 
 def _lef_sizes(lef: Path) -> dict[str, tuple[float, float]]:

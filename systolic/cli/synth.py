@@ -70,9 +70,10 @@ def run(args: argparse.Namespace) -> int:
         return _fpga(config, args)
     report = synthesize(config, args.design, clock_ns=1000.0 / args.clock_mhz, force=args.force)
     gate = _gate_energy(config, args) if args.power else None
+    idle = _idle_power(report, gate, args) if gate else None
     routed = _route(config, args) if args.route else None
     if args.json:
-        extra = ({"power": gate.to_dict()} if gate else {}) | (
+        extra = ({"power": gate.to_dict() | {"idle": idle.to_dict()}} if gate else {}) | (
             {"route": routed.to_dict()} if routed else {})  # fmt: skip
         print(json.dumps(report.to_dict() | extra, indent=2))
         return 0
@@ -101,7 +102,27 @@ def run(args: argparse.Namespace) -> int:
         _print_route(routed)
     if gate:
         _print_power(gate, args.seed)
+        _print_idle(idle, gate)
     return 0
+
+
+def _idle_power(report, gate: GateEnergy, args):
+    from systolic.synth.power import gate_power
+
+    return gate_power(report, gate.result.net_activity(), 1000.0 / args.clock_mhz, idle=True)
+
+
+def _print_idle(idle, gate: GateEnergy) -> None:
+    busy = gate.power.total_mw
+    parts = {k: sum(getattr(c, k) for c in idle.components.values())
+             for k in ("internal_mw", "switching_mw", "leakage_mw")}  # fmt: skip
+    print(
+        f"  idle (no descriptor, the clock running, the gated clock stopped): "
+        f"{idle.total_mw:.3f} mW ({parts['internal_mw']:.3f} internal, "
+        f"{parts['leakage_mw']:.5f} leakage), {100 * idle.total_mw / busy:.1f}% of busy"
+    )
+    for name, c in idle.components.items():
+        print(f"    {name:<12} {c.total_mw:>9.3f} mW")
 
 
 def _route(config, args):

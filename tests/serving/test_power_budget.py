@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 from systolic.contract.config import ArrayConfig
-from systolic.models.energy import clock_pj_per_cycle, leakage_pj_per_cycle, load_coefficients
+from systolic.models.energy import idle_pj_per_cycle, leakage_pj_per_cycle, load_coefficients
 from systolic.serving.batching import Policy, serve
 from systolic.serving.metrics import measure
 from systolic.serving.power_budget import (
@@ -48,7 +48,7 @@ def test_idle_power_is_the_models_clock_and_leakage():
     config, co = ArrayConfig("ws", 8, 8), load_coefficients()
     idle = IdlePower.of(config, co)
     # W = pJ per cycle x cycles per second x 1e-12
-    assert idle.idle_w(NOMINAL) == pytest.approx(clock_pj_per_cycle(config, co) * 1e9 * 1e-12)
+    assert idle.idle_w(NOMINAL) == pytest.approx(idle_pj_per_cycle(config, co) * 1e9 * 1e-12)
     assert idle.leak_w(NOMINAL) == pytest.approx(
         leakage_pj_per_cycle(config, co) * co.clock_mhz * 1e6 * 1e-12)  # fmt: skip
     slow = OperatingPoint(500.0, 0.77)
