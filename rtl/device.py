@@ -239,7 +239,9 @@ class Device(wiring.Component):
         Optional status pins: ``busy`` while a descriptor is checked or run, ``done`` for one
         cycle at its end.
 
-    Clock ``clk``; reset ``rst``, active high, synchronous.
+    Clock ``clk``; reset ``rst``, active high, synchronous. With ``clock_gate`` (the default)
+    every register but the control plane's and the queue's runs on a copy of the clock that
+    stops while the device idles (rtl.clock_gate).
     """
 
     def __init__(self, config: ArrayConfig, *, clock_gate: bool = True):
@@ -266,7 +268,7 @@ class Device(wiring.Component):
         geo = _Geometry(self._config)
         run = self._descriptors(m, geo)
         if self._gated:  # idle: no descriptor queued, checked or held, reset released
-            self.gate_enabled = gate_domains(m, self.clk, self.rst, self.busy | run.queued)
+            gate_domains(m, self.clk, self.rst, self.busy | run.queued)
         eng = self._engines(m, run)
         walkers = self._walkers(m, geo, run)
         banks = _Banks()
