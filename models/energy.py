@@ -53,7 +53,6 @@ __all__ = [
     "Coefficients",
     "CoefficientsError",
     "EnergyReport",
-    "clock_pj_per_cycle",
     "idle_pj_per_cycle",
     "energy",
     "energy_terms",
@@ -370,14 +369,6 @@ def _sram_kib(config: ArrayConfig) -> float:
     width = {name: word.bits for name, word in layouts(config).items()}
     depth = {"a": config.a_depth, "b": config.b_depth, "c": config.c_depth}
     return sum(depth[b] * width[b] for b in "abc") / 8 / 1024
-
-
-def clock_pj_per_cycle(config: ArrayConfig, co: Coefficients) -> float:
-    """What the device's logic spends every cycle, busy or idle (no clock gating): the mesh's
-    flip-flops and per-PE logic, the buffers' ports and the rest of the device, at the
-    technology's node."""
-    idle = {"stream_cycles": 0, "cycles": 1}
-    return sum(co.price(term) * count for term, _, count in logic_events(config, idle, {}))
 
 
 def idle_pj_per_cycle(config: ArrayConfig, co: Coefficients) -> float:
