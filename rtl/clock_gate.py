@@ -18,18 +18,21 @@ from __future__ import annotations
 from amaranth import ClockDomain, Module, Mux, Signal, Value
 from systolic.contract.timing import GATE_LINGER as LINGER
 
-__all__ = ["LINGER", "gate_domains"]
+__all__ = ["ENABLE", "LINGER", "gate_domains"]
+
+#: The name of the gate's enable register (the power flow checks it stayed open, synth/power.py).
+ENABLE = "gate_enabled"
 
 
-def gate_domains(m: Module, clk: Value, rst: Value, active: Value) -> Signal:
-    """Define ``aon`` (``clk``, ``rst``) and ``sync`` (``clk`` gated) in ``m``; returns the
-    enable that the falling edge takes (a register: high while the gated domain clocks)."""
+def gate_domains(m: Module, clk: Value, rst: Value, active: Value) -> None:
+    """Define ``aon`` (``clk``, ``rst``) and ``sync`` (``clk`` gated while ``active`` and the
+    linger after it are low) in ``m``."""
     m.domains.aon = aon = ClockDomain("aon", local=True)
     m.domains.gate = gate = ClockDomain("gate", clk_edge="neg", local=True)
     m.domains.sync = gated = ClockDomain("sync", local=True)
     linger = Signal(range(LINGER + 1), name="gate_linger")
     want = Signal(name="gate_want")
-    enabled = Signal(init=1, name="gate_enabled")
+    enabled = Signal(init=1, name=ENABLE)  # taken on the falling edge
     m.d.comb += [
         aon.clk.eq(clk), aon.rst.eq(rst),
         gate.clk.eq(clk), gate.rst.eq(0),
@@ -38,4 +41,3 @@ def gate_domains(m: Module, clk: Value, rst: Value, active: Value) -> Signal:
     ]  # fmt: skip
     m.d.aon += linger.eq(Mux(active, LINGER, Mux(linger.any(), linger - 1, 0)))
     m.d.gate += enabled.eq(want)
-    return enabled

@@ -112,7 +112,7 @@ class CriticalPath:
     slack_ns: float  # at the requested clock
     #: the shortest clock period the path meets: its delay over the share of the period between
     #: its launching and capturing edges (a half for the clock gate's falling-edge register,
-    #: rtl.clock_gate); None: a full period (the requested clock less the slack)
+    #: rtl.clock_gate); None in a report cached before it was kept: a full period
     period_ns: float | None = None
 
 
@@ -326,11 +326,11 @@ def component_of(path: str, kind: str) -> str:
     return COMPONENTS.get(path.split(".")[0], "other")
 
 
-def parse_critical_path(text: str, clock_ns: float | None = None) -> CriticalPath:
-    """The path of OpenSTA's ``report_checks`` that needs the longest clock period. With the
-    clock's period ``clock_ns``, each path's delay (its launch-to-capture span less its slack)
-    is scaled by the period over that span, so a half-cycle path (launched on one edge, captured
-    on the other) counts double; without, the least slack wins. The first path wins a tie."""
+def parse_critical_path(text: str, clock_ns: float) -> CriticalPath:
+    """The path of OpenSTA's ``report_checks`` that needs the longest clock period (``clock_ns``
+    the period it was timed at): each path's delay (its launch-to-capture span less its slack)
+    scaled by the period over that span, so a half-cycle path (launched on one edge, captured
+    on the other) counts double. The first path wins a tie."""
     best = None
     for block in re.split(r"(?=^Startpoint: )", text, flags=re.M):
         start = re.search(r"^Startpoint: (\S+)", block, re.M)
@@ -339,14 +339,13 @@ def parse_critical_path(text: str, clock_ns: float | None = None) -> CriticalPat
         slack = re.search(r"^\s*(-?[\d.]+)\s+slack \((MET|VIOLATED)\)", block, re.M)
         if not (start and end and arrival and slack):
             continue
-        path = CriticalPath(start.group(1), end.group(1), float(arrival.group(1)),
-                            float(slack.group(1)))  # fmt: skip
         edges = [float(t) for t in _EDGE.findall(block)]
-        if clock_ns is not None and len(edges) == 2 and edges[1] > edges[0]:
-            span = edges[1] - edges[0]
-            needed = (span - path.slack_ns) * clock_ns / span
-            path = CriticalPath(path.start, path.end, path.arrival_ns, path.slack_ns, needed)
-        if best is None or _needs(path) > _needs(best):
+        launch, capture = edges if len(edges) == 2 and edges[1] > edges[0] else (0.0, clock_ns)
+        span = capture - launch
+        period = (span - float(slack.group(1))) * clock_ns / span
+        path = CriticalPath(start.group(1), end.group(1), float(arrival.group(1)),
+                            float(slack.group(1)), period)  # fmt: skip
+        if best is None or path.period_ns > best.period_ns:
             best = path
     if best is None:
         raise tools.ToolError("OpenSTA reported no timing path (see sta.log)")
@@ -355,8 +354,3 @@ def parse_critical_path(text: str, clock_ns: float | None = None) -> CriticalPat
 
 #: A path's launching and capturing clock edges, ``<delay> <time> clock clk (rise edge)``.
 _EDGE = re.compile(r"^\s*-?[\d.]+\s+(-?[\d.]+)\s+clock \S+ \((?:rise|fall) edge\)", re.M)
-
-
-def _needs(path: CriticalPath) -> float:
-    """A path's own shortest period, or minus its slack where the clock is not known."""
-    return path.period_ns if path.period_ns is not None else -path.slack_ns

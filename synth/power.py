@@ -36,6 +36,8 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from systolic.rtl.clock_gate import ENABLE as GATE_ENABLE
+
 from .flow import SynthReport, component_of
 from .liberty import read_cells
 from .tools import ToolError, liberty, run, sta, yosys
@@ -51,8 +53,6 @@ _MODULE = re.compile(r"^module (\\\S+|\w+)\s*\(", re.M)
 _CELL = re.compile(r"^  (\w+) (\\\S+ |\S+) \((.*?)\n  \);", re.M | re.S)
 _PIN = re.compile(r"\.(\w+)\(([^()]*)\)")
 _BIT = re.compile(r"^(.*?)(?:\[(\d+)\])?$")
-#: The clock gate's enable register (rtl.clock_gate), as the probes name it.
-GATE_ENABLE = "gate_enabled"
 #: The cell that drives a cut net from its port, and its pins.
 PROBE_BUFFER = ("BUFX2", "A", "Y")
 

@@ -115,7 +115,7 @@ def _idle_power(report, gate: GateEnergy, args):
 def _print_idle(idle, gate: GateEnergy) -> None:
     busy = gate.power.total_mw
     parts = {k: sum(getattr(c, k) for c in idle.components.values())
-             for k in ("internal_mw", "switching_mw", "leakage_mw")}  # fmt: skip
+             for k in ("internal_mw", "leakage_mw")}  # fmt: skip
     print(
         f"  idle (no descriptor, the clock running, the gated clock stopped): "
         f"{idle.total_mw:.3f} mW ({parts['internal_mw']:.3f} internal, "

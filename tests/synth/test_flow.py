@@ -173,7 +173,7 @@ def test_bad_arguments_and_reports_are_refused():
     with pytest.raises(ValueError, match="design must be one of array, device, not 'mesh'"):
         synthesize(ArrayConfig("ws", 2, 2), "mesh")
     with pytest.raises(tools.ToolError, match="no timing path"):
-        parse_critical_path("No paths found.\n")
+        parse_critical_path("No paths found.\n", CLOCK_NS)
 
 
 def test_liberty_cells_are_read_with_area_and_kind():
