@@ -116,15 +116,24 @@ class ChunkWalker(wiring.Component):
             changes[d] = Signal(name=f"changes_{d}")
             m.d.comb += changes[d].eq(nxt[d] != origin[d])
 
-        def enter(origins, nest=nest):
+        # The origin from which a chunk reaches the dimension's end (a chunk is at most its
+        # dimension: contract.dma refuses it otherwise), taken at a restart: a chunk wraps when
+        # its origin is at least that, a comparison beside the end's adder rather than after it.
+        reach = {d: Signal(_DIM, name=f"reach_{d}") for d in DIMS}
+
+        def enter(origins, nest=nest, restart=False):
             """Register the chunk at ``origins`` (one per dimension) of ``nest`` as the current
             one."""
             for d in DIMS:
                 size, total = getattr(nest, f"{d}c"), getattr(nest, d)
-                new_end = origins[d] + size
-                new_wrap = new_end >= total
+                if restart:  # origins are 0
+                    new_wrap = size >= total
+                    m.d.sync += reach[d].eq(total - size)
+                else:
+                    new_wrap = origins[d] >= reach[d]
                 length = getattr(self, f"{d}len")
-                m.d.sync += [origin[d].eq(origins[d]), end[d].eq(new_end), wrap[d].eq(new_wrap),
+                m.d.sync += [origin[d].eq(origins[d]), end[d].eq(origins[d] + size),
+                             wrap[d].eq(new_wrap),
                              length.eq(Mux(new_wrap, total - origins[d], size))]  # fmt: skip
 
         def track(restart: bool):
@@ -153,7 +162,7 @@ class ChunkWalker(wiring.Component):
             m.d.sync += [self.valid.eq(1), self.load_a.eq(1), self.load_b.eq(1),
                          self.new_c.eq(1), self.bank_a.eq(~self.bank_a),
                          self.bank_b.eq(~self.bank_b), self.bank_c.eq(~self.bank_c)]  # fmt: skip
-            enter({d: 0 for d in DIMS}, self.next_nest)
+            enter({d: 0 for d in DIMS}, self.next_nest, restart=True)
             track(restart=True)
         with m.Elif(self.advance & self.valid):
             with m.If(self.last):

@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if routed:
         _print_route(routed)
     if gate:
-        _print_power(gate, args.seed)
+        print_power(gate, args.seed)
         _print_idle(idle, gate)
     return 0
 
@@ -181,7 +181,8 @@ def _gate_energy(config, args) -> GateEnergy:
     return gate
 
 
-def _print_power(gate: GateEnergy, seed: int) -> None:
+def print_power(gate: GateEnergy, seed: int) -> None:
+    """The gate-level power table of ``--power``: each component, and the model beside it."""
     from systolic.models.technology import factor
     from systolic.verify.gate_energy import FLOW_NM, MODEL_NM
 

@@ -15,6 +15,8 @@ from systolic.synth.flow import synthesize
 from systolic.synth.power import _consistent, aliases, annotate, cut_netlist, gate_power
 from systolic.verify.gate_energy import gate_energy
 
+from systolic.cli.synth import print_power
+
 from ..conftest import SEED
 from ..helpers import computed_once, run_cli
 
@@ -175,23 +177,25 @@ def test_a_duty_is_moved_into_what_its_flips_allow():
     assert _consistent(1.0, 0.3) == pytest.approx(0.5)  # a bit that flips every cycle
 
 
-def test_cli_synth_power_prints_the_gate_level_table_beside_the_model():
+def test_cli_synth_power_prints_the_gate_level_table_beside_the_model(runs, capsys):
+    """One run of the command (a gate-level point costs a simulation and two OpenSTA runs): its
+    JSON; the text it prints for a point, from the functions it prints with, on the module's
+    point."""
     args = ("synth", "--dataflow", "ws", "--rows", "2", "--cols", "2", "--clock-mhz", "100",
-            "--power", "--gemm", "16", "12", "8", "--seed", "0")  # fmt: skip
-    res = run_cli(*args, "--json")
+            "--power", "--gemm", "16", "12", "8", "--seed", "0", "--json")  # fmt: skip
+    res = run_cli(*args)
     assert res.returncode == 0, res.stderr
     power = json.loads(res.stdout)["power"]
     assert power["shape"] == [16, 12, 8] and power["window_cycles"] > 0
     assert {row["row"] for row in power["rows"]} == {"mesh", "logic"}
-    res = run_cli(*args)
-    assert res.returncode == 0, res.stderr
-    for text in (
-        "gate-level power, 16x12x8 random GEMM (seed 0)",
-        "pe_array",
-        "mesh",
-        "model/gate",
-    ):
-        assert text in res.stdout, res.stdout
+    assert 0 < power["idle"]["total_mw"] < power["power"]["total_mw"]
+    (random, _), a, b = runs
+    print_power(random, SEED)
+    out = capsys.readouterr().out
+    m, k, n = a.shape + b.shape[1:]
+    for text in (f"gate-level power, {m}x{k}x{n} random GEMM (seed {SEED})", "pe_array", "mesh",
+                 "model/gate"):  # fmt: skip
+        assert text in out, out
     bad = run_cli("synth", "--dataflow", "ws", "--rows", "2", "--cols", "2", "--power",
                   "--design", "array")  # fmt: skip
     assert bad.returncode != 0 and "--power prices the device" in bad.stderr
