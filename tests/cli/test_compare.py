@@ -15,8 +15,8 @@ def test_compare_shapes_file_and_exit_status(tmp_path, monkeypatch, capsys):
 
     shapes = tmp_path / "shapes.txt"
     shapes.write_text("# M,K,N\n5,7,3\n\n2, 9, 4  # ragged\n")
-    args = ["compare", "--dataflow", "ws", "--rows", "4", "--cols", "4", "--a-depth", "64",
-            "--b-depth", "64", "--c-depth", "64", "--shapes", str(shapes)]  # fmt: skip
+    args = ["compare", "--dataflow", "ws", "--rows", "2", "--cols", "3", "--a-depth", "24",
+            "--b-depth", "24", "--c-depth", "24", "--shapes", str(shapes)]  # fmt: skip
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "4 points (2 DRAM setting(s)) x 29 quantities" in out  # 24 counters, 5 words
