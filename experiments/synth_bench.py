@@ -13,6 +13,7 @@ import sys
 import time
 
 from systolic.contract.config import ArrayConfig, Dataflow
+from systolic.synth.drc_lvs import check_layout, describe_checks
 from systolic.synth.flow import synthesize
 from systolic.synth.route import route
 
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
 def _routed(sizes: list[int], clock_ns: float) -> int:
     """Each WS mesh synthesized, then placed and routed: die, the cells' share of it, wires,
     and Fmax from synthesis, from the placed netlist without wires, with its data wires (ideal
-    clock), and routed (the clock net too)."""
+    clock), and routed (the clock net too); then its layout's DRC and LVS."""
     print(f"{'config':<16} {'cells':>7} {'die mm^2':>9} {'density':>8} {'wires mm':>9} "
           f"{'vias':>7} {'failed':>6} {'synth MHz':>9} {'placed':>7} {'wired':>7} "
           f"{'routed':>7} {'routed/synth':>12} {'P&R s':>7}")  # fmt: skip
@@ -81,6 +82,8 @@ def _routed(sizes: list[int], clock_ns: float) -> int:
             f"{r.routed.arrival_ns:.3f} ns (placed {r.placed.arrival_ns:.3f} ns)",
             flush=True,
         )
+        checks = check_layout(r)
+        print(f"  {describe_checks(checks)}", flush=True)
     return 0
 
 

@@ -71,15 +71,18 @@ def liberty() -> Path:
     return LIBERTY
 
 
-def run(cmd: list[str], cwd: Path, log: Path, what: str, timeout: float = 3600) -> str:
-    """Run ``cmd`` in ``cwd``, its output into ``log``; raise :class:`ToolError` on failure."""
+def run(cmd: list[str], cwd: Path, log: Path, what: str, timeout: float = 3600, *,
+        judged: bool = False) -> str:  # fmt: skip
+    """Run ``cmd`` in ``cwd``, its output into ``log``; raise :class:`ToolError` on failure,
+    unless ``judged``: a tool whose exit status reports a finding (a failed check) the caller
+    reads from its output."""
     try:
         proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                               check=False)  # fmt: skip
     except subprocess.TimeoutExpired:
         raise ToolError(f"{what} took longer than {timeout:.0f} s; see {log}") from None
     log.write_text(proc.stdout + proc.stderr)
-    if proc.returncode != 0:
+    if proc.returncode != 0 and not judged:
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-5:])
         raise ToolError(f"{what} failed (exit {proc.returncode}); see {log}:\n{tail}")
     return proc.stdout + proc.stderr

@@ -74,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
     routed = _route(config, args) if args.route else None
     if args.json:
         extra = ({"power": gate.to_dict() | {"idle": idle.to_dict()}} if gate else {}) | (
-            {"route": routed.to_dict()} if routed else {})  # fmt: skip
+            {"route": routed[0].to_dict() | {"checks": routed[1].to_dict()}} if routed
+            else {})  # fmt: skip
         print(json.dumps(report.to_dict() | extra, indent=2))
         return 0
     print(f"{config.name}: {report.cells} cells ({report.flops} flip-flops), "
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  note: {note}")
     print(f"  logs and netlist: {report.directory}")
     if routed:
-        _print_route(routed)
+        _print_route(*routed)
     if gate:
         print_power(gate, args.seed)
         _print_idle(idle, gate)
@@ -126,12 +127,16 @@ def _print_idle(idle, gate: GateEnergy) -> None:
 
 
 def _route(config, args):
+    from systolic.synth.drc_lvs import check_layout
     from systolic.synth.route import route
 
-    return route(config, args.design, clock_ns=1000.0 / args.clock_mhz, force=args.force)
+    routed = route(config, args.design, clock_ns=1000.0 / args.clock_mhz, force=args.force)
+    return routed, check_layout(routed, force=args.force)
 
 
-def _print_route(r) -> None:
+def _print_route(r, checks) -> None:
+    from systolic.synth.drc_lvs import describe_checks
+
     w, h = r.die_um
     print(f"placed and routed (qflow {r.seconds['place_and_route']:.0f} s: graywolf, qrouter): "
           f"die {w:.1f} x {h:.1f} um ({r.die_um2 / 1e6:.4f} mm^2), {r.cells} cells, "
@@ -146,6 +151,7 @@ def _print_route(r) -> None:
         "  (placed: no wires, ideal clock; wired: the extracted wires (SPEF), ideal clock; "
         "routed: the wires and the routed clock tree)"
     )
+    print(f"  {describe_checks(checks)}")
     print(f"  layout and logs: {r.directory}")
 
 

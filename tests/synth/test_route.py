@@ -55,14 +55,14 @@ def test_rc2dly_spef_is_mended_to_the_standard():
     assert "1 *36/Q *35/1 1.3" in out and "2 *35/1 *35/2 1.0" in out
 
 
-def test_a_routed_mesh_is_timed_with_its_wires(tmp_path):
+def test_a_routed_mesh_is_timed_with_its_wires():
     """WS 1x1 (one PE, 535 cells): every net routed; the placed netlist, timed without wires,
     agrees with the synthesis flow's timing of the same cells within 1%; the extracted wires
     only add delay (with the routed clock tree's skew the path may gain a little back); the
     cells take the share of the die asked for (measured 54.4% at 60%)."""
     config = ArrayConfig("ws", 1, 1)
-    synth = synthesize(config, "array", root=tmp_path)
-    r = route(config, "array", root=tmp_path)
+    synth = synthesize(config, "array")
+    r = route(config, "array")  # the build cache's (tests/synth/test_drc_lvs.py checks it)
     print(r.to_dict())
     assert r.failed_routes == 0
     assert r.clock_buffers == 3  # its 33 flip-flops' clock pins, 16 a buffer
@@ -74,7 +74,7 @@ def test_a_routed_mesh_is_timed_with_its_wires(tmp_path):
     # fill cells spread them to DENSITY of the placement area; the die adds a ring around it
     assert DENSITY - 0.15 < r.density <= DENSITY
     assert r.wirelength_um > 0 and r.vias > 0
-    again = route(config, "array", root=tmp_path)  # the cached run
+    again = route(config, "array")  # the cached run
     assert again.to_dict() == r.to_dict()
 
 
