@@ -37,6 +37,8 @@ __all__ = [
     "QFLOW_TECH",
     "RouteReport",
     "clock_tree",
+    "measure",
+    "mend_rc",
     "mend_spef",
     "parse_def",
     "route",
@@ -198,7 +200,15 @@ def _run(synth: SynthReport, directory: Path) -> RouteReport:
     out = tools.run(["qflow", "place", "route", "-T", "osu018", top], directory,
                     directory / "qflow.out", "qflow place and route")  # fmt: skip
     seconds = {"place_and_route": round(time.monotonic() - start, 1)}
-    failed = _failed_routes(out, directory / "qflow.out")
+    return measure(synth, directory, _failed_routes(out, directory / "qflow.out"),
+                   sum(tree.buffers.values()), seconds)  # fmt: skip
+
+
+def measure(synth: SynthReport, directory: Path, failed: int, clock_buffers: int,
+            seconds: dict[str, float]) -> RouteReport:  # fmt: skip
+    """The report of the routed qflow project in ``directory``: its wires extracted, its timing
+    three ways, its die, cells and wires from the routed DEF."""
+    top, lib = TOPS[synth.kind], tools.liberty()
     layout = directory / "layout"
     spef = directory / f"{top}.spef"
     spef_from_rc(layout / f"{top}.rc", lib, spef, directory)
@@ -208,13 +218,12 @@ def _run(synth: SynthReport, directory: Path) -> RouteReport:
     wired = _time(directory, "sta_wired", top, lib, synth.clock_ns, wires)
     routed = _time(directory, "sta_routed", top, lib, synth.clock_ns,
                    f"{wires}\nset_propagated_clock [all_clocks]")  # fmt: skip
-    seconds["timing"] = round(time.monotonic() - start, 1)
+    timing = round(time.monotonic() - start, 1)
     sizes = _lef_sizes(QFLOW_TECH / "osu018_stdcells.lef")
     d = parse_def((layout / f"{top}.def").read_text(), sizes)
     return RouteReport(synth.config, synth.kind, synth.clock_ns, d["cells"], d["cell_area_um2"],
-                       d["die_um"], d["wirelength_um"], d["vias"], failed,
-                       sum(tree.buffers.values()), placed, wired, routed, seconds,
-                       directory)  # fmt: skip
+                       d["die_um"], d["wirelength_um"], d["vias"], failed, clock_buffers, placed,
+                       wired, routed, seconds | {"timing": timing}, directory)  # fmt: skip
 
 
 def clock_tree(netlist: str, cells: dict[str, Cell]) -> Buffered:
@@ -239,10 +248,32 @@ def spef_from_rc(rc: Path, lib: Path, spef: Path, cwd: Path) -> None:
     """qrouter's extracted RC file as a SPEF file OpenSTA reads: ``rc2dly`` writes one, with two
     departures from IEEE 1481 mended here: its capacitances are in pF under a header that says
     fF, and its internal nodes are ``<net>_<n>`` where the standard has ``*<net><delimiter><n>``
-    (OpenSTA would otherwise drop every wire capacitance, with a warning each)."""
-    tools.run([str(_QFLOW_LIB / "bin" / "rc2dly"), "-r", str(rc), "-l", str(lib), "-d",
+    (OpenSTA would otherwise drop every wire capacitance, with a warning each). The RC file's
+    unnamed wire ends are mended first (:func:`mend_rc`)."""
+    mended = cwd / f"{rc.stem}_mended.rc"
+    mended.write_text(mend_rc(rc.read_text(), rc))
+    tools.run([str(_QFLOW_LIB / "bin" / "rc2dly"), "-r", str(mended), "-l", str(lib), "-d",
                str(spef)], cwd, cwd / "rc2dly.log", "qflow's rc2dly")  # fmt: skip
     spef.write_text(mend_spef(spef.read_text()))
+
+
+#: A wire end qrouter's delay file could not tie to a pin (it writes ``ERROR`` for its name), with
+#: no resistance and no capacitance, as a branch of a net: first or later.
+_UNNAMED_END = re.compile(r"\s*,\s*\(\s*0\s+0\s+ERROR\s*\)|\(\s*0\s+0\s+ERROR\s*\)\s*,\s*")
+
+
+def mend_rc(text: str, rc: Path) -> str:
+    """qrouter's RC file without the wire ends it could not name (on the 4x4 mesh: one branch of
+    a net that reaches the same pin three times). rc2dly would make each an instance called
+    ``ERROR``, which OpenSTA refuses. Dropping one with no resistance and no capacitance changes
+    no delay; one with either is an error, not a figure."""
+    out = _UNNAMED_END.sub("", text)
+    if re.search(r"\bERROR\b", out):
+        raise tools.ToolError(
+            "qrouter's RC file has a wire end it could not name, with "
+            f"resistance or capacitance, so no delay of it holds (see {rc})"
+        )
+    return out
 
 
 def mend_spef(text: str) -> str:

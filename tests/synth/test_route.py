@@ -8,7 +8,7 @@ from systolic.contract.config import ArrayConfig
 from systolic.synth import tools
 from systolic.synth.flow import synthesize
 from systolic.synth.liberty import read_cells
-from systolic.synth.route import CLOCK_BUFFER, DENSITY, mend_spef, parse_def, route
+from systolic.synth.route import CLOCK_BUFFER, DENSITY, mend_rc, mend_spef, parse_def, route
 
 from ..helpers import run_cli
 
@@ -53,6 +53,20 @@ def test_rc2dly_spef_is_mended_to_the_standard():
     assert "*C_UNIT 1 PF" in out and "FF" not in out
     assert "1 *35/1 0.0003" in out
     assert "1 *36/Q *35/1 1.3" in out and "2 *35/1 *35/2 1.0" in out
+
+
+def test_unnamed_wire_ends_are_dropped_only_when_they_carry_nothing(tmp_path):
+    """qrouter names a wire end it cannot tie to a pin ``ERROR`` (seen on the 4x4 mesh): with
+    no resistance and no capacitance it goes, first branch or later; with either it is an
+    error."""
+    line = ("_1_ 1 MUX2X1_1/Y 8 ( 1.2 0.02 ( 0.4 0.001 NOR2X1_2/B ) , ( 0 0 ERROR ) , "
+            "( 0.3 0.0001 INVX1_3/A ) ) \n")  # fmt: skip
+    assert mend_rc(line, tmp_path) == ("_1_ 1 MUX2X1_1/Y 8 ( 1.2 0.02 ( 0.4 0.001 NOR2X1_2/B ) , "
+                                       "( 0.3 0.0001 INVX1_3/A ) ) \n")  # fmt: skip
+    first = "_1_ 1 MUX2X1_1/Y 8 ( 1.2 0.02 ( 0 0 ERROR ) , ( 0.4 0.001 NOR2X1_2/B ) ) \n"
+    assert mend_rc(first, tmp_path) == "_1_ 1 MUX2X1_1/Y 8 ( 1.2 0.02 ( 0.4 0.001 NOR2X1_2/B ) ) \n"
+    with pytest.raises(tools.ToolError, match="could not name"):
+        mend_rc(line.replace("( 0 0 ERROR )", "( 0.5 0 ERROR )"), tmp_path)
 
 
 def test_a_routed_mesh_is_timed_with_its_wires():
