@@ -300,6 +300,10 @@ MUTANTS = (
            'return dict(Counter(re.findall(r"^violation: (.*)$", out, re.M)))',
            'return dict.fromkeys(re.findall(r"^violation: (.*)$", out, re.M), 1)',
            ("tests/synth/test_drc_lvs.py",)),
+    Mutant("a later unnamed wire end dropped whatever it carries", "synth/route.py",
+           r'r"\s*,\s*\(\s*0\s+0\s+ERROR', r'r"\s*,\s*\(\s*\S+\s+\S+\s+ERROR',
+           ("tests/synth/test_route.py::"
+            "test_unnamed_wire_ends_are_dropped_only_when_they_carry_nothing",)),
     Mutant("fan-out buffering only past four times the limit", "synth/fanout.py",
            "if len(sites) > limit}", "if len(sites) > 4 * limit}",
            ("tests/synth/test_fanout.py",)),
