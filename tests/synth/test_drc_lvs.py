@@ -33,7 +33,8 @@ def checked(routed):
 
 
 def _copy(routed, tmp_path):
-    """The routed project in a folder of its own (qflow writes its variables for it anew)."""
+    """The routed project in a folder of its own (qflow writes its variables for it anew); taken
+    once its own checks are done, so that no qflow is writing into it."""
     copy = tmp_path / "project"
     shutil.copytree(routed.directory, copy, ignore=shutil.ignore_patterns("checks-*"))
     for stale in ("qflow_vars.sh", "qflow_exec.sh"):  # they name the original folder
@@ -67,9 +68,10 @@ def test_drc_finds_metal_under_the_minimum_area(checked, routed, tmp_path):
     assert new and all(" area < " in rule for rule in new), checks.drc
 
 
-def test_lvs_finds_a_connection_the_wires_do_not_make(routed, tmp_path):
+def test_lvs_finds_a_connection_the_wires_do_not_make(checked, routed, tmp_path):
     """The layout as routed, the placed netlist with two of a NAND's connections exchanged:
-    netgen cannot match the cell, nor the nets on those pins."""
+    netgen cannot match the cell, nor the nets on those pins. (``checked`` first: no worker's
+    qflow is still writing into the project it copies.)"""
     copy = _copy(routed, tmp_path)
     (spc,) = (copy / "synthesis").glob("*.spc")
     text = spc.read_text()
