@@ -58,8 +58,12 @@ class LayoutChecks:
         return sum(self.drc.values())
 
     @property
+    def lvs_clean(self) -> bool:
+        return self.lvs_match and self.lvs_errors == 0
+
+    @property
     def clean(self) -> bool:
-        return self.drc_errors == 0 and self.lvs_errors == 0 and self.lvs_match
+        return self.drc_errors == 0 and self.lvs_clean
 
     def to_dict(self) -> dict:
         return asdict(self) | {"drc_errors": self.drc_errors, "directory": str(self.directory)}
@@ -117,6 +121,6 @@ def describe_checks(checks: LayoutChecks) -> str:
     """One line: the DRC violations by rule and the LVS verdict."""
     rules = ", ".join(f"{n} {rule}" for rule, n in sorted(checks.drc.items()))
     drc = f"DRC {checks.drc_errors} violation(s)" + (f" ({rules})" if rules else "")
-    lvs = ("LVS clean: the netlists match" if checks.lvs_match and not checks.lvs_errors
+    lvs = ("LVS clean: the netlists match" if checks.lvs_clean
            else f"LVS {checks.lvs_errors} error(s), the netlists do not match")  # fmt: skip
     return f"{drc}; {lvs} (magic, netgen on the cells' abstract views: {checks.directory})"

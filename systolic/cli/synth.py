@@ -71,11 +71,11 @@ def run(args: argparse.Namespace) -> int:
     report = synthesize(config, args.design, clock_ns=1000.0 / args.clock_mhz, force=args.force)
     gate = _gate_energy(config, args) if args.power else None
     idle = _idle_power(report, gate, args) if gate else None
-    routed = _route(config, args) if args.route else None
+    routed, checks = _route(config, args) if args.route else (None, None)
     if args.json:
-        extra = ({"power": gate.to_dict() | {"idle": idle.to_dict()}} if gate else {}) | (
-            {"route": routed[0].to_dict() | {"checks": routed[1].to_dict()}} if routed
-            else {})  # fmt: skip
+        power = {"power": gate.to_dict() | {"idle": idle.to_dict()}} if gate else {}
+        route = {"route": routed.to_dict() | {"checks": checks.to_dict()}} if routed else {}
+        extra = power | route
         print(json.dumps(report.to_dict() | extra, indent=2))
         return 0
     print(f"{config.name}: {report.cells} cells ({report.flops} flip-flops), "
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  note: {note}")
     print(f"  logs and netlist: {report.directory}")
     if routed:
-        _print_route(*routed)
+        _print_route(routed, checks)
     if gate:
         print_power(gate, args.seed)
         _print_idle(idle, gate)
